@@ -1,0 +1,1 @@
+"""Ganeti: a cluster virtualization manager (Python 3 implementation)."""

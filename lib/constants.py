@@ -1,0 +1,242 @@
+"""Constants shared by every daemon, command and library module.
+
+Values follow Ganeti 3.1 where an external interface depends on them (wire
+formats, job statuses, exit codes, ports), so that existing tools and
+clients keep working.
+"""
+
+# Versions -----------------------------------------------------------------
+VERSION_MAJOR = 3
+VERSION_MINOR = 1
+VERSION_REVISION = 0
+RELEASE_VERSION = "%d.%d.%d" % (VERSION_MAJOR, VERSION_MINOR,
+                                VERSION_REVISION)
+VCS_VERSION = "ganeti-py-" + RELEASE_VERSION
+
+
+def BuildVersion(major: int, minor: int, revision: int) -> int:
+    """Encode a version triple the way Ganeti's config and protocol do."""
+    return 1000000 * major + 10000 * minor + revision
+
+
+CONFIG_VERSION = BuildVersion(VERSION_MAJOR, VERSION_MINOR, VERSION_REVISION)
+PROTOCOL_VERSION = CONFIG_VERSION
+LUXI_VERSION = CONFIG_VERSION
+OS_API_VERSION = 20
+OS_API_VERSIONS = frozenset([20])
+EXPORT_VERSION = 0
+RAPI_VERSION = 2
+JOB_QUEUE_VERSION = 1
+
+# Daemons and ports ----------------------------------------------------------
+MASTERD = "ganeti-masterd"
+NODED = "ganeti-noded"
+RAPI = "ganeti-rapi"
+MAINTD = "ganeti-maintd"
+DAEMONS = frozenset([MASTERD, NODED, RAPI, MAINTD])
+
+DEFAULT_NODED_PORT = 1811
+DEFAULT_MAINTD_PORT = 1816
+DEFAULT_RAPI_PORT = 5080
+DAEMON_PORTS = {
+    NODED: ("tcp", DEFAULT_NODED_PORT),
+    RAPI: ("tcp", DEFAULT_RAPI_PORT),
+    MAINTD: ("tcp", DEFAULT_MAINTD_PORT),
+}
+
+DAEMONS_LOGBASE = {
+    MASTERD: "master-daemon",
+    NODED: "node-daemon",
+    RAPI: "rapi-daemon",
+    MAINTD: "maintenance-daemon",
+}
+
+# File modes -----------------------------------------------------------------
+SECURE_DIR_MODE = 0o700
+SECURE_FILE_MODE = 0o600
+JOB_QUEUE_FILES_PERMS = 0o640
+JOB_QUEUE_DIRS_PERMS = 0o750
+RUN_DIRS_MODE = 0o775
+SOCKET_MODE = 0o660
+CONFIG_FILE_MODE = 0o640
+
+# Job queue ------------------------------------------------------------------
+JOB_STATUS_QUEUED = "queued"
+JOB_STATUS_WAITING = "waiting"
+JOB_STATUS_CANCELING = "canceling"
+JOB_STATUS_RUNNING = "running"
+JOB_STATUS_CANCELED = "canceled"
+JOB_STATUS_SUCCESS = "success"
+JOB_STATUS_ERROR = "error"
+JOBS_PENDING = frozenset([JOB_STATUS_QUEUED, JOB_STATUS_WAITING,
+                          JOB_STATUS_CANCELING])
+JOBS_FINALIZED = frozenset([JOB_STATUS_CANCELED, JOB_STATUS_SUCCESS,
+                            JOB_STATUS_ERROR])
+JOB_STATUS_ALL = frozenset([JOB_STATUS_RUNNING]) | JOBS_PENDING | \
+    JOBS_FINALIZED
+
+OP_STATUS_QUEUED = "queued"
+OP_STATUS_WAITING = "waiting"
+OP_STATUS_CANCELING = "canceling"
+OP_STATUS_RUNNING = "running"
+OP_STATUS_CANCELED = "canceled"
+OP_STATUS_SUCCESS = "success"
+OP_STATUS_ERROR = "error"
+OPS_FINALIZED = frozenset([OP_STATUS_CANCELED, OP_STATUS_SUCCESS,
+                           OP_STATUS_ERROR])
+
+JOB_ID_TEMPLATE = r"\d+"
+JOB_FILE_PREFIX = "job-"
+JSTORE_JOBS_PER_ARCHIVE_DIRECTORY = 10000
+JOB_QUEUE_SIZE_HARD_LIMIT = 5000
+JOB_NOTCHANGED = "nochange"
+JOBQUEUE_THREADS = 25
+# The job was running when the master daemon stopped (startup recovery)
+JOB_LOST_MESSAGE = "job was running when the master daemon stopped"
+
+# Log entry types of the per-opcode log
+ELOG_MESSAGE = "message"
+ELOG_MESSAGE_LIST = "message-list"
+ELOG_REMOTE_IMPORT = "remote-import"
+ELOG_JQUEUE_TEST = "jqueue-test"
+ELOG_DELAY_TEST = "delay-test"
+
+# Opcode priorities (lower number: higher priority)
+OP_PRIO_LOWEST = 19
+OP_PRIO_HIGHEST = -20
+OP_PRIO_LOW = 10
+OP_PRIO_NORMAL = 0
+OP_PRIO_HIGH = -10
+OP_PRIO_DEFAULT = OP_PRIO_NORMAL
+OP_PRIO_SUBMIT_VALID = frozenset([OP_PRIO_LOW, OP_PRIO_NORMAL, OP_PRIO_HIGH])
+OP_PRIO_NAMES = {"low": OP_PRIO_LOW, "normal": OP_PRIO_NORMAL,
+                 "high": OP_PRIO_HIGH}
+
+# Reason trail sources
+OPCODE_REASON_SRC_CLIENT = "gnt:client"
+OPCODE_REASON_SRC_USER = "gnt:user"
+OPCODE_REASON_SRC_OPCODE = "gnt:opcode"
+OPCODE_REASON_SRC_RLIB2 = "gnt:library:rlib2"
+OPCODE_REASON_SRC_WATCHER = "gnt:watcher"
+OPCODE_REASON_SRC_NODED = "gnt:daemon:noded"
+OPCODE_REASON_SRC_PICKUP = "gnt:daemon:masterd:pickup"
+
+# LUXI -----------------------------------------------------------------------
+LUXI_EOM = b"\x03"
+LUXI_DEF_CTMO = 30
+LUXI_DEF_RWTO = 180
+LUXI_WFJC_TIMEOUT = (LUXI_DEF_RWTO - 1) // 2
+# Largest request a LUXI server accepts; bigger ones get an encoded error
+LUXI_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+
+# Query ------------------------------------------------------------------
+QR_CLUSTER = "cluster"
+QR_INSTANCE = "instance"
+QR_NODE = "node"
+QR_LOCK = "lock"
+QR_GROUP = "group"
+QR_OS = "os"
+QR_JOB = "job"
+QR_EXPORT = "export"
+QR_NETWORK = "network"
+QR_FILTER = "filter"
+
+QFT_UNKNOWN = "unknown"
+QFT_TEXT = "text"
+QFT_BOOL = "bool"
+QFT_NUMBER = "number"
+QFT_NUMBER_FLOAT = "float"
+QFT_UNIT = "unit"
+QFT_TIMESTAMP = "timestamp"
+QFT_OTHER = "other"
+
+RS_NORMAL = 0
+RS_UNKNOWN = 1
+RS_NODATA = 2
+RS_UNAVAIL = 3
+RS_OFFLINE = 4
+
+# Tags -----------------------------------------------------------------------
+TAG_CLUSTER = "cluster"
+TAG_NODEGROUP = "nodegroup"
+TAG_NODE = "node"
+TAG_INSTANCE = "instance"
+TAG_NETWORK = "network"
+VALID_TAG_TYPES = frozenset([TAG_CLUSTER, TAG_NODEGROUP, TAG_NODE,
+                             TAG_INSTANCE, TAG_NETWORK])
+MAX_TAG_LEN = 128
+MAX_TAGS_PER_OBJ = 4096
+
+# Hypervisors and storage ------------------------------------------------------
+HT_FAKE = "fake"
+HT_KVM = "kvm"
+HYPER_TYPES = frozenset([HT_FAKE, HT_KVM])
+
+DT_DISKLESS = "diskless"
+DT_FILE = "file"
+DT_SHARED_FILE = "sharedfile"
+DT_PLAIN = "plain"
+DT_DRBD8 = "drbd"
+DT_BLOCK = "blockdev"
+DT_EXT = "ext"
+DISK_TEMPLATES = frozenset([DT_DISKLESS, DT_FILE, DT_SHARED_FILE, DT_PLAIN,
+                            DT_DRBD8, DT_BLOCK, DT_EXT])
+DEFAULT_ENABLED_DISK_TEMPLATES = [DT_FILE, DT_DISKLESS]
+
+# Nodes ------------------------------------------------------------------------
+NR_MASTER = "M"
+NR_MCANDIDATE = "C"
+NR_REGULAR = "R"
+NR_DRAINED = "D"
+NR_OFFLINE = "O"
+
+# Cluster defaults ---------------------------------------------------------------
+MASTER_POOL_SIZE_DEFAULT = 10
+DEFAULT_MAX_RUNNING_JOBS = 20
+DEFAULT_MAX_TRACKED_JOBS = 25
+DEFAULT_MAC_PREFIX = "aa:00:00"
+DEFAULT_BRIDGE = "xen-br0"
+DEFAULT_MASTER_NETDEV = "lo"
+DEFAULT_MASTER_NETMASK = 32
+DEFAULT_GROUP_NAME = "default"
+DEFAULT_DRBD_HELPER = "/bin/true"
+IP4_VERSION = 4
+IP6_VERSION = 6
+IP4_FAMILY = 2
+IP6_FAMILY = 10
+FIRST_DRBD_PORT = 11000
+LAST_DRBD_PORT = 14999
+CLUSTER_NAME_RE = r"^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$"
+
+# Validity of the cluster certificate created by init, in days
+X509_CERT_DEFAULT_VALIDITY = 365 * 5
+X509_CERT_SIGN_DIGEST = "SHA256"
+
+# RPC ----------------------------------------------------------------------------
+RPC_CONNECT_TIMEOUT = 5
+RPC_TMO_URGENT = 60
+RPC_TMO_FAST = 5 * 60
+RPC_TMO_NORMAL = 15 * 60
+RPC_TMO_SLOW = 3600
+RPC_ENCODING_NONE = 0
+RPC_ENCODING_ZLIB_BASE64 = 1
+
+# Exit codes of the command line tools --------------------------------------------
+EXIT_SUCCESS = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_NOTCLUSTER = 5
+EXIT_NOTMASTER = 11
+EXIT_NODESETUP_ERROR = 12
+EXIT_CONFIRMATION = 13
+EXIT_UNKNOWN_FIELD = 14
+
+# Lock timeouts of the processor: the first attempt waits this long, each
+# retry longer, until acquisition blocks without timeout.
+LOCK_ATTEMPTS_TIMEOUT = 1.0
+LOCK_ATTEMPTS_MAXWAIT = 15.0
+LOCK_ATTEMPTS_MINWAIT = 1.0
+
+# Value used by the CLI's key=value parser to reset a parameter to default
+VALUE_DEFAULT = "default"
+VALUE_NONE = "none"

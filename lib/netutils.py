@@ -1,0 +1,89 @@
+"""Host name resolution and address helpers.
+
+Name resolution consults the hosts file named by ``GANETI_HOSTS_FILE`` (same
+format as /etc/hosts) before the system resolver, so a virtual cluster can
+give its nodes names and 127.x.y.z addresses without root and without
+editing /etc/hosts.
+"""
+
+import errno
+import ipaddress
+import os
+import socket
+
+from ganeti import errors, vcluster
+
+ENV_HOSTS_FILE = "GANETI_HOSTS_FILE"
+
+
+def _LookupHostsFile(name: str) -> str | None:
+    path = os.environ.get(ENV_HOSTS_FILE)
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fobj:
+            for line in fobj:
+                fields = line.split("#", 1)[0].split()
+                if len(fields) >= 2 and name in fields[1:]:
+                    return fields[0]
+    except FileNotFoundError:
+        return None
+    return None
+
+
+def IsValidIP4(address: str) -> bool:
+    """Whether ``address`` is a dotted-quad IPv4 address."""
+    try:
+        ipaddress.IPv4Address(address)
+        return True
+    except ValueError:
+        return False
+
+
+def IsValidIP(address: str) -> bool:
+    """Whether ``address`` is an IPv4 or IPv6 address."""
+    try:
+        ipaddress.ip_address(address)
+        return True
+    except ValueError:
+        return False
+
+
+def GetHostIP(name: str) -> str:
+    """Resolve ``name`` to an address, raising ResolverError if impossible."""
+    if IsValidIP(name):
+        return name
+    address = _LookupHostsFile(name)
+    if address is not None:
+        return address
+    try:
+        infos = socket.getaddrinfo(name, None, socket.AF_INET,
+                                   socket.SOCK_STREAM)
+    except (socket.gaierror, socket.herror, UnicodeError) as err:
+        raise errors.ResolverError(name, getattr(err, "errno", errno.EINVAL),
+                                   "Cannot resolve %s: %s" % (name, err))
+    return infos[0][4][0]
+
+
+def GetMyName() -> str:
+    """This node's name: the virtual hostname, or the FQDN."""
+    return vcluster.GetVirtualHostname() or socket.getfqdn()
+
+
+class Hostname:
+    """A resolved host name: ``name`` and ``ip``."""
+
+    def __init__(self, name: str | None = None):
+        self.name = name or GetMyName()
+        self.ip = GetHostIP(self.name)
+
+    def __repr__(self) -> str:
+        return "Hostname(%r, %r)" % (self.name, self.ip)
+
+
+def FormatAddress(address: tuple[str, int]) -> str:
+    """``host:port``, with brackets for IPv6."""
+    host, port = address
+    if ":" in host:
+        return "[%s]:%d" % (host, port)
+    return "%s:%d" % (host, port)

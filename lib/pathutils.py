@@ -1,0 +1,124 @@
+"""Every file system path used by Ganeti, in one module.
+
+Paths are computed once at import from the build-time directories
+(``./configure --localstatedir --sysconfdir``, recorded in ``_autoconf``)
+and the virtual-cluster root (see vcluster), so a process started with
+``GANETI_ROOTDIR`` finds the standard layout below that root.
+"""
+
+import os
+
+from ganeti import vcluster
+
+try:
+    from ganeti import _autoconf  # written by configure/setup.py at build time
+    LOCALSTATEDIR = _autoconf.LOCALSTATEDIR
+    SYSCONFDIR = _autoconf.SYSCONFDIR
+    PREFIX = _autoconf.PREFIX
+except ImportError:  # running from the source tree
+    LOCALSTATEDIR = "/var"
+    SYSCONFDIR = "/etc"
+    PREFIX = "/usr/local"
+
+_P = vcluster.AddNodePrefix
+
+# Top level directories
+DATA_DIR = _P(LOCALSTATEDIR + "/lib/ganeti")
+RUN_DIR = _P(LOCALSTATEDIR + "/run/ganeti")
+LOG_DIR = _P(LOCALSTATEDIR + "/log/ganeti")
+CONF_DIR = _P(SYSCONFDIR + "/ganeti")
+BACKUP_DIR = _P(LOCALSTATEDIR + "/lib/ganeti/export")
+SOCKET_DIR = RUN_DIR + "/socket"
+CRYPTO_KEYS_DIR = RUN_DIR + "/crypto"
+IMPORT_EXPORT_DIR = RUN_DIR + "/import-export"
+LOG_OS_DIR = LOG_DIR + "/os"
+
+# Configuration and certificates
+CLUSTER_CONF_FILE = DATA_DIR + "/config.data"
+NODED_CERT_FILE = DATA_DIR + "/server.pem"
+NODED_CLIENT_CERT_FILE = DATA_DIR + "/client.pem"
+RAPI_CERT_FILE = DATA_DIR + "/rapi.pem"
+CLUSTER_DOMAIN_SECRET_FILE = DATA_DIR + "/cluster-domain-secret"
+RAPI_DATA_DIR = DATA_DIR + "/rapi"
+RAPI_USERS_FILE = RAPI_DATA_DIR + "/users"
+SSCONF_PREFIX = DATA_DIR + "/ssconf_"
+WATCHER_PAUSEFILE = DATA_DIR + "/watcher.pause"
+FILE_STORAGE_PATHS_FILE = CONF_DIR + "/file-storage-paths"
+HOOKS_BASE_DIR = CONF_DIR + "/hooks"
+DEFAULT_FILE_STORAGE_DIR = _P("/srv/ganeti/file-storage")
+DEFAULT_SHARED_FILE_STORAGE_DIR = _P("/srv/ganeti/shared-file-storage")
+OS_SEARCH_PATH = [_P("/srv/ganeti/os"), _P(PREFIX + "/lib/ganeti/os")]
+
+# Job queue
+QUEUE_DIR = DATA_DIR + "/queue"
+JOB_QUEUE_LOCK_FILE = QUEUE_DIR + "/lock"
+JOB_QUEUE_VERSION_FILE = QUEUE_DIR + "/version"
+JOB_QUEUE_SERIAL_FILE = QUEUE_DIR + "/serial"
+JOB_QUEUE_ARCHIVE_DIR = QUEUE_DIR + "/archive"
+JOB_QUEUE_DRAIN_FILE = QUEUE_DIR + "/drain"
+
+# Sockets
+MASTER_SOCKET = SOCKET_DIR + "/ganeti-master"
+QUERY_SOCKET = SOCKET_DIR + "/ganeti-query"
+
+# Logs
+LOG_COMMANDS = LOG_DIR + "/commands.log"
+LOG_RAPI_ACCESS = LOG_DIR + "/rapi-access.log"
+LOG_WATCHER = LOG_DIR + "/watcher.log"
+
+
+def GetLogFilename(daemon_log_base: str) -> str:
+    """Log file of a daemon, from its log base name (``master-daemon``)."""
+    return "%s/%s.log" % (LOG_DIR, daemon_log_base)
+
+
+def DaemonPidFileName(daemon: str) -> str:
+    """Pid file of a daemon (``ganeti-masterd`` -> RUN_DIR/ganeti-masterd.pid)."""
+    return "%s/%s.pid" % (RUN_DIR, daemon)
+
+
+def SsconfFileName(key: str) -> str:
+    """File holding one ssconf value."""
+    return SSCONF_PREFIX + key
+
+
+def JobFileName(job_id: int, archived: bool = False,
+                queue_dir: str = QUEUE_DIR) -> str:
+    """Path of a live or archived job file."""
+    if archived:
+        return os.path.join(queue_dir, "archive",
+                            str(job_id // 10000), "job-%d" % job_id)
+    return os.path.join(queue_dir, "job-%d" % job_id)
+
+
+# Directories created on every node, with their modes
+def GetNodeDirectories() -> list[tuple[str, int]]:
+    """Directories a node needs before any daemon starts."""
+    return [
+        (DATA_DIR, 0o755),
+        (RUN_DIR, 0o775),
+        (SOCKET_DIR, 0o770),
+        (LOG_DIR, 0o770),
+        (LOG_OS_DIR, 0o750),
+        (CONF_DIR, 0o755),
+        (QUEUE_DIR, 0o700),
+        (JOB_QUEUE_ARCHIVE_DIR, 0o700),
+        (CRYPTO_KEYS_DIR, 0o700),
+        (IMPORT_EXPORT_DIR, 0o755),
+        (RAPI_DATA_DIR, 0o750),
+        (BACKUP_DIR, 0o750),
+    ]
+
+
+# Files that may be uploaded to a node through the upload_file RPC.
+def GetUploadableFiles() -> frozenset[str]:
+    """Whitelist of files the master may push to other nodes."""
+    return frozenset([
+        CLUSTER_CONF_FILE,
+        NODED_CERT_FILE,
+        RAPI_CERT_FILE,
+        RAPI_USERS_FILE,
+        CLUSTER_DOMAIN_SECRET_FILE,
+        FILE_STORAGE_PATHS_FILE,
+        WATCHER_PAUSEFILE,
+    ])

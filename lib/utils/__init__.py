@@ -1,0 +1,9 @@
+"""Utility functions, grouped in submodules by what they work on.
+
+The most used helpers are re-exported here so callers can write
+``utils.WriteFile`` as in Ganeti.
+"""
+
+from ganeti.utils.io import (  # noqa: F401
+    EnsureDirs, FsyncDirectory, IsBelowDir, ListVisibleFiles, ReadFile,
+    ReadOneLineFile, RemoveFile, RenameFile, WriteFile)
