@@ -190,6 +190,9 @@ NR_REGULAR = "R"
 NR_DRAINED = "D"
 NR_OFFLINE = "O"
 
+# Key of the cluster-wide group in beparams/nicparams ("default")
+PP_DEFAULT = "default"
+
 # Cluster defaults ---------------------------------------------------------------
 MASTER_POOL_SIZE_DEFAULT = 10
 DEFAULT_MAX_RUNNING_JOBS = 20

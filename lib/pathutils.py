@@ -15,10 +15,13 @@ try:
     LOCALSTATEDIR = _autoconf.LOCALSTATEDIR
     SYSCONFDIR = _autoconf.SYSCONFDIR
     PREFIX = _autoconf.PREFIX
+    DAEMON_UTIL = _autoconf.DAEMON_UTIL
 except ImportError:  # running from the source tree
     LOCALSTATEDIR = "/var"
     SYSCONFDIR = "/etc"
     PREFIX = "/usr/local"
+    DAEMON_UTIL = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.realpath(__file__))), "daemons", "daemon-util")
 
 _P = vcluster.AddNodePrefix
 

@@ -1,0 +1,554 @@
+"""Command line options and argument definitions shared by the gnt-* tools.
+
+Option names, destinations and defaults follow Ganeti's ``cli_opts`` so that
+command modules read like Ganeti's and users get the same flags. Options
+for opcode parameters should be built with :func:`OpcodeOption`, which takes
+the help text and type from the opcode declaration.
+"""
+
+import copy
+import re
+from optparse import Option, OptionValueError
+from typing import Any
+
+from ganeti import constants, errors, ht
+
+__all__ = [
+    # Argument definitions
+    "ArgChoice", "ArgCommand", "ArgExtStorage", "ArgFile", "ArgFilter",
+    "ArgGroup", "ArgHost", "ArgInstance", "ArgJobId", "ArgNetwork", "ArgNode",
+    "ArgOs", "ArgSuggest", "ArgUnknown",
+    "ARGS_NONE", "ARGS_MANY_INSTANCES", "ARGS_MANY_NODES", "ARGS_MANY_GROUPS",
+    "ARGS_MANY_NETWORKS", "ARGS_MANY_FILTERS", "ARGS_ONE_INSTANCE",
+    "ARGS_ONE_NODE", "ARGS_ONE_GROUP", "ARGS_ONE_OS", "ARGS_ONE_NETWORK",
+    "ARGS_ONE_FILTER",
+    # Option machinery
+    "CliOption", "cli_option", "OpcodeOption", "NO_PREFIX", "UN_PREFIX",
+    "check_bool", "check_ident_key_val", "check_key_val", "check_list",
+    "check_maybefloat", "check_unit", "ParseUnit", "SplitKeyVal",
+    # Options
+    "ALL_OPT", "BACKEND_OPT", "COMMON_OPTS", "CONFIRM_OPT", "DEBUG_OPT",
+    "DISK_OPT", "DISK_TEMPLATE_OPT", "DRY_RUN_OPT", "EARLY_RELEASE_OPT",
+    "FIELDS_OPT", "FILTER_OPT", "FORCE_FILTER_OPT", "FORCE_OPT",
+    "HVLIST_OPT", "HVOPTS_OPT", "HYPERVISOR_OPT", "IALLOCATOR_OPT",
+    "IGNORE_IPOLICY_OPT", "INTERVAL_OPT", "NET_OPT", "NEW_SECONDARY_OPT",
+    "NODE_LIST_OPT", "NODE_PLACEMENT_OPT", "NOHDR_OPT", "NWSYNC_OPT",
+    "OS_OPT", "OSPARAMS_OPT", "PRINT_JOBID_OPT", "PRIORITY_OPT",
+    "REASON_OPT", "SEP_OPT", "SHUTDOWN_TIMEOUT_OPT", "SUBMIT_OPT",
+    "SYNC_OPT", "TAG_SRC_OPT", "TIMEOUT_OPT", "TO_GROUP_OPT", "UNITS_OPT",
+    "VERBOSE_OPT", "YES_DOIT_OPT",
+]
+
+# Key prefixes in key=value lists: "no_key" sets False, "-key" sets None
+NO_PREFIX = "no_"
+UN_PREFIX = "-"
+
+
+# Argument definitions --------------------------------------------------------
+
+class _Argument:
+    """A positional argument: how many (min..max, max None = unbounded)."""
+
+    def __init__(self, min: int = 0, max: int | None = None):  # noqa: A002
+        # Ganeti's keyword names, kept for compatibility of command tables
+        self.min = min
+        self.max = max
+
+    def __repr__(self) -> str:
+        return "<%s min=%s max=%s>" % (self.__class__.__name__, self.min,
+                                       self.max)
+
+
+class ArgSuggest(_Argument):
+    """An argument with suggested (not enforced) values."""
+
+    def __init__(self, min: int = 0, max: int | None = None,  # noqa: A002
+                 choices: list[str] | None = None):
+        _Argument.__init__(self, min=min, max=max)
+        self.choices = choices or []
+
+
+class ArgChoice(ArgSuggest):
+    """An argument that must be one of ``choices``."""
+
+
+class ArgUnknown(_Argument):
+    """An argument of no particular kind."""
+
+
+class ArgInstance(_Argument):
+    """Instance name."""
+
+
+class ArgNode(_Argument):
+    """Node name."""
+
+
+class ArgNetwork(_Argument):
+    """Network name."""
+
+
+class ArgGroup(_Argument):
+    """Node group name."""
+
+
+class ArgJobId(_Argument):
+    """Job id."""
+
+
+class ArgFile(_Argument):
+    """File path."""
+
+
+class ArgCommand(_Argument):
+    """A command (with its own arguments; stops option parsing)."""
+
+
+class ArgHost(_Argument):
+    """Host name."""
+
+
+class ArgOs(_Argument):
+    """OS name."""
+
+
+class ArgExtStorage(_Argument):
+    """ExtStorage provider name."""
+
+
+class ArgFilter(_Argument):
+    """Job filter UUID."""
+
+
+ARGS_NONE: list = []
+ARGS_MANY_INSTANCES = [ArgInstance()]
+ARGS_MANY_NETWORKS = [ArgNetwork()]
+ARGS_MANY_NODES = [ArgNode()]
+ARGS_MANY_GROUPS = [ArgGroup()]
+ARGS_MANY_FILTERS = [ArgFilter()]
+ARGS_ONE_INSTANCE = [ArgInstance(min=1, max=1)]
+ARGS_ONE_NETWORK = [ArgNetwork(min=1, max=1)]
+ARGS_ONE_NODE = [ArgNode(min=1, max=1)]
+ARGS_ONE_GROUP = [ArgGroup(min=1, max=1)]
+ARGS_ONE_OS = [ArgOs(min=1, max=1)]
+ARGS_ONE_FILTER = [ArgFilter(min=1, max=1)]
+
+
+# Value parsers -----------------------------------------------------------------
+
+_UNIT_RE = re.compile(r"^([.\d]+)\s*([a-zA-Z]+)?$")
+_UNIT_FACTORS = {
+    "m": 1, "mb": 1, "mib": 1,
+    "g": 1024, "gb": 1024, "gib": 1024,
+    "t": 1024 * 1024, "tb": 1024 * 1024, "tib": 1024 * 1024,
+}
+
+
+def ParseUnit(value: str) -> int:
+    """Parse a size like "512", "10G" or "1.5t" into MiB.
+
+    Plain numbers are MiB. The result is rounded up to a multiple of 4 MiB
+    as Ganeti does, since LVM extents are 4 MiB.
+    """
+    match = _UNIT_RE.match(str(value).strip())
+    if not match:
+        raise errors.UnitParseError("Invalid format")
+    try:
+        number = float(match.group(1))
+    except ValueError as err:
+        raise errors.UnitParseError("Invalid format") from err
+    unit = (match.group(2) or "m").lower()
+    if unit not in _UNIT_FACTORS:
+        raise errors.UnitParseError("Unknown unit: %s" % match.group(2))
+    number *= _UNIT_FACTORS[unit]
+    result = int(number)
+    if result < number:
+        result += 1
+    if result % 4:
+        result += 4 - result % 4
+    return result
+
+
+def _UnescapeAndSplit(text: str, sep: str = ",") -> list[str]:
+    # "a\,b,c" -> ["a,b", "c"]; a backslash escapes the next character
+    result = []
+    current = []
+    chars = iter(text)
+    for char in chars:
+        if char == "\\":
+            nxt = next(chars, None)
+            if nxt is None:
+                current.append(char)
+            elif nxt == sep:
+                current.append(nxt)
+            else:
+                current.extend((char, nxt))
+        elif char == sep:
+            result.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    result.append("".join(current))
+    return result
+
+
+def SplitKeyVal(opt: str, data: str, parse_prefixes: bool = True) -> dict:
+    """Parse "a=1,b=x,c,no_d,-e" into a dict.
+
+    With ``parse_prefixes``, a bare key means True, "no_key" False and
+    "-key" None (reset to the default), Ganeti's syntax for -B/-H/-O.
+    """
+    result: dict[str, Any] = {}
+    if not data:
+        return result
+    for elem in _UnescapeAndSplit(data):
+        if "=" in elem:
+            key, val = elem.split("=", 1)
+        elif parse_prefixes:
+            if elem.startswith(NO_PREFIX):
+                key, val = elem[len(NO_PREFIX):], False
+            elif elem.startswith(UN_PREFIX):
+                key, val = elem[len(UN_PREFIX):], None
+            else:
+                key, val = elem, True
+        else:
+            raise errors.ParameterError("Missing value for key '%s' in option"
+                                        " %s" % (elem, opt))
+        if key in result:
+            raise errors.ParameterError("Duplicate key '%s' in option %s" %
+                                        (key, opt))
+        result[key] = val
+    return result
+
+
+def _SplitIdentKeyVal(opt: str, value: str,
+                      parse_prefixes: bool) -> tuple[str, Any]:
+    ident, rest = (value.split(":", 1) if ":" in value else (value, ""))
+    if parse_prefixes and ident.startswith(NO_PREFIX):
+        if rest:
+            raise errors.ParameterError("Cannot pass options when removing"
+                                        " parameter groups: %s" % value)
+        return ident[len(NO_PREFIX):], False
+    # "-0:..." is not a reset of group "0": negative indices are allowed
+    if (parse_prefixes and ident.startswith(UN_PREFIX) and
+            (len(ident) <= len(UN_PREFIX) or
+             not ident[len(UN_PREFIX)].isdigit())):
+        if rest:
+            raise errors.ParameterError("Cannot specify values when removing"
+                                        " parameter groups: %s" % value)
+        return ident[len(UN_PREFIX):], None
+    return ident, SplitKeyVal(opt, rest, parse_prefixes)
+
+
+def _Converter(fn):
+    # optparse wants OptionValueError; our parsers raise Ganeti errors
+    def wrapper(option: Option, opt: str, value: str) -> Any:
+        try:
+            return fn(option, opt, value)
+        except (errors.ParameterError, errors.UnitParseError) as err:
+            raise OptionValueError("option %s: %s" % (opt, err)) from err
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+@_Converter
+def check_ident_key_val(option: Option, opt: str, value: str) -> tuple:
+    """"ident:k=v,..." (e.g. "kvm:acpi=no", "0:size=10G") -> (ident, dict)."""
+    return _SplitIdentKeyVal(opt, value, True)
+
+
+@_Converter
+def check_key_val(option: Option, opt: str, value: str) -> dict:
+    """"k=v,k2,no_k3,-k4" -> dict."""
+    return SplitKeyVal(opt, value, True)
+
+
+@_Converter
+def check_unit(option: Option, opt: str, value: str) -> int:
+    """A size in MiB, with an optional M/G/T suffix."""
+    try:
+        return ParseUnit(value)
+    except errors.UnitParseError as err:
+        raise OptionValueError("option %s: invalid unit value '%s': %s" %
+                               (opt, value, err)) from err
+
+
+@_Converter
+def check_bool(option: Option, opt: str, value: str) -> bool:
+    """yes/no, true/false."""
+    lowered = value.lower()
+    if lowered in ("false", "no"):
+        return False
+    if lowered in ("true", "yes"):
+        return True
+    raise errors.ParameterError("Invalid boolean value '%s'" % value)
+
+
+@_Converter
+def check_list(option: Option, opt: str, value: str) -> list[str]:
+    """Comma-separated list (backslash escapes a comma)."""
+    if not value:
+        return []
+    return _UnescapeAndSplit(value)
+
+
+@_Converter
+def check_maybefloat(option: Option, opt: str, value: str) -> float | None:
+    """A float, or "none" for None."""
+    if value.lower() == constants.VALUE_NONE:
+        return None
+    try:
+        return float(value)
+    except ValueError as err:
+        raise errors.ParameterError("invalid number '%s'" % value) from err
+
+
+class CliOption(Option):
+    """optparse Option with Ganeti's extra value types.
+
+    ``opcode_check``, if set (OpcodeOption does), validates the converted
+    value against the opcode parameter's declared check, so bad values are
+    rejected while parsing with the declaration's own description.
+    """
+
+    ATTRS = Option.ATTRS + ["opcode_check"]
+    TYPES = Option.TYPES + ("identkeyval", "keyval", "unit", "bool", "list",
+                            "maybefloat")
+    TYPE_CHECKER = dict(Option.TYPE_CHECKER)
+    TYPE_CHECKER["identkeyval"] = check_ident_key_val
+    TYPE_CHECKER["keyval"] = check_key_val
+    TYPE_CHECKER["unit"] = check_unit
+    TYPE_CHECKER["bool"] = check_bool
+    TYPE_CHECKER["list"] = check_list
+    TYPE_CHECKER["maybefloat"] = check_maybefloat
+
+    def check_value(self, opt: str, value: str) -> Any:
+        result = Option.check_value(self, opt, value)
+        check = getattr(self, "opcode_check", None)
+        if check is not None and self.action == "store" and \
+                not check(result):
+            raise OptionValueError("option %s: invalid value %r (expected %s)"
+                                   % (opt, value, check))
+        return result
+
+
+cli_option = CliOption
+
+# Option value types for the ht "kind" of a parameter
+_KIND_TO_TYPE = {
+    "integer": "int",
+    "number": "float",
+    "string": "string",
+    "array": "list",
+    "object": "keyval",
+}
+
+
+def OpcodeOption(op_class: type, param_name: str, *opt_strings: str,
+                 **overrides: Any) -> CliOption:
+    """Build an option for one parameter of an opcode.
+
+    The help text is the parameter's doc, the destination its name, the
+    default its declared default (None for required parameters) and the
+    value type follows its check: integer -> int, number -> float, array ->
+    comma-separated list (or repeated option with ``action="append"``),
+    object -> key=value list. A boolean becomes a flag: ``store_false`` when
+    the long option is "--no-<name>" (negating the parameter), otherwise
+    ``store_true``. Keyword arguments override any of these.
+    """
+    params = {p[0]: p for p in op_class.GetAllParams()}
+    if param_name not in params:
+        raise errors.ProgrammerError("Opcode %s has no parameter '%s'" %
+                                     (op_class.__name__, param_name))
+    _, default, check, doc = params[param_name]
+    kwargs: dict[str, Any] = {
+        "dest": param_name,
+        "help": doc,
+        "default": None if default is ht.NoDefault else copy.deepcopy(default),
+    }
+    action = overrides.get("action")
+    if check.kind == "boolean":
+        if action is None:
+            negated = "--no-" + param_name.replace("_", "-")
+            kwargs["action"] = ("store_false" if negated in opt_strings
+                                else "store_true")
+    elif action in (None, "store"):
+        kwargs["type"] = _KIND_TO_TYPE.get(check.kind, "string")
+        kwargs["opcode_check"] = check
+    elif action == "append":
+        kwargs["type"] = "string"
+        if kwargs["default"] is None:
+            kwargs["default"] = []
+    kwargs.update(overrides)
+    return CliOption(*opt_strings, **kwargs)
+
+
+# Common options -------------------------------------------------------------
+
+DEBUG_OPT = cli_option("-d", "--debug", default=0, action="count",
+                       help="Increase debugging level")
+
+REASON_OPT = cli_option("--reason", default=None, dest="reason",
+                        help="The reason for executing the command")
+
+# Added to every subcommand by GenericMain
+COMMON_OPTS = [DEBUG_OPT, REASON_OPT]
+
+NOHDR_OPT = cli_option("--no-headers", default=False, action="store_true",
+                       dest="no_headers",
+                       help="Don't display column headers")
+
+SEP_OPT = cli_option("--separator", default=None, action="store",
+                     dest="separator",
+                     help="Separator between output fields (defaults to one"
+                     " space), also disables column alignment")
+
+UNITS_OPT = cli_option("--units", default=None, dest="units",
+                       choices=("h", "m", "g", "t"),
+                       help="Specify units for output (one of h/m/g/t)")
+
+FIELDS_OPT = cli_option("-o", "--output", dest="output", action="store",
+                        type="string", metavar="FIELDS",
+                        help="Comma separated list of output fields; with a"
+                        " leading '+', the fields are added to the default"
+                        " list")
+
+FORCE_FILTER_OPT = cli_option("-F", "--filter", dest="force_filter",
+                              action="store_true", default=False,
+                              help="Whether command argument should be"
+                              " treated as filter")
+FILTER_OPT = FORCE_FILTER_OPT
+
+FORCE_OPT = cli_option("-f", "--force", dest="force", action="store_true",
+                       default=False, help="Force the operation")
+
+CONFIRM_OPT = cli_option("--yes", dest="confirm", action="store_true",
+                         default=False, help="Do not require confirmation")
+
+YES_DOIT_OPT = cli_option("--yes-do-it", "--ya-rly", dest="yes_do_it",
+                          action="store_true", default=False,
+                          help="Really execute the operation")
+
+TAG_SRC_OPT = cli_option("--from", dest="tags_source", default=None,
+                         metavar="FILE",
+                         help="File with tag names (one per line, '-' for"
+                         " stdin)")
+
+SUBMIT_OPT = cli_option("--submit", dest="submit_only", default=False,
+                        action="store_true",
+                        help="Submit the job and return the job ID, but"
+                        " don't wait for the job to finish")
+
+PRINT_JOBID_OPT = cli_option("--print-jobid", dest="print_jobid",
+                             default=False, action="store_true",
+                             help="Additionally print the job as first line"
+                             " on stdout (for scripting).")
+
+SYNC_OPT = cli_option("--sync", dest="do_locking", default=False,
+                      action="store_true",
+                      help="Grab locks while doing the queries in order to"
+                      " ensure more consistent results")
+
+DRY_RUN_OPT = cli_option("--dry-run", default=False, action="store_true",
+                         help="Do not execute the operation, just run the"
+                         " check steps and verify if it could be executed")
+
+VERBOSE_OPT = cli_option("-v", "--verbose", default=False,
+                         action="store_true", help="Increase the verbosity")
+
+PRIORITY_OPT = cli_option("--priority", default=None, dest="priority",
+                          metavar="|".join(sorted(constants.OP_PRIO_NAMES)),
+                          choices=sorted(constants.OP_PRIO_NAMES),
+                          help="Priority for opcode processing")
+
+INTERVAL_OPT = cli_option("--interval", dest="interval", type="int",
+                          default=None,
+                          help="Interval between repetitions in seconds")
+
+TIMEOUT_OPT = cli_option("--timeout", dest="timeout", type="int",
+                         default=None, help="Maximum time to wait")
+
+SHUTDOWN_TIMEOUT_OPT = cli_option("--shutdown-timeout",
+                                  dest="shutdown_timeout", type="int",
+                                  default=120,
+                                  help="Maximum time to wait for instance"
+                                  " shutdown")
+
+ALL_OPT = cli_option("--all", dest="show_all", default=False,
+                     action="store_true", help="Apply to all objects")
+
+IALLOCATOR_OPT = cli_option("-I", "--iallocator", metavar="<NAME>",
+                            dest="iallocator", default=None,
+                            help="Select nodes for the instance automatically"
+                            " using the <NAME> iallocator plugin")
+
+NODE_PLACEMENT_OPT = cli_option("-n", "--node", dest="node",
+                                metavar="<node>[:<secondary-node>]",
+                                help="Target node and optional secondary node")
+
+NODE_LIST_OPT = cli_option("-n", "--node", dest="nodes", default=[],
+                           action="append", metavar="<node>",
+                           help="Use only this node (can be used multiple"
+                           " times, if not given defaults to all nodes)")
+
+NEW_SECONDARY_OPT = cli_option("-n", "--new-secondary", dest="dst_node",
+                               metavar="NODE", default=None,
+                               help="New secondary node")
+
+TO_GROUP_OPT = cli_option("--to", dest="to", metavar="<group>",
+                          default=None, action="append",
+                          help="Group to evacuate to (can be given multiple"
+                          " times)")
+
+DISK_TEMPLATE_OPT = cli_option("-t", "--disk-template", dest="disk_template",
+                               metavar="TEMPL", default=None,
+                               help="Disk template (e.g. file, plain,"
+                               " diskless)")
+
+OS_OPT = cli_option("-o", "--os-type", dest="os", metavar="<os>",
+                    help="What OS to run")
+
+BACKEND_OPT = cli_option("-B", "--backend-parameters", dest="beparams",
+                         type="keyval", default={},
+                         help="Backend parameters")
+
+HVOPTS_OPT = cli_option("-H", "--hypervisor-parameters", type="keyval",
+                        default={}, dest="hvparams",
+                        help="Hypervisor parameters")
+
+HYPERVISOR_OPT = cli_option("-H", "--hypervisor-parameters",
+                            dest="hypervisor", type="identkeyval",
+                            default=None,
+                            help="Hypervisor and hypervisor options, in the"
+                            " format hypervisor:option=value,option=value,...")
+
+HVLIST_OPT = cli_option("-H", "--hypervisor-parameters", dest="hvparams",
+                        type="identkeyval", action="append", default=[],
+                        help="Hypervisor and hypervisor options, in the"
+                        " format hypervisor:option=value,option=value,...")
+
+OSPARAMS_OPT = cli_option("-O", "--os-parameters", dest="osparams",
+                          type="keyval", default={},
+                          help="OS parameters")
+
+DISK_OPT = cli_option("--disk", dest="disks", action="append",
+                      type="identkeyval", default=[],
+                      help="Disk parameters, e.g. 0:size=10G")
+
+NET_OPT = cli_option("--net", dest="nics", action="append",
+                     type="identkeyval", default=[],
+                     help="NIC parameters, e.g. 0:mac=auto,link=br0")
+
+NWSYNC_OPT = cli_option("--no-wait-for-sync", dest="wait_for_sync",
+                        default=True, action="store_false",
+                        help="Don't wait for sync (DANGEROUS!)")
+
+EARLY_RELEASE_OPT = cli_option("--early-release", dest="early_release",
+                               default=False, action="store_true",
+                               help="Release the locks on the secondary node"
+                               " early")
+
+IGNORE_IPOLICY_OPT = cli_option("--ignore-ipolicy", dest="ignore_ipolicy",
+                                action="store_true", default=False,
+                                help="Ignore instance policy violations")

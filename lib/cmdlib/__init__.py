@@ -1,0 +1,30 @@
+"""Logical Units: one class per opcode (``OpXxx`` runs ``LUXxx``)."""
+
+from ganeti import errors
+from ganeti.cmdlib import cluster, misc, tags  # noqa: F401
+from ganeti.cmdlib.base import LogicalUnit
+
+
+def _CollectLUs() -> dict[str, type]:
+    result = {}
+    for module in (cluster, misc, tags):
+        for name, obj in vars(module).items():
+            if (name.startswith("LU") and isinstance(obj, type) and
+                    issubclass(obj, LogicalUnit)):
+                result[name] = obj
+    return result
+
+
+_LU_CLASSES = _CollectLUs()
+
+
+def GetLUClass(op_id: str) -> type:
+    """The LU running an opcode, by Ganeti's naming rule (Op -> LU)."""
+    from ganeti import opcodes
+    op_class = opcodes.OP_MAPPING.get(op_id)
+    lu_class = None
+    if op_class is not None:
+        lu_class = _LU_CLASSES.get("LU" + op_class.__name__[2:])
+    if lu_class is None:
+        raise errors.OpCodeUnknown("Unknown opcode %s" % op_id)
+    return lu_class

@@ -1,0 +1,97 @@
+"""Base classes of the Logical Units.
+
+An LU runs one opcode. The processor (mcpu) drives it through
+CheckArguments, ExpandNames, DeclareLocks (per level), CheckPrereq and Exec,
+holding the locks the LU declared in ``needed_locks`` while it runs.
+"""
+
+from typing import Any, Callable
+
+from ganeti import errors, locking
+
+
+class ResultWithJobs:
+    """An LU result that asks the processor to submit follow-up jobs."""
+
+    def __init__(self, jobs: list[list], **kwargs: Any):
+        self.jobs = jobs
+        self.other = kwargs
+
+
+class LogicalUnit:
+    """One operation, run under the locks it declares.
+
+    Subclasses set ``needed_locks`` in ExpandNames (level -> list of names,
+    or locking.ALL_SET), may refine a level in DeclareLocks, and set
+    ``share_locks[level] = 1`` for shared acquisition. ``REQ_BGL`` makes
+    the LU take the Big Ganeti Lock exclusively (it runs alone).
+    """
+
+    HPATH: str | None = None
+    HTYPE: str | None = None
+    REQ_BGL = True
+
+    def __init__(self, processor: Any, op: Any, context: Any):
+        self.proc = processor
+        self.op = op
+        self.context = context
+        self.cfg = context.cfg
+        self.rpc = context.rpc
+        self.glm = context.glm
+        self.needed_locks: dict | None = None
+        self.share_locks = dict.fromkeys(locking.LEVELS, 0)
+        self.opportunistic_locks = dict.fromkeys(locking.LEVELS, False)
+        # Locks to remove after Exec (objects the LU deleted)
+        self.remove_locks: dict = {}
+        self.dry_run_result: Any = None
+        self.CheckArguments()
+
+    @classmethod
+    def RequiresBGL(cls, op: Any) -> bool:
+        """Whether ``op`` needs the Big Ganeti Lock exclusively."""
+        return cls.REQ_BGL
+
+    def CheckArguments(self) -> None:
+        """Check the opcode's arguments beyond their declared types."""
+
+    def ExpandNames(self) -> None:
+        """Resolve names to uuids and declare ``needed_locks``."""
+        raise NotImplementedError
+
+    def DeclareLocks(self, level: int) -> None:
+        """Compute the locks of ``level`` once the higher levels are held."""
+
+    def CheckPrereq(self) -> None:
+        """Check the state of the cluster with all locks held."""
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> Any:
+        """Do the operation and return its result."""
+        raise NotImplementedError
+
+    # Feedback helpers, shown in the job's log
+    def LogInfo(self, message: str, *args: Any) -> None:
+        self.proc.LogInfo(message, *args)
+
+    def LogWarning(self, message: str, *args: Any) -> None:
+        self.proc.LogWarning(message, *args)
+
+    def LogStep(self, current: int, total: int, message: str) -> None:
+        self.proc.LogStep(current, total, message)
+
+
+class NoHooksLU(LogicalUnit):
+    """An LU that runs no hooks."""
+
+
+def ExpandNodeUuidAndName(cfg: Any, expected_uuid: str | None,
+                          name: str) -> tuple[str, str]:
+    """Resolve a node name (or uuid) given by the user to (uuid, name)."""
+    uuid = cfg.ExpandNodeName(name)
+    if uuid is None:
+        raise errors.OpPrereqError("Node '%s' not known" % name,
+                                   errors.ECODE_NOENT)
+    if expected_uuid is not None and uuid != expected_uuid:
+        raise errors.OpPrereqError(
+            "The node's UUID '%s' does not match the expected UUID '%s' for"
+            " node '%s'" % (uuid, expected_uuid, name), errors.ECODE_NOENT)
+    return uuid, cfg.GetNodeInfo(uuid).name

@@ -1,0 +1,354 @@
+"""Opcodes: the operations a job is made of.
+
+Each opcode declares its parameters once, in ``OP_PARAMS``, as
+``(name, default, check, doc)``. Validation at submission, the wire format
+(a flat dict with ``OP_ID``), defaults, CLI options, RAPI bodies and the API
+description all derive from that declaration.
+"""
+
+import copy
+import re
+from typing import Any
+
+from ganeti import constants, errors, ht
+
+_OPID_RE = re.compile("([a-z])([A-Z])")
+
+# Parameters shared by many opcodes (declared once, reused by name)
+_PDryRun = ("dry_run", None, ht.TMaybeBool,
+            "Run checks only, don't execute")
+_PDebugLevel = ("debug_level", None, ht.TMaybe(ht.TNonNegativeInt),
+                "Debug level")
+_POpPriority = ("priority", constants.OP_PRIO_DEFAULT,
+                ht.TInRange(constants.OP_PRIO_HIGHEST,
+                            constants.OP_PRIO_LOWEST),
+                "Opcode priority (lower number is higher priority)")
+_PDependencies = (
+    "depends", None,
+    ht.TMaybe(ht.TListOf(ht.TTupleOf(
+        ht.TOr(ht.TJobId, ht.TRelativeJobId),
+        ht.TListOf(ht.TElemOf(constants.JOBS_FINALIZED))))),
+    "Job dependencies: [job id, [statuses]] pairs; negative ids are"
+    " relative to the job's own position in a batch submission")
+_PComment = ("comment", None, ht.TMaybe(ht.TString),
+             "Comment describing the purpose of the opcode")
+_PReason = ("reason", [], ht.TListOf(ht.TAny),
+            "Reason trail: list of [source, text, timestamp_ns]")
+
+_PForce = ("force", False, ht.TBool, "Whether to force the operation")
+_PTagKind = ("kind", ht.NoDefault, ht.TElemOf(constants.VALID_TAG_TYPES),
+             "Kind of the tagged object")
+_PTagName = ("name", None, ht.TMaybe(ht.TNonEmptyString),
+             "Name of the tagged object (none for the cluster)")
+_PTags = ("tags", ht.NoDefault, ht.TListOf(ht.TNonEmptyString), "List of tags")
+_PUseLocking = ("use_locking", False, ht.TBool,
+                "Whether to use synchronization (refused for queries)")
+
+_TParamsDict = ht.TDictOf(ht.TNonEmptyString, ht.TAny)
+_THvParams = ht.TDictOf(ht.TNonEmptyString, ht.TDict)
+
+
+class _AutoOpParamSlots(type):
+    """Derives ``OP_ID`` and ``__slots__`` from the class declaration."""
+
+    def __new__(mcs, name, bases, attrs):
+        if name.startswith("Op") and name not in ("OpCode",):
+            attrs["OP_ID"] = "OP_" + _OPID_RE.sub(r"\1_\2", name[2:]).upper()
+        params = attrs.setdefault("OP_PARAMS", [])
+        names = [p[0] for p in params]
+        if len(set(names)) != len(names):
+            raise errors.ProgrammerError("Duplicate parameter in %s" % name)
+        attrs["__slots__"] = names
+        return type.__new__(mcs, name, bases, attrs)
+
+
+class BaseOpCode(metaclass=_AutoOpParamSlots):
+    """Parameter container that validates against its declaration."""
+
+    OP_PARAMS: list = []
+
+    def __init__(self, **kwargs: Any):
+        known = self._ParamNames()
+        for key, value in kwargs.items():
+            if key not in known:
+                raise TypeError("%s has no parameter %r" %
+                                (self.__class__.__name__, key))
+            setattr(self, key, value)
+
+    @classmethod
+    def GetAllParams(cls) -> list[tuple]:
+        """All declared parameters, including inherited ones."""
+        result = []
+        for klass in reversed(cls.__mro__):
+            result.extend(vars(klass).get("OP_PARAMS", []))
+        return result
+
+    @classmethod
+    def _ParamNames(cls) -> frozenset[str]:
+        return frozenset(p[0] for p in cls.GetAllParams())
+
+    def __getstate__(self) -> dict:
+        """The wire/storage form: every parameter that has a value."""
+        state = {}
+        for name, _, _, _ in self.GetAllParams():
+            if hasattr(self, name):
+                state[name] = getattr(self, name)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if not isinstance(state, dict):
+            raise ValueError("Invalid data to __setstate__: expected dict,"
+                             " got %s" % type(state))
+        known = self._ParamNames()
+        for name, value in state.items():
+            if name in known:
+                setattr(self, name, value)
+
+    def Validate(self, set_defaults: bool) -> None:
+        """Check every parameter, filling in defaults if asked.
+
+        Raises OpPrereqError naming the opcode and parameter, so a bad job
+        is refused at submission with a message the user can act on.
+        """
+        for name, default, check, _ in self.GetAllParams():
+            if not hasattr(self, name):
+                if default is ht.NoDefault:
+                    raise errors.OpPrereqError(
+                        "Parameter '%s.%s' missing value" %
+                        (self.OP_ID, name), errors.ECODE_INVAL)
+                if set_defaults:
+                    setattr(self, name, copy.deepcopy(default))
+                continue
+            value = getattr(self, name)
+            if not check(value):
+                raise errors.OpPrereqError(
+                    "Parameter '%s.%s' fails validation: got %r, expected"
+                    " %s" % (self.OP_ID, name, value, check),
+                    errors.ECODE_INVAL)
+
+    def __eq__(self, other: object) -> bool:
+        return (type(self) is type(other) and
+                self.__getstate__() == other.__getstate__())
+
+    def __repr__(self) -> str:
+        return "%s(%s)" % (self.__class__.__name__, ", ".join(
+            "%s=%r" % item for item in sorted(self.__getstate__().items())))
+
+
+class OpCode(BaseOpCode):
+    """An operation with the parameters common to every opcode."""
+
+    OP_ID = "OP_ABSTRACT"
+    # Parameter whose value goes into the summary, e.g. INSTANCE_STARTUP(i1)
+    OP_DSC_FIELD: str | None = None
+    # Declared type of the LU's result (checked after execution)
+    OP_RESULT: ht.Check | None = None
+    WITH_LU = True
+    OP_PARAMS = [_PDryRun, _PDebugLevel, _POpPriority, _PDependencies,
+                 _PComment, _PReason]
+
+    def __getstate__(self) -> dict:
+        state = BaseOpCode.__getstate__(self)
+        state["OP_ID"] = self.OP_ID
+        return state
+
+    @classmethod
+    def LoadOpCode(cls, data: Any) -> "OpCode":
+        """Build an opcode from its wire dict (no validation)."""
+        if not isinstance(data, dict):
+            raise errors.OpPrereqError("Invalid data to LoadOpCode (%s)" %
+                                       type(data).__name__,
+                                       errors.ECODE_INVAL)
+        op_id = data.get("OP_ID")
+        op_class = OP_MAPPING.get(op_id)
+        if op_class is None:
+            raise errors.OpPrereqError("Unknown opcode '%s'" % (op_id,),
+                                       errors.ECODE_INVAL)
+        unknown = set(data) - op_class._ParamNames() - {"OP_ID"}
+        if unknown:
+            raise errors.OpPrereqError(
+                "Unknown parameter(s) for %s: %s" %
+                (op_id, ", ".join(sorted(unknown))), errors.ECODE_INVAL)
+        op = op_class()
+        op.__setstate__({k: v for k, v in data.items() if k != "OP_ID"})
+        return op
+
+    def Summary(self) -> str:
+        """Short description, e.g. ``TEST_DELAY(1.0)``."""
+        text = self.OP_ID[3:]
+        field = self.OP_DSC_FIELD
+        if field and getattr(self, field, None) is not None:
+            value = getattr(self, field)
+            if isinstance(value, (list, tuple)):
+                value = ",".join(str(v) for v in value)
+            text += "(%s)" % value
+        return text
+
+    def TinySummary(self) -> str:
+        """Summary with common prefixes shortened (for tables)."""
+        for prefix, short in (("INSTANCE_", "I_"), ("NODE_", "N_"),
+                              ("GROUP_", "G_"), ("CLUSTER_", "C_")):
+            summary = self.Summary()
+            if summary.startswith(prefix):
+                return short + summary[len(prefix):]
+        return self.Summary()
+
+
+# Cluster ---------------------------------------------------------------------
+
+class OpClusterPostInit(OpCode):
+    """Post-initialization of the cluster (run once after init)."""
+    OP_RESULT = ht.TBool
+
+
+class OpClusterDestroy(OpCode):
+    """Destroy the cluster: the last step before the master leaves it."""
+    OP_RESULT = ht.TNonEmptyString
+
+
+class OpClusterQuery(OpCode):
+    """Return the cluster information (the QueryClusterInfo dict)."""
+    OP_RESULT = ht.TDict
+
+
+class OpClusterRedistConf(OpCode):
+    """Push the configuration and ssconf files to every node again."""
+    OP_RESULT = ht.TNone
+
+
+class OpClusterSetParams(OpCode):
+    """Change cluster-wide parameters."""
+    OP_PARAMS = [
+        _PForce,
+        ("candidate_pool_size", None, ht.TMaybe(ht.TStrictPositiveInt),
+         "Number of master candidates the cluster keeps"),
+        ("max_running_jobs", None, ht.TMaybe(ht.TStrictPositiveInt),
+         "Maximal number of jobs running at the same time"),
+        ("max_tracked_jobs", None, ht.TMaybe(ht.TStrictPositiveInt),
+         "Maximal number of jobs tracked in the job queue"),
+        ("mac_prefix", None,
+         ht.TMaybe(ht.TRegex(r"^[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}$",
+                             "MAC prefix (three hex octets)")),
+         "MAC address prefix of new instances' NICs"),
+        ("master_netdev", None, ht.TMaybe(ht.TString),
+         "Network device of the master IP"),
+        ("master_netmask", None, ht.TMaybe(ht.TInRange(0, 128)),
+         "Netmask of the master IP"),
+        ("enabled_hypervisors", None,
+         ht.TMaybe(ht.TAnd(ht.TListOf(ht.TElemOf(constants.HYPER_TYPES)),
+                           ht.TTrue)),
+         "Hypervisors instances may use"),
+        ("hvparams", None, ht.TMaybe(_THvParams),
+         "Cluster-level hypervisor parameters, per hypervisor"),
+        ("beparams", None, ht.TMaybe(_TParamsDict),
+         "Cluster-level backend parameters"),
+        ("nicparams", None, ht.TMaybe(_TParamsDict),
+         "Cluster-level NIC parameters"),
+        ("ndparams", None, ht.TMaybe(_TParamsDict),
+         "Cluster-level node parameters"),
+        ("enabled_disk_templates", None,
+         ht.TMaybe(ht.TAnd(ht.TListOf(ht.TElemOf(constants.DISK_TEMPLATES)),
+                           ht.TTrue)),
+         "Disk templates instances may use"),
+        ("file_storage_dir", None, ht.TMaybe(ht.TString),
+         "Directory for file-based instance disks"),
+        ("shared_file_storage_dir", None, ht.TMaybe(ht.TString),
+         "Directory for shared-file instance disks"),
+        ("maintain_node_health", None, ht.TMaybeBool,
+         "Whether the watcher keeps node health (shuts down stray"
+         " instances)"),
+        ("default_iallocator", None, ht.TMaybe(ht.TString),
+         "Default instance allocator"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+# Tags --------------------------------------------------------------------------
+
+class OpTagsGet(OpCode):
+    """Return the tags of an object."""
+    OP_DSC_FIELD = "name"
+    OP_PARAMS = [_PTagKind, _PUseLocking, _PTagName]
+    OP_RESULT = ht.TListOf(ht.TNonEmptyString)
+
+
+class OpTagsSearch(OpCode):
+    """Search tags of all objects with a regular expression."""
+    OP_DSC_FIELD = "pattern"
+    OP_PARAMS = [("pattern", ht.NoDefault, ht.TNonEmptyString,
+                  "Search pattern (regular expression)")]
+    OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TNonEmptyString,
+                                       ht.TNonEmptyString))
+
+
+class OpTagsSet(OpCode):
+    """Add tags to an object."""
+    OP_PARAMS = [_PTagKind, _PTags, _PTagName]
+    OP_RESULT = ht.TNone
+
+
+class OpTagsDel(OpCode):
+    """Remove tags from an object."""
+    OP_PARAMS = [_PTagKind, _PTags, _PTagName]
+    OP_RESULT = ht.TNone
+
+
+# Queries -------------------------------------------------------------------------
+
+class OpQuery(OpCode):
+    """Query a resource with the query language."""
+    OP_DSC_FIELD = "what"
+    OP_PARAMS = [
+        ("what", ht.NoDefault, ht.TNonEmptyString, "Resource to query"),
+        _PUseLocking,
+        ("fields", ht.NoDefault, ht.TListOf(ht.TNonEmptyString),
+         "Requested fields"),
+        ("qfilter", None, ht.TMaybe(ht.TList), "Query filter"),
+    ]
+    OP_RESULT = ht.TDict
+
+
+class OpQueryFields(OpCode):
+    """Describe the fields of a resource."""
+    OP_DSC_FIELD = "what"
+    OP_PARAMS = [
+        ("what", ht.NoDefault, ht.TNonEmptyString, "Resource to query"),
+        ("fields", None, ht.TMaybe(ht.TListOf(ht.TNonEmptyString)),
+         "Requested fields; all if not given"),
+    ]
+    OP_RESULT = ht.TDict
+
+
+# Testing -------------------------------------------------------------------------
+
+class OpTestDelay(OpCode):
+    """Sleep for a while on the master and/or nodes (tests, benchmarks)."""
+    OP_DSC_FIELD = "duration"
+    OP_PARAMS = [
+        ("duration", ht.NoDefault, ht.TPositiveNumber,
+         "Duration in seconds (must be positive)"),
+        ("on_master", True, ht.TBool, "Whether to sleep on the master"),
+        ("on_nodes", [], ht.TListOf(ht.TNonEmptyString),
+         "Nodes to sleep on"),
+        ("on_node_uuids", None, ht.TMaybe(ht.TListOf(ht.TNonEmptyString)),
+         "UUIDs of the nodes to sleep on (filled from on_nodes)"),
+        ("repeat", 0, ht.TNonNegativeInt,
+         "How many extra times to repeat the sleep"),
+        ("interruptible", False, ht.TBool,
+         "Whether the delay can be interrupted"),
+        ("no_locks", True, ht.TBool,
+         "Run without taking the node locks"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+def _BuildMapping() -> dict[str, type]:
+    mapping = {}
+    for obj in list(globals().values()):
+        if (isinstance(obj, type) and issubclass(obj, OpCode) and
+                obj is not OpCode):
+            mapping[obj.OP_ID] = obj
+    return mapping
+
+
+OP_MAPPING = _BuildMapping()

@@ -1,0 +1,345 @@
+"""The master daemon: LUXI server, job queue and lock manager in one process.
+
+Clients (CLI, RAPI) talk LUXI over the Unix sockets ``ganeti-master`` and
+``ganeti-query``; each connection gets a thread and may carry several
+requests. Jobs run in the queue's worker threads, reaching nodes only
+through noded RPC.
+"""
+
+import logging
+import optparse
+import os
+import socketserver
+import threading
+from typing import Any
+
+from ganeti import (config, constants, daemon, errors, locking, luxi,
+                    netutils, pathutils, query, utils, vcluster)
+from ganeti import jqueue
+from ganeti.cmdlib import cluster as cmdlib_cluster
+from ganeti.jqueue import jobs as jqueue_jobs
+from ganeti.rpc import node as rpc_node
+
+
+class GanetiContext:
+    """What LUs and the queue share: config, locks, RPC, the queue."""
+
+    def __init__(self, cfg: config.ConfigWriter, queue_dir: str):
+        self.cfg = cfg
+        self.my_name = netutils.GetMyName()
+        self.glm = locking.GanetiLockManager(
+            cfg.GetNodeList(), list(cfg.GetAllNodeGroupsInfo()),
+            cfg.GetInstanceList(), [])
+        self.rpc = rpc_node.RpcRunner(self._ResolveNodes)
+        self._last_ssconf: dict | None = None
+        cfg.AddWriteHook(self._ConfigWritten)
+        self.jobqueue = jqueue.JobQueue(self, queue_dir=queue_dir,
+                                        replicate_fn=self._ReplicateFile,
+                                        rename_fn=self._ReplicateRenames)
+
+    def _ResolveNodes(self, names: list[str]) -> list[tuple]:
+        result = []
+        for name in names:
+            uuid = self.cfg.ExpandNodeName(name)
+            node = self.cfg.GetNodeInfo(uuid) if uuid else None
+            if node is None:
+                raise errors.OpPrereqError("Node '%s' not known" % name,
+                                           errors.ECODE_NOENT)
+            result.append((node.name, node.primary_ip, node.offline))
+        return result
+
+    def _OtherCandidates(self) -> list[str]:
+        """Online master candidates other than this node (replication)."""
+        return [node.uuid for node in self.cfg.GetAllNodesInfo().values()
+                if node.master_candidate and not node.offline and
+                node.name != self.my_name]
+
+    def _LogReplication(self, what: str, results: dict) -> None:
+        failed = [res.node for res in results.values() if res.fail_msg]
+        if not failed:
+            return
+        if 2 * len(failed) >= len(results):
+            logging.error("Replication of %s failed on %d of %d master"
+                          " candidates: %s", what, len(failed), len(results),
+                          ", ".join(failed))
+        else:
+            logging.warning("Replication of %s failed on %s", what,
+                            ", ".join(failed))
+
+    def _ReplicateFile(self, path: str, data: str) -> None:
+        nodes = self._OtherCandidates()
+        if nodes:
+            results = self.rpc.call_jobqueue_update(
+                nodes, vcluster.MakeVirtualPath(path),
+                [constants.RPC_ENCODING_NONE, data])
+            self._LogReplication(path, results)
+
+    def _ReplicateRenames(self, renames: list[tuple[str, str]]) -> None:
+        nodes = self._OtherCandidates()
+        if nodes:
+            results = self.rpc.call_jobqueue_rename(
+                nodes, [[vcluster.MakeVirtualPath(old),
+                         vcluster.MakeVirtualPath(new)]
+                        for old, new in renames])
+            self._LogReplication("job renames", results)
+
+    def _ConfigWritten(self, cfg: config.ConfigWriter, serial: int) -> None:
+        """Push config.data to candidates and ssconf (if changed) to nodes."""
+        nodes = self._OtherCandidates()
+        if nodes:
+            data = utils.ReadFile(cfg.GetConfigFile())
+            results = self.rpc.call_upload_file(
+                nodes, vcluster.MakeVirtualPath(cfg.GetConfigFile()),
+                [constants.RPC_ENCODING_NONE, data],
+                constants.CONFIG_FILE_MODE)
+            self._LogReplication("config.data", results)
+        ssconf = cfg.GetSsconfValues()
+        if ssconf != self._last_ssconf:
+            online = cfg.GetOnlineNodeList()
+            results = self.rpc.call_write_ssconf_files(online, ssconf)
+            self._LogReplication("ssconf", results)
+            if all(not res.fail_msg for res in results.values()):
+                self._last_ssconf = ssconf
+
+
+class LuxiHandler:
+    """Implements the LUXI methods on top of the context."""
+
+    def __init__(self, context: GanetiContext):
+        self.context = context
+        self.queue = context.jobqueue
+        self._methods = {
+            luxi.REQ_SUBMIT_JOB: lambda ops: self.queue.SubmitJob(ops),
+            luxi.REQ_SUBMIT_JOB_TO_DRAINED_QUEUE:
+                lambda ops: self.queue.SubmitJob(ops, to_drained=True),
+            luxi.REQ_SUBMIT_MANY_JOBS: self.queue.SubmitManyJobs,
+            luxi.REQ_WAIT_FOR_JOB_CHANGE: self._WaitForJobChange,
+            luxi.REQ_QUERY_JOBS: self.queue.QueryJobs,
+            luxi.REQ_CANCEL_JOB: lambda job_id, kill=False:
+                self.queue.CancelJob(_JobId(job_id), kill),
+            luxi.REQ_ARCHIVE_JOB:
+                lambda job_id: self.queue.ArchiveJob(_JobId(job_id)),
+            luxi.REQ_AUTO_ARCHIVE_JOBS: self._AutoArchive,
+            luxi.REQ_CHANGE_JOB_PRIORITY: lambda job_id, prio:
+                self.queue.ChangeJobPriority(_JobId(job_id), prio),
+            luxi.REQ_SET_DRAIN_FLAG: self._SetDrainFlag,
+            luxi.REQ_QUERY_CONFIG_VALUES: self._QueryConfigValues,
+            luxi.REQ_QUERY_CLUSTER_INFO:
+                lambda: cmdlib_cluster.BuildClusterInfo(context.cfg),
+            luxi.REQ_QUERY_TAGS: self._QueryTags,
+            luxi.REQ_QUERY: self._Query,
+            luxi.REQ_QUERY_FIELDS: self._QueryFields,
+            luxi.REQ_PICKUP_JOB: self._PickupJob,
+        }
+
+    def Dispatch(self, method: str, args: list) -> Any:
+        """Run one LUXI method; exceptions become encoded error replies."""
+        fn = self._methods.get(method)
+        if fn is None:
+            raise errors.ProtocolError("Unknown method '%s'" % method)
+        try:
+            return fn(*args)
+        except TypeError as err:
+            raise errors.ProtocolError("Wrong arguments for method '%s': %s"
+                                       % (method, err))
+
+    def _WaitForJobChange(self, job_id: Any, fields: list, prev_info: Any,
+                          prev_serial: Any, timeout: float) -> Any:
+        return self.queue.WaitForJobChange(_JobId(job_id), fields, prev_info,
+                                           prev_serial, timeout)
+
+    def _AutoArchive(self, age: float, timeout: float | None = None) -> list:
+        if timeout is None:
+            timeout = (constants.LUXI_DEF_RWTO - 1) // 2
+        return self.queue.AutoArchiveJobs(age, timeout)
+
+    def _SetDrainFlag(self, drain: Any) -> bool:
+        if not isinstance(drain, bool):
+            raise errors.OpPrereqError("Drain flag must be a boolean",
+                                       errors.ECODE_INVAL)
+        self.queue.SetDrainFlag(drain)
+        self.context.rpc.call_jobqueue_set_drain_flag(
+            self.context._OtherCandidates(), drain)
+        return True
+
+    def _QueryConfigValues(self, fields: list) -> list:
+        cfg = self.context.cfg
+        values = {
+            "cluster_name": cfg.GetClusterName,
+            "master_node": cfg.GetMasterNodeName,
+            "drain_flag": self.queue.IsDrained,
+            "watcher_pause": _ReadWatcherPause,
+            "modify_ssh_setup":
+                lambda: cfg.GetClusterInfo().modify_ssh_setup,
+            "ssh_key_type": lambda: cfg.GetClusterInfo().ssh_key_type,
+            "ssh_key_bits": lambda: cfg.GetClusterInfo().ssh_key_bits,
+        }
+        return [values[f]() if f in values else None for f in fields]
+
+    def _QueryTags(self, kind: str, name: str) -> list:
+        from ganeti import opcodes
+        from ganeti import mcpu
+        op = opcodes.OpTagsGet(kind=kind, name=name or None)
+        return mcpu.ExecuteWithoutQueue(self.context, op)
+
+    def _Query(self, what: str, fields: list, qfilter: Any) -> dict:
+        table, items = self._QueryResource(what)
+        if what == constants.QR_LOCK:
+            return self.context.glm.QueryLocks(fields)
+        try:
+            with self.queue.lock:
+                return query.Query(table, list(items), fields, qfilter)
+        except errors.ParameterError as err:
+            raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
+
+    def _QueryFields(self, what: str, fields: list | None) -> dict:
+        table, _ = self._QueryResource(what)
+        if what == constants.QR_LOCK:
+            return {"fields": self.context.glm.QueryLocks(
+                fields or ["name", "mode", "owner", "pending"])["fields"]}
+        return query.QueryFields(table, fields)
+
+    def _QueryResource(self, what: str) -> tuple:
+        if what == constants.QR_JOB:
+            ids = self.queue.GetJobIds()
+            return jqueue_jobs.JOB_FIELDS, filter(
+                None, (self.queue.GetJob(i) for i in ids))
+        if what == constants.QR_LOCK:
+            return {}, []
+        raise errors.OpPrereqError("Resource '%s' cannot be queried yet" %
+                                   what, errors.ECODE_INVAL)
+
+    @staticmethod
+    def _PickupJob(job_id: Any) -> None:
+        raise errors.ProgrammerError("PickupJob is for internal use only")
+
+
+def _JobId(job_id: Any) -> int:
+    try:
+        return int(job_id)
+    except (TypeError, ValueError):
+        raise errors.OpPrereqError("Invalid job id %r" % (job_id, ),
+                                   errors.ECODE_INVAL)
+
+
+def _ReadWatcherPause() -> float | None:
+    try:
+        return float(utils.ReadOneLineFile(pathutils.WATCHER_PAUSEFILE))
+    except (OSError, ValueError):
+        return None
+
+
+class _LuxiRequestHandler(socketserver.BaseRequestHandler):
+    """One client connection: read ETX-framed requests, answer each."""
+
+    def handle(self) -> None:
+        dispatcher: LuxiHandler = self.server.luxi_handler
+        self._stream = luxi.MessageStream(self.request)
+        while True:
+            try:
+                msg = self._stream.ReadMessage()
+            except errors.ProtocolError as err:
+                # Oversized message or broken framing: answer, then drop
+                # the client, since the stream is out of sync
+                self._Send(False, errors.EncodeException(err))
+                return
+            except OSError:
+                return
+            if msg is None:
+                return
+            self._Send(*self._Handle(dispatcher, msg))
+
+    @staticmethod
+    def _Handle(dispatcher: LuxiHandler, msg: bytes) -> tuple[bool, Any]:
+        try:
+            method, args, _ = luxi.ParseRequest(msg)
+        except errors.ProtocolError as err:
+            return False, str(err)
+        try:
+            return True, dispatcher.Dispatch(method, args)
+        except errors.GenericError as err:
+            logging.debug("LUXI %s failed: %s", method, err)
+            return False, errors.EncodeException(err)
+        except Exception as err:  # pylint: disable=broad-except
+            logging.exception("Unexpected error in LUXI method %s", method)
+            return False, errors.EncodeException(
+                errors.GenericError("Internal error: %s" % err))
+
+    def _Send(self, success: bool, result: Any) -> None:
+        try:
+            self._stream.WriteMessage(luxi.FormatResponse(success, result))
+        except (OSError, TypeError, ValueError,
+                errors.ProtocolError) as err:
+            logging.warning("Cannot send LUXI reply: %s", err)
+
+
+class _LuxiServer(socketserver.ThreadingMixIn,
+                  socketserver.UnixStreamServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, path: str, luxi_handler: LuxiHandler):
+        utils.RemoveFile(path)
+        self.luxi_handler = luxi_handler
+        old_umask = os.umask(0o117)
+        try:
+            socketserver.UnixStreamServer.__init__(self, path,
+                                                   _LuxiRequestHandler)
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, constants.SOCKET_MODE)
+
+
+def CheckMasterd(options: Any, args: list) -> None:
+    """Refuse to start on a node that is not the master."""
+    if args:
+        raise errors.GenericError("Usage: ganeti-masterd [-f] [-d]")
+    if not os.path.exists(pathutils.CLUSTER_CONF_FILE):
+        raise errors.ConfigurationError(
+            "Cluster configuration %s not found; is this node part of a"
+            " cluster?" % pathutils.CLUSTER_CONF_FILE)
+    cfg = config.ConfigWriter()
+    my_name = netutils.GetMyName()
+    if cfg.GetMasterNodeName() != my_name:
+        raise errors.GenericError(
+            "This is not the master node: the configuration names '%s' as"
+            " master, this node is '%s'" % (cfg.GetMasterNodeName(), my_name))
+
+
+def PrepMasterd(options: Any, args: list) -> dict:
+    """Load state, recover the queue and bind the LUXI sockets."""
+    cfg = config.ConfigWriter()
+    context = GanetiContext(cfg, pathutils.QUEUE_DIR)
+    handler = LuxiHandler(context)
+    servers = [_LuxiServer(path, handler)
+               for path in (pathutils.MASTER_SOCKET, pathutils.QUERY_SOCKET)]
+    return {"context": context, "servers": servers}
+
+
+def ExecMasterd(options: Any, args: list, prep: dict,
+                stop_event: threading.Event) -> None:
+    """Serve LUXI until SIGTERM, then stop the queue cleanly."""
+    threads = [threading.Thread(target=server.serve_forever,
+                                kwargs={"poll_interval": 0.2},
+                                name="luxi-%d" % i, daemon=True)
+               for i, server in enumerate(prep["servers"])]
+    for thread in threads:
+        thread.start()
+    logging.info("Master daemon serving on %s", pathutils.MASTER_SOCKET)
+    stop_event.wait()
+    logging.info("Shutting down")
+    for server in prep["servers"]:
+        server.shutdown()
+        server.server_close()
+        utils.RemoveFile(server.server_address)
+    prep["context"].jobqueue.Shutdown()
+    logging.info("Master daemon stopped")
+
+
+def main() -> None:
+    parser = optparse.OptionParser(
+        description="Ganeti master daemon", usage="%prog [-f] [-d]",
+        version="%%prog (ganeti) %s" % constants.RELEASE_VERSION)
+    daemon.GenericMain(constants.MASTERD, parser, CheckMasterd, PrepMasterd,
+                       ExecMasterd)
+
