@@ -8,6 +8,7 @@ from typing import Any
 
 from ganeti import (config, constants, errors, netutils, objects, pathutils,
                     ssconf, utils)
+from ganeti.cmdlib.base import ForceParamDict
 from ganeti.rpc import node as rpc_node
 from ganeti.utils import process, x509
 
@@ -70,11 +71,12 @@ def InitCluster(cluster_name: str, master_netdev: str,
         if name not in constants.DISK_TEMPLATES:
             raise errors.OpPrereqError("Unknown disk template '%s'" % name,
                                        errors.ECODE_INVAL)
-    for name, value, table in (("beparams", beparams, objects.BEPARAMS),
-                               ("nicparams", nicparams, objects.NICPARAMS),
-                               ("ndparams", ndparams, objects.NDPARAMS)):
-        if value:
-            objects.CheckParams(name, value, table)
+    beparams, nicparams, ndparams = [
+        ForceParamDict(table, value or {}, name)
+        for name, value, table in (
+            ("beparams", beparams, objects.BE_PARAMETERS),
+            ("nicparams", nicparams, objects.NIC_PARAMETERS),
+            ("ndparams", ndparams, objects.ND_PARAMETERS))]
     file_storage_dir = file_storage_dir or pathutils.DEFAULT_FILE_STORAGE_DIR
     shared_file_storage_dir = (shared_file_storage_dir or
                                pathutils.DEFAULT_SHARED_FILE_STORAGE_DIR)

@@ -212,7 +212,6 @@ class SharedLock:
                 return True
             # Timed out: leave the queue and let those behind us move up
             self._pending.remove(waiter)
-            self._grant_unlocked()
             return False
 
     def release(self) -> None:

@@ -25,6 +25,8 @@ class _Actor:
 
     def __init__(self, name: str):
         self._calls: queue.Queue = queue.Queue()
+        self._busy = 0
+        self._busy_lock = threading.Lock()
         self.thread = threading.Thread(target=self._Run, name=name,
                                        daemon=True)
         self.thread.start()
@@ -40,9 +42,14 @@ class _Actor:
                 future.set_result(fn(*args, **kwargs))
             except BaseException as err:  # handed over to the test
                 future.set_exception(err)
+            finally:
+                with self._busy_lock:
+                    self._busy -= 1
 
     def submit(self, fn, *args, **kwargs) -> Future:
         future: Future = Future()
+        with self._busy_lock:
+            self._busy += 1
         self._calls.put((fn, args, kwargs, future))
         return future
 
@@ -50,8 +57,11 @@ class _Actor:
         return self.submit(fn, *args, **kwargs).result(timeout=WAIT)
 
     def stop(self) -> None:
+        """Let the thread end; one still blocked in a call (a test may
+        leave waiters queued) is left behind as a daemon."""
         self._calls.put(None)
-        self.thread.join(WAIT)
+        if not self._busy:
+            self.thread.join(WAIT)
 
 
 @pytest.fixture
@@ -79,7 +89,8 @@ def _WaitFor(predicate, timeout: float = WAIT) -> None:
 def _QueueWaiter(who: _Actor, fn, *args, **kwargs) -> Future:
     """Start a blocking acquire in ``who`` and return once it is queued."""
     queued = threading.Event()
-    future = who.submit(fn, *args, test_notify=queued.set, **kwargs)
+    future = who.submit(fn, *args, test_notify=lambda *_: queued.set(),
+                        **kwargs)
     assert queued.wait(WAIT)
     return future
 
@@ -749,7 +760,7 @@ def test_manager_stress():
                 held.append((level, sorted(got), shared))
                 Hold(*held[-1])
             if rng.random() < 0.3:
-                time.sleep(0)
+                time.sleep(rng.choice([0, 0.0002, 0.001]))
             return True
         finally:
             for (level, names, shared) in reversed(held):
@@ -783,6 +794,7 @@ def test_manager_stress():
         "deadlock or lost wake-up: %s" % glm.QueryLocks(
             ["name", "mode", "owner", "pending"])["data"]
     assert not failures, failures[:10]
+    print("STATS", successes, blocking_rounds)
     assert completed == [rounds] * nthreads
     for idx in range(nthreads):
         assert successes[idx] >= blocking_rounds[idx] > 0

@@ -7,7 +7,7 @@ holding the locks the LU declared in ``needed_locks`` while it runs.
 
 from typing import Any, Callable
 
-from ganeti import errors, locking
+from ganeti import errors, locking, objects
 
 
 class ResultWithJobs:
@@ -95,3 +95,47 @@ def ExpandNodeUuidAndName(cfg: Any, expected_uuid: str | None,
             "The node's UUID '%s' does not match the expected UUID '%s' for"
             " node '%s'" % (uuid, expected_uuid, name), errors.ECODE_NOENT)
     return uuid, cfg.GetNodeInfo(uuid).name
+
+
+_TRUE_WORDS = frozenset(["yes", "true", "on", "1"])
+_FALSE_WORDS = frozenset(["no", "false", "off", "0"])
+
+
+def _ForceValue(kind: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if kind == "integer":
+        return int(value)
+    if kind == "number":
+        return float(value)
+    if kind == "boolean":
+        if value.lower() in _TRUE_WORDS:
+            return True
+        if value.lower() in _FALSE_WORDS:
+            return False
+        raise ValueError("not a boolean: %r" % value)
+    return value
+
+
+def ForceParamDict(table: dict, params: dict, what: str) -> dict:
+    """Convert CLI strings to the declared types, then check the dict.
+
+    Values typed on the command line arrive as text (``maxmem=512``); the
+    declared check of each parameter says what they must become.
+    """
+    result = {}
+    for key, value in params.items():
+        spec = table.get(key)
+        if spec is not None:
+            try:
+                value = _ForceValue(spec.check.kind, value)
+            except ValueError:
+                raise errors.OpPrereqError(
+                    "Invalid value %r for %s parameter '%s' (expected %s)" %
+                    (value, what, key, spec.check), errors.ECODE_INVAL)
+        result[key] = value
+    try:
+        objects.CheckParamDict(table, result, what)
+    except errors.TypeEnforcementError as err:
+        raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
+    return result

@@ -4,7 +4,7 @@ import platform
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, objects
-from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.base import ForceParamDict, NoHooksLU
 
 # QueryClusterInfo keys taken verbatim from the cluster object
 _CLUSTER_ATTRS = [
@@ -132,12 +132,12 @@ class LUClusterSetParams(NoHooksLU):
     """Change cluster parameters (those that exist so far)."""
 
     def CheckArguments(self) -> None:
-        for name, table in (("beparams", objects.BEPARAMS),
-                            ("nicparams", objects.NICPARAMS),
-                            ("ndparams", objects.NDPARAMS)):
+        for name, table in (("beparams", objects.BE_PARAMETERS),
+                            ("nicparams", objects.NIC_PARAMETERS),
+                            ("ndparams", objects.ND_PARAMETERS)):
             value = getattr(self.op, name)
             if value:
-                objects.CheckParams(name, value, table)
+                setattr(self.op, name, ForceParamDict(table, value, name))
         if (self.op.enabled_hypervisors is not None and
                 self.op.hvparams):
             unknown = set(self.op.hvparams) - set(constants.HYPER_TYPES)

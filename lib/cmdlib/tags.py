@@ -100,7 +100,10 @@ class LUTagsSet(_TagsLU):
 
     def CheckPrereq(self) -> None:
         for tag in self.op.tags:
-            objects.TaggableObject.ValidateTag(tag)
+            try:
+                objects.ValidateTag(tag)
+            except errors.TagError as err:
+                raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> None:
         target = self._GetTarget()

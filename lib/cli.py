@@ -1,0 +1,1074 @@
+"""Framework of the gnt-* command line tools.
+
+Every tool is a table of subcommands run by :func:`GenericMain`, which
+parses options, checks argument counts, sets up logging and turns Ganeti
+errors into Ganeti's messages and exit codes. Job-submitting commands go
+through :func:`SubmitOrSend`/:func:`SubmitOpCode`, listing commands through
+:func:`GenericList`, so all tools behave alike (``--submit``, ``-o``,
+``--separator``, exit code 14 for unknown fields, ...).
+"""
+
+import errno
+import itertools
+import logging
+import os
+import re
+import shlex
+import sys
+import textwrap
+import time
+from optparse import OptionParser, TitledHelpFormatter
+from typing import Any, Callable, Iterable, Sequence
+
+from ganeti import constants, errors, luxi, opcodes, pathutils
+from ganeti.cli_opts import *  # noqa: F401,F403 (re-exported API)
+from ganeti.cli_opts import COMMON_OPTS, ArgCommand
+
+# Results of FormatQueryResult
+QR_NORMAL, QR_UNKNOWN, QR_INCOMPLETE = range(3)
+
+# Value shown for a query field whose status is not "normal"
+_RS_DESCRIPTION = {
+    constants.RS_UNKNOWN: ("(unknown)", "??"),
+    constants.RS_NODATA: ("(nodata)", "?"),
+    constants.RS_OFFLINE: ("(offline)", "*"),
+    constants.RS_UNAVAIL: ("(unavail)", "-"),
+}
+
+# Characters that make a single list argument a filter expression
+_FILTER_DETECTION_CHARS = frozenset("()=/!~'\"\\<>" + " \t\n\r\x0b\x0c")
+_GLOB_DETECTION_CHARS = frozenset("*?")
+
+# Binary and subcommand being run, for the reason trail
+_invocation: tuple[str, str] | None = None
+
+
+# Output -----------------------------------------------------------------------
+
+def _ToStream(stream: Any, txt: str, *args: Any) -> None:
+    try:
+        stream.write((txt % args) if args else txt)
+        stream.write("\n")
+        stream.flush()
+    except OSError as err:
+        # The reader went away (e.g. "| head"); nothing more to say
+        if err.errno != errno.EPIPE:
+            raise
+
+
+def ToStdout(txt: str, *args: Any) -> None:
+    """Print a line to stdout (``txt % args`` when args are given)."""
+    _ToStream(sys.stdout, txt, *args)
+
+
+def ToStderr(txt: str, *args: Any) -> None:
+    """Print a line to stderr (``txt % args`` when args are given)."""
+    _ToStream(sys.stderr, txt, *args)
+
+
+def _AskUserOn(fobj: Any, text: str, choices: list[tuple]) -> Any:
+    chars = [entry[0] for entry in choices]
+    chars[-1] = "[%s]" % chars[-1]
+    chars.append("?")
+    answers = {entry[0]: entry[1] for entry in choices}
+    while True:
+        fobj.write(text)
+        fobj.write("\n")
+        fobj.write("/".join(chars))
+        fobj.write(": ")
+        fobj.flush()
+        line = fobj.readline()
+        if not line:
+            return choices[-1][1]
+        line = line.strip().lower()
+        if line in answers:
+            return answers[line]
+        if line == "?":
+            for entry in choices:
+                fobj.write(" %s - %s\n" % (entry[0], entry[2]))
+            fobj.write("\n")
+
+
+def AskUser(text: str, choices: list[tuple] | None = None) -> Any:
+    """Ask a question on the terminal; without one, the last choice wins.
+
+    ``choices`` are ``(char, return value, help)``; the default is yes/no
+    returning True/False with "no" as the default answer. Reading the
+    terminal rather than stdin lets confirmations work in pipelines.
+    """
+    if choices is None:
+        choices = [("y", True, "Perform the operation"),
+                   ("n", False, "Do not perform the operation")]
+    if not choices or not isinstance(choices, list):
+        raise errors.ProgrammerError("Invalid choices argument to AskUser")
+    for entry in choices:
+        if not isinstance(entry, tuple) or len(entry) < 3 or entry[0] == "?":
+            raise errors.ProgrammerError("Invalid choices element to AskUser")
+    text = "\n".join(textwrap.fill(line, 70, replace_whitespace=False)
+                     for line in text.splitlines())
+    try:
+        tty = open("/dev/tty", "r+", encoding="utf-8")
+    except OSError:
+        return choices[-1][1]
+    with tty:
+        return _AskUserOn(tty, text, choices)
+
+
+# Formatting helpers ---------------------------------------------------------------
+
+def FormatTime(val: Any, usecs: int | None = None) -> str:
+    """Local time as "YYYY-MM-DD HH:MM:SS[.usec]", "N/A" if unset."""
+    if val is None or isinstance(val, bool) or \
+            not isinstance(val, (int, float)):
+        return "N/A"
+    result = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(val))
+    if usecs is not None:
+        result += ".%06d" % usecs
+    return result
+
+
+def FormatTimestamp(ts: Any) -> str:
+    """Format a ``[sec, usec]`` (or seconds) timestamp; "?" if neither."""
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+        return FormatTime(ts)
+    if not isinstance(ts, (tuple, list)) or len(ts) != 2:
+        return "?"
+    sec, usec = ts
+    return FormatTime(sec, usecs=usec)
+
+
+def FormatUnit(value: float, units: str) -> str:
+    """Format a size in MiB; ``units`` h (human), m, g or t."""
+    if units not in ("h", "m", "g", "t"):
+        raise errors.ProgrammerError("Invalid unit specified '%s'" % units)
+    if units == "m" or (units == "h" and value < 1024):
+        return "%.0f%s" % (value, "M" if units == "h" else "")
+    if units == "g" or (units == "h" and value < 1024 * 1024):
+        return "%.1f%s" % (value / 1024.0, "G" if units == "h" else "")
+    return "%.1f%s" % (value / 1024.0 / 1024.0, "T" if units == "h" else "")
+
+
+def FormatBool(value: bool) -> str:
+    """Y/N, as in Ganeti's tables."""
+    return "Y" if value else "N"
+
+
+def FormatLogMessage(log_type: str, log_msg: Any) -> str:
+    """Text of a job log entry."""
+    if log_type != constants.ELOG_MESSAGE or not isinstance(log_msg, str):
+        log_msg = str(log_msg)
+    return log_msg
+
+
+def ParseTimespec(value: str) -> int:
+    """Parse "30", "30s", "5m", "2h", "1d" or "1w" into seconds."""
+    value = str(value)
+    if not value:
+        raise errors.OpPrereqError("Empty time specification passed",
+                                   errors.ECODE_INVAL)
+    suffixes = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    multiplier = suffixes.get(value[-1])
+    number = value if multiplier is None else value[:-1]
+    if not number:
+        raise errors.OpPrereqError("Invalid time specification (only suffix"
+                                   " passed)", errors.ECODE_INVAL)
+    try:
+        return int(number) * (multiplier or 1)
+    except ValueError as err:
+        raise errors.OpPrereqError("Invalid time specification '%s'" % value,
+                                   errors.ECODE_INVAL) from err
+
+
+def ParseFields(selected: str | None, default: list[str]) -> list[str]:
+    """Fields from ``-o``: None -> defaults, "+a,b" -> defaults + a, b."""
+    if selected is None:
+        return list(default)
+    if selected.startswith("+"):
+        return list(default) + selected[1:].split(",")
+    return selected.split(",")
+
+
+def FormatError(err: BaseException) -> tuple[int, str]:
+    """Turn an exception into ``(exit code, message)`` like Ganeti."""
+    retcode = constants.EXIT_FAILURE
+    msg = str(err)
+    if isinstance(err, errors.ConfigurationError):
+        logging.error("Corrupt configuration file: %s", msg)
+        text = "Corrupt configuration file: %s\nAborting." % msg
+        retcode = 2
+    elif isinstance(err, errors.HooksAbort):
+        lines = ["Failure: hooks execution failed:"]
+        for entry in (err.args[0] if err.args else []):
+            node, script, out = entry
+            if out:
+                lines.append("  node: %s, script: %s, output: %s" %
+                             (node, script, out))
+            else:
+                lines.append("  node: %s, script: %s (no output)" %
+                             (node, script))
+        text = "\n".join(lines)
+    elif isinstance(err, errors.HooksFailure):
+        text = "Failure: hooks general failure: %s" % msg
+    elif isinstance(err, errors.ResolverError):
+        text = "Failure: can't resolve hostname '%s'" % \
+            (err.args[0] if err.args else msg)
+    elif isinstance(err, errors.OpPrereqError):
+        if len(err.args) == 2:
+            text = ("Failure: prerequisites not met for this operation:\n"
+                    "error type: %s, error details:\n%s" %
+                    (err.args[1], err.args[0]))
+        else:
+            text = ("Failure: prerequisites not met for this operation:\n%s"
+                    % msg)
+    elif isinstance(err, errors.OpExecError):
+        text = "Failure: command execution error:\n%s" % msg
+    elif isinstance(err, errors.TagError):
+        text = "Failure: invalid tag(s) given:\n%s" % msg
+    elif isinstance(err, errors.JobQueueDrainError):
+        text = ("Failure: the job queue is marked for drain and doesn't"
+                " accept new requests")
+    elif isinstance(err, errors.JobQueueFull):
+        text = ("Failure: the job queue is full and doesn't accept new job"
+                " submissions until old jobs are archived")
+    elif isinstance(err, errors.TypeEnforcementError):
+        text = "Parameter Error: %s" % msg
+    elif isinstance(err, errors.ParameterError):
+        text = "Failure: unknown/wrong parameter name '%s'" % msg
+    elif isinstance(err, errors.NoMasterError):
+        text = ("Cannot communicate with the master daemon.\nIs it running"
+                " and listening for connections?")
+    elif isinstance(err, errors.TimeoutError):
+        text = ("Timeout while talking to the master daemon. Jobs might have"
+                " been submitted and will continue to run even if the call"
+                " timed out. Useful commands in this situation are \"gnt-job"
+                " list\", \"gnt-job cancel\" and \"gnt-job watch\". Error:\n"
+                + msg)
+    elif isinstance(err, errors.PermissionError):
+        text = ("It seems you don't have permissions to connect to the"
+                " master daemon.\nPlease retry as a different user.")
+    elif isinstance(err, errors.ProtocolError):
+        text = ("Unhandled protocol error while talking to the master"
+                " daemon:\n%s" % msg)
+    elif isinstance(err, errors.JobLost):
+        text = "Error checking job status: %s" % msg
+    elif isinstance(err, errors.QueryFilterParseError):
+        text = "Error while parsing query filter: %s\n%s" % (
+            err.args[0], "\n".join(err.GetDetails()))
+    elif isinstance(err, errors.GenericError):
+        text = "Unhandled Ganeti error: %s" % msg
+    elif isinstance(err, errors.JobSubmittedException):
+        text = "JobID: %s" % (err.args[0] if err.args else msg)
+        retcode = constants.EXIT_SUCCESS
+    else:
+        text = "Unhandled exception: %s" % msg
+    return retcode, text.rstrip("\n")
+
+
+# Argument parsing and GenericMain -----------------------------------------------
+
+class _ShowUsage(Exception):
+    """Print the tool's usage; ``exit_error`` selects the exit code."""
+
+    def __init__(self, exit_error: bool):
+        Exception.__init__(self)
+        self.exit_error = exit_error
+
+
+class _ShowVersion(Exception):
+    """Print the version and exit."""
+
+
+class _ParserExit(Exception):
+    """optparse wanted to exit (after --help or a usage error)."""
+
+    def __init__(self, status: int):
+        Exception.__init__(self, status)
+        self.status = status
+
+
+class _OptionParser(OptionParser):
+    # optparse calls sys.exit; GenericMain returns exit codes instead
+    def exit(self, status: int = 0, msg: str | None = None) -> None:
+        if msg:
+            sys.stderr.write(msg)
+        raise _ParserExit(status)
+
+
+def _FormatUsage(binary: str, commands: dict) -> list[str]:
+    lines = ["Usage: %s {command} [options...] [argument...]" % binary,
+             "%s <command> --help to see details, or man %s" %
+             (binary, binary),
+             "",
+             "Commands:"]
+    width = min(60, max(len(cmd) for cmd in commands))
+    for cmd, (_, _, _, _, help_text) in sorted(commands.items()):
+        help_lines = textwrap.wrap(help_text, 79 - 3 - width) or [""]
+        lines.append(" %-*s - %s" % (width, cmd, help_lines[0]))
+        lines.extend(" %-*s   %s" % (width, "", line)
+                     for line in help_lines[1:])
+    lines.append("")
+    return lines
+
+
+def _CheckArguments(cmd: str, args_def: list, args: list[str]) -> bool:
+    """Check the number of arguments, printing Ganeti's message if wrong."""
+    if args and not args_def:
+        ToStderr("Error: Command %s expects no arguments", cmd)
+        return False
+    min_count = sum(arg.min or 0 for arg in args_def)
+    for arg in args_def[:-1]:
+        if arg.max is None:
+            raise errors.ProgrammerError("Only the last argument can have"
+                                         " max=None")
+    bounded = bool(args_def) and args_def[-1].max is not None
+    max_count = sum(arg.max for arg in args_def) if bounded else None
+    if bounded and min_count == max_count and len(args) != min_count:
+        ToStderr("Error: Command %s expects %d argument(s)", cmd, min_count)
+        return False
+    if max_count is not None and len(args) > max_count:
+        ToStderr("Error: Command %s expects only %d argument(s)", cmd,
+                 max_count)
+        return False
+    if len(args) < min_count:
+        ToStderr("Error: Command %s expects at least %d argument(s)", cmd,
+                 min_count)
+        return False
+    return True
+
+
+def _ParseArgs(binary: str, argv: list[str], commands: dict, aliases: dict,
+               env_override: Iterable[str]) -> tuple:
+    if len(argv) < 2:
+        raise _ShowUsage(exit_error=True)
+    cmd = argv[1]
+    if cmd == "--version":
+        raise _ShowVersion()
+    if cmd in ("--help", "-h"):
+        raise _ShowUsage(exit_error=False)
+    if cmd not in commands and cmd not in aliases:
+        raise _ShowUsage(exit_error=True)
+    if cmd in aliases:
+        if aliases[cmd] not in commands:
+            raise errors.ProgrammerError("Alias '%s' maps to non-existing"
+                                         " command '%s'" % (cmd, aliases[cmd]))
+        cmd = aliases[cmd]
+
+    if cmd in env_override:
+        env_name = ("%s_%s" % (binary.replace("-", "_"), cmd)).upper()
+        env_args = os.environ.get(env_name)
+        if env_args:
+            argv = argv[:2] + shlex.split(env_args) + argv[2:]
+
+    func, args_def, parser_opts, usage, description = commands[cmd]
+    parser = _OptionParser(option_list=list(parser_opts) + COMMON_OPTS,
+                           description=description,
+                           formatter=TitledHelpFormatter(),
+                           prog=binary,
+                           usage="%%prog %s %s" % (cmd, usage))
+    # A trailing command ("gnt-cluster command ls -l") keeps its options
+    if any(isinstance(arg, ArgCommand) for arg in args_def):
+        parser.disable_interspersed_args()
+    options, args = parser.parse_args(args=argv[2:])
+    if not _CheckArguments(cmd, args_def, args):
+        return None, None, None, cmd
+    return func, options, args, cmd
+
+
+class _LoggingSetup:
+    """Logging of one command run: commands.log and (with -d) stderr."""
+
+    def __init__(self, binary: str, debug: int):
+        self._root = logging.getLogger()
+        self._old_level = self._root.level
+        self._handlers: list[logging.Handler] = []
+        fmt = logging.Formatter(
+            "%%(asctime)s: %s pid=%%(process)d %%(module)s:%%(lineno)s"
+            " %%(levelname)s %%(message)s" % binary)
+        stderr_handler = logging.StreamHandler(sys.stderr)
+        stderr_handler.setFormatter(fmt)
+        stderr_handler.setLevel(logging.NOTSET if debug else logging.CRITICAL)
+        self._handlers.append(stderr_handler)
+        try:
+            file_handler = logging.FileHandler(pathutils.LOG_COMMANDS,
+                                               encoding="utf-8")
+        except OSError:
+            # Not installed, or not allowed to write the log: that's fine
+            pass
+        else:
+            file_handler.setFormatter(fmt)
+            file_handler.setLevel(logging.DEBUG if debug else logging.INFO)
+            self._handlers.append(file_handler)
+        self._root.setLevel(logging.DEBUG)
+        for handler in self._handlers:
+            self._root.addHandler(handler)
+
+    def Close(self) -> None:
+        for handler in self._handlers:
+            self._root.removeHandler(handler)
+            handler.close()
+        self._root.setLevel(self._old_level)
+
+
+def GenericMain(commands: dict, aliases: dict | None = None,
+                env_override: Iterable[str] | None = None,
+                override: dict | None = None,
+                argv: list[str] | None = None) -> int:
+    """Run the subcommand named on the command line; return the exit code.
+
+    ``commands`` maps a name to ``(fn, argdefs, options, usage, help)`` and
+    ``fn(opts, args)`` returns the exit code. ``override`` sets option
+    values (e.g. the tag kind of a tool), ``env_override`` names the
+    subcommands that take default arguments from ``GNT_<BINARY>_<CMD>``.
+    """
+    global _invocation  # pylint: disable=global-statement
+    if argv is None:
+        argv = sys.argv
+    binary = os.path.basename(argv[0]) if argv and argv[0] else \
+        "<unknown program>"
+    aliases = aliases or {}
+    env_override = frozenset(env_override or ())
+    try:
+        func, options, args, cmd = _ParseArgs(binary, list(argv), commands,
+                                              aliases, env_override)
+    except _ShowVersion:
+        ToStdout("%s (ganeti) %s", binary, constants.RELEASE_VERSION)
+        return constants.EXIT_SUCCESS
+    except _ShowUsage as err:
+        for line in _FormatUsage(binary, commands):
+            ToStdout(line)
+        return constants.EXIT_FAILURE if err.exit_error else \
+            constants.EXIT_SUCCESS
+    except _ParserExit as err:
+        return err.status
+    except errors.ParameterError as err:
+        ToStderr(FormatError(err)[1])
+        return constants.EXIT_FAILURE
+    if func is None:
+        return constants.EXIT_FAILURE
+
+    for key, val in (override or {}).items():
+        setattr(options, key, val)
+    _invocation = (binary, cmd)
+    log_setup = _LoggingSetup(binary, options.debug)
+    logging.debug("Command line: %s", shlex.join(argv))
+    try:
+        result = func(options, args)
+    except (errors.GenericError, errors.JobSubmittedException) as err:
+        result, err_msg = FormatError(err)
+        logging.debug("Error during command processing", exc_info=True)
+        ToStderr(err_msg)
+    except KeyboardInterrupt:
+        result = constants.EXIT_FAILURE
+        ToStderr("Aborted. Note that if the operation created any jobs, they"
+                 " might have been submitted and will continue to run in the"
+                 " background.")
+    except BrokenPipeError:
+        result = constants.EXIT_FAILURE
+    finally:
+        log_setup.Close()
+        _invocation = None
+    return result
+
+
+# Jobs ---------------------------------------------------------------------------
+
+def GetClient() -> luxi.Client:
+    """A LUXI client for the master daemon (honours FORCE_LUXI_SOCKET)."""
+    return luxi.Client()
+
+
+def _SetOpParam(op: Any, name: str, value: Any) -> None:
+    if isinstance(op, dict):
+        op[name] = value
+    else:
+        setattr(op, name, value)
+
+
+def _ReasonTrail(opts: Any) -> list[tuple[str, str, int]]:
+    trail = []
+    reason = getattr(opts, "reason", None)
+    if reason:
+        trail.append((constants.OPCODE_REASON_SRC_USER, reason,
+                      time.time_ns()))
+    if _invocation is not None:
+        binary, cmd = _invocation
+    else:
+        binary = os.path.basename(sys.argv[0]) if sys.argv else ""
+        cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+    trail.append(("%s:%s" % (constants.OPCODE_REASON_SRC_CLIENT, binary), cmd,
+                  time.time_ns()))
+    return trail
+
+
+def SetGenericOpcodeOpts(opcode_list: Sequence, options: Any) -> None:
+    """Apply --dry-run, --priority, -d and --reason to opcodes.
+
+    Opcodes may be opcode objects or wire dicts.
+    """
+    if not options:
+        return
+    for op in opcode_list:
+        _SetOpParam(op, "debug_level", getattr(options, "debug", 0) or 0)
+        if hasattr(options, "dry_run"):
+            _SetOpParam(op, "dry_run", bool(options.dry_run))
+        priority = getattr(options, "priority", None)
+        if priority is not None:
+            _SetOpParam(op, "priority", constants.OP_PRIO_NAMES[priority])
+        _SetOpParam(op, "reason", _ReasonTrail(options))
+
+
+def SendJob(ops: Sequence, cl: luxi.Client | None = None) -> int:
+    """Submit a job without waiting; return its id."""
+    if cl is None:
+        cl = GetClient()
+    return cl.SubmitJob(ops)
+
+
+class JobPollReportCbBase:
+    """Receives what PollJob learns about a job."""
+
+    def ReportLogMessage(self, job_id: int, serial: int, timestamp: list,
+                         log_type: str, log_msg: Any) -> None:
+        """A new entry in the job's log."""
+
+    def ReportNotChanged(self, job_id: int, status: str | None) -> None:
+        """A wait ended without news."""
+
+
+class FeedbackFnJobPollReportCb(JobPollReportCbBase):
+    """Hands each log entry to ``feedback_fn((timestamp, type, message))``."""
+
+    def __init__(self, feedback_fn: Callable):
+        self.feedback_fn = feedback_fn
+
+    def ReportLogMessage(self, job_id: int, serial: int, timestamp: list,
+                         log_type: str, log_msg: Any) -> None:
+        self.feedback_fn((timestamp, log_type, log_msg))
+
+
+class StdioJobPollReportCb(JobPollReportCbBase):
+    """Prints log entries on stdout and why a job is not progressing."""
+
+    def __init__(self) -> None:
+        self.notified_queued = False
+        self.notified_waitlock = False
+
+    def ReportLogMessage(self, job_id: int, serial: int, timestamp: list,
+                         log_type: str, log_msg: Any) -> None:
+        sec, usec = timestamp
+        ToStdout("%s %s", time.ctime(sec + usec / 1e6),
+                 FormatLogMessage(log_type, log_msg))
+
+    def ReportNotChanged(self, job_id: int, status: str | None) -> None:
+        if status == constants.JOB_STATUS_QUEUED and \
+                not self.notified_queued:
+            ToStderr("Job %s is waiting in queue", job_id)
+            self.notified_queued = True
+        elif status == constants.JOB_STATUS_WAITING and \
+                not self.notified_waitlock:
+            ToStderr("Job %s is trying to acquire all necessary locks",
+                     job_id)
+            self.notified_waitlock = True
+
+
+_POLL_END_STATUSES = frozenset([
+    constants.JOB_STATUS_SUCCESS, constants.JOB_STATUS_ERROR,
+    constants.JOB_STATUS_CANCELING, constants.JOB_STATUS_CANCELED])
+
+
+def GenericPollJob(job_id: int, cl: luxi.Client,
+                   reporter: JobPollReportCbBase) -> list:
+    """Follow a job to its end; return its opcode results or raise.
+
+    A failed opcode's encoded error is re-raised as its own class, so the
+    user sees e.g. the OpPrereqError text of the LU.
+    """
+    prev_job_info = None
+    prev_log_serial = None
+    status = None
+    while True:
+        result = cl.WaitForJobChangeOnce(job_id, ["status"], prev_job_info,
+                                         prev_log_serial)
+        if not result:
+            raise errors.JobLost("Job with id %s lost" % job_id)
+        if result == constants.JOB_NOTCHANGED:
+            reporter.ReportNotChanged(job_id, status)
+            continue
+        job_info, log_entries = result
+        (status, ) = job_info
+        if log_entries:
+            for serial, timestamp, log_type, message in log_entries:
+                reporter.ReportLogMessage(job_id, serial, timestamp,
+                                          log_type, message)
+                prev_log_serial = max(prev_log_serial or 0, serial)
+        elif status in _POLL_END_STATUSES:
+            break
+        elif job_info == prev_job_info:
+            # luxid answers an expired wait with the unchanged state
+            reporter.ReportNotChanged(job_id, status)
+        prev_job_info = job_info
+
+    jobs = cl.QueryJobs([job_id], ["status", "opstatus", "opresult"])
+    if not jobs or jobs[0] is None or jobs[0][0] is None:
+        raise errors.JobLost("Job with id %s lost" % job_id)
+    status, opstatus, opresult = jobs[0]
+    if status == constants.JOB_STATUS_SUCCESS:
+        return opresult
+    if status in (constants.JOB_STATUS_CANCELING,
+                  constants.JOB_STATUS_CANCELED):
+        raise errors.OpExecError("Job was canceled")
+    has_ok = False
+    for idx, (op_status, msg) in enumerate(zip(opstatus, opresult)):
+        if op_status == constants.OP_STATUS_SUCCESS:
+            has_ok = True
+        elif op_status == constants.OP_STATUS_ERROR:
+            errors.MaybeRaise(msg)
+            if has_ok:
+                raise errors.OpExecError("partial failure (opcode %d): %s" %
+                                         (idx, msg))
+            raise errors.OpExecError(str(msg))
+    raise errors.OpExecError(str(opresult))
+
+
+def PollJob(job_id: int, cl: luxi.Client | None = None,
+            feedback_fn: Callable | None = None,
+            reporter: JobPollReportCbBase | None = None) -> list:
+    """Wait for a job, printing its log (or passing it to ``feedback_fn``).
+
+    Returns the list of opcode results.
+    """
+    if cl is None:
+        cl = GetClient()
+    if reporter is None:
+        reporter = (FeedbackFnJobPollReportCb(feedback_fn) if feedback_fn
+                    else StdioJobPollReportCb())
+    elif feedback_fn:
+        raise errors.ProgrammerError("Can't specify reporter and feedback"
+                                     " function")
+    return GenericPollJob(job_id, cl, reporter)
+
+
+def SubmitOpCode(op: Any, cl: luxi.Client | None = None,
+                 feedback_fn: Callable | None = None, opts: Any = None,
+                 reporter: JobPollReportCbBase | None = None) -> Any:
+    """Run one opcode as a job, wait for it and return its result."""
+    if cl is None:
+        cl = GetClient()
+    SetGenericOpcodeOpts([op], opts)
+    job_id = SendJob([op], cl=cl)
+    if getattr(opts, "print_jobid", False):
+        ToStdout("%d", job_id)
+    return PollJob(job_id, cl=cl, feedback_fn=feedback_fn,
+                   reporter=reporter)[0]
+
+
+def SubmitOrSend(op: Any, opts: Any, cl: luxi.Client | None = None,
+                 feedback_fn: Callable | None = None) -> Any:
+    """Run an opcode, or with ``--submit`` only submit it.
+
+    After a bare submission JobSubmittedException is raised; GenericMain
+    reports it as "JobID: <n>" on stderr and exits 0.
+    """
+    if opts is not None and getattr(opts, "submit_only", False):
+        job = [op]
+        SetGenericOpcodeOpts(job, opts)
+        job_id = SendJob(job, cl=cl)
+        if getattr(opts, "print_jobid", False):
+            ToStdout("%d", job_id)
+        raise errors.JobSubmittedException(job_id)
+    return SubmitOpCode(op, cl=cl, feedback_fn=feedback_fn, opts=opts)
+
+
+class JobExecutor:
+    """Submits several jobs at once and collects their results."""
+
+    def __init__(self, cl: luxi.Client | None = None, verbose: bool = True,
+                 opts: Any = None, feedback_fn: Callable | None = None):
+        self.cl = cl if cl is not None else GetClient()
+        self.verbose = verbose
+        self.opts = opts
+        self.feedback_fn = feedback_fn
+        self.queue: list[tuple[int, str | None, Sequence]] = []
+        # (index, submitted, job id or error, name)
+        self.jobs: list[tuple[int, bool, Any, str | None]] = []
+        self._counter = itertools.count()
+
+    def QueueJob(self, name: str | None, *ops: Any) -> None:
+        """Queue a job for submission by SubmitPending."""
+        SetGenericOpcodeOpts(ops, self.opts)
+        self.queue.append((next(self._counter), name, ops))
+
+    def AddJobId(self, name: str | None, status: bool, job_id: Any) -> None:
+        """Track a job submitted elsewhere."""
+        self.jobs.append((next(self._counter), status, job_id, name))
+
+    def SubmitPending(self, each: bool = False) -> None:
+        """Submit the queued jobs (one SubmitManyJobs unless ``each``)."""
+        if each:
+            results = [[True, self.cl.SubmitJob(ops)]
+                       for _, _, ops in self.queue]
+        else:
+            results = self.cl.SubmitManyJobs([ops for _, _, ops in
+                                              self.queue])
+        for (status, data), (idx, name, _) in zip(results, self.queue):
+            self.jobs.append((idx, status, data, name))
+        self.queue = []
+
+    @staticmethod
+    def _ForName(name: str | None) -> str:
+        return " for %s" % name if name else ""
+
+    def GetResults(self) -> list[tuple[bool, Any]]:
+        """Wait for every job; return ``(success, result)`` in queue order."""
+        if self.queue:
+            self.SubmitPending()
+        results = []
+        if self.verbose:
+            ok_jobs = [str(job[2]) for job in self.jobs if job[1]]
+            if ok_jobs:
+                ToStdout("Submitted jobs %s", ", ".join(ok_jobs))
+        for idx, submitted, job_id, name in self.jobs:
+            if not submitted:
+                ToStderr("Failed to submit job%s: %s", self._ForName(name),
+                         job_id)
+                results.append((idx, False, job_id))
+                continue
+            ToStdout("Waiting for job %s%s ...", job_id, self._ForName(name))
+            try:
+                job_result = PollJob(job_id, cl=self.cl,
+                                     feedback_fn=self.feedback_fn)
+                success = True
+            except errors.JobLost as err:
+                job_result = FormatError(err)[1]
+                ToStderr("Job %s%s has been archived, cannot check its"
+                         " result", job_id, self._ForName(name))
+                success = False
+            except errors.GenericError as err:
+                job_result = FormatError(err)[1]
+                ToStderr("Job %s%s has failed: %s", job_id,
+                         self._ForName(name), job_result)
+                success = False
+            results.append((idx, success, job_result))
+        self.jobs = []
+        results.sort(key=lambda item: item[0])
+        return [(success, result) for _, success, result in results]
+
+    def WaitOrShow(self, wait: bool) -> list:
+        """Wait for the jobs, or print their ids and return."""
+        if wait:
+            return self.GetResults()
+        if self.queue:
+            self.SubmitPending()
+        for _, status, result, name in self.jobs:
+            if status:
+                ToStdout("%s: %s", result, name)
+            else:
+                ToStderr("Failure for %s: %s", name, result)
+        return [(status, result) for _, status, result, _ in self.jobs]
+
+
+# Tables -------------------------------------------------------------------------
+
+def _FieldMatcher(patterns: Iterable[str] | None) -> Callable[[str], bool]:
+    # Field names or regular expressions matching whole names (Ganeti's
+    # FieldSet), e.g. "disk\.size/([0-9]+)"
+    regexes = [re.compile("^%s$" % pattern) for pattern in (patterns or [])]
+    return lambda field: any(rex.match(field) for rex in regexes)
+
+
+def _AlignRows(rows: list[list[str]], align_right: list[bool],
+               separator: str | None) -> list[str]:
+    if separator is not None:
+        return [separator.join(row) for row in rows]
+    widths = [max((len(row[idx]) for row in rows), default=0)
+              for idx in range(len(align_right))]
+    if align_right and not align_right[-1]:
+        # No padding after the last column
+        widths[-1] = 0
+    result = []
+    for row in rows:
+        cells = [value.rjust(width) if right else value.ljust(width)
+                 for value, width, right in zip(row, widths, align_right)]
+        result.append(" ".join(cells))
+    return result
+
+
+def GenerateTable(headers: dict | None, fields: list[str],
+                  separator: str | None, data: Iterable,
+                  numfields: Iterable[str] | None = None,
+                  unitfields: Iterable[str] | None = None,
+                  units: str | None = None) -> list[str]:
+    """Format rows as text lines.
+
+    ``headers`` maps field -> title (None or empty: no header line). Without
+    a separator, columns are aligned (``numfields`` to the right); with one,
+    values are joined by it. ``unitfields`` hold MiB sizes shown in
+    ``units`` (default "h", or "m" with a separator). A row of None is
+    shown as dashes.
+    """
+    if units is None:
+        units = "m" if separator else "h"
+    is_num = _FieldMatcher(numfields)
+    is_unit = _FieldMatcher(unitfields)
+    rows = []
+    if headers:
+        rows.append([str(headers.get(field, field)) for field in fields])
+    for row in data:
+        if row is None:
+            rows.append(["-" for _ in fields])
+            continue
+        cells = []
+        for field, val in zip(fields, row):
+            if is_unit(field):
+                try:
+                    val = FormatUnit(int(val), units)
+                except (TypeError, ValueError):
+                    pass
+            cells.append(str(val))
+        rows.append(cells)
+    return _AlignRows(rows, [is_num(field) for field in fields], separator)
+
+
+class TableColumn:
+    """A column of FormatTable: title, value formatter, alignment."""
+
+    def __init__(self, title: str, fn: Callable[[Any], str],
+                 align_right: bool):
+        self.title = title
+        self.format = fn
+        self.align_right = align_right
+
+
+def FormatTable(rows: Iterable[Sequence], columns: list[TableColumn],
+                header: bool, separator: str | None) -> list[str]:
+    """Format rows of raw values through their columns' formatters."""
+    lines = [[col.title for col in columns]] if header else []
+    for row in rows:
+        lines.append([col.format(value) for value, col in zip(row, columns)])
+    return _AlignRows(lines, [col.align_right for col in columns], separator)
+
+
+def _DefaultFormatter(kind: str, unit: str) -> tuple[Callable, bool]:
+    if kind == constants.QFT_UNIT:
+        return (lambda value: FormatUnit(value, unit)), True
+    if kind in (constants.QFT_NUMBER, constants.QFT_NUMBER_FLOAT):
+        return str, True
+    if kind == constants.QFT_BOOL:
+        return FormatBool, False
+    if kind == constants.QFT_TIMESTAMP:
+        return FormatTime, False
+    return str, False
+
+
+def FormatQueryResult(result: dict, unit: str | None = None,
+                      format_override: dict | None = None,
+                      separator: str | None = None, header: bool = False,
+                      verbose: bool = False) -> tuple[int, list[str]]:
+    """Format a LUXI Query result; return ``(QR_* status, lines)``.
+
+    ``format_override`` maps a field name to ``(fn, align_right)``.
+    """
+    if unit is None:
+        unit = "m" if separator else "h"
+    format_override = format_override or {}
+    stats = {"unknown": False, "abnormal": False}
+
+    def make_column(fdef: dict) -> TableColumn:
+        fn, align_right = format_override.get(
+            fdef["name"], _DefaultFormatter(fdef["kind"], unit))
+
+        def fmt(cell: Sequence) -> str:
+            status, value = cell
+            if status == constants.RS_NORMAL:
+                return str(fn(value))
+            if status == constants.RS_UNKNOWN:
+                stats["unknown"] = True
+            else:
+                stats["abnormal"] = True
+            verbose_text, short_text = _RS_DESCRIPTION.get(status,
+                                                           ("?", "?"))
+            return verbose_text if verbose else short_text
+        return TableColumn(fdef["title"], fmt, bool(align_right))
+
+    columns = [make_column(fdef) for fdef in result["fields"]]
+    lines = FormatTable(result["data"], columns, header, separator)
+    if stats["unknown"] or any(fdef["kind"] == constants.QFT_UNKNOWN
+                               for fdef in result["fields"]):
+        status = QR_UNKNOWN
+    elif stats["abnormal"]:
+        status = QR_INCOMPLETE
+    else:
+        status = QR_NORMAL
+    return status, lines
+
+
+def _WarnUnknownFields(fdefs: list[dict]) -> bool:
+    unknown = [fdef["name"] for fdef in fdefs
+               if fdef["kind"] == constants.QFT_UNKNOWN]
+    if unknown:
+        ToStderr("Warning: Queried for unknown fields %s", ", ".join(unknown))
+        return True
+    return False
+
+
+def _GlobToRegex(pattern: str) -> str:
+    # Host-name glob: "node*" matches "node1" and "node1.example.com"
+    parts = []
+    for char in pattern:
+        if char == "*":
+            parts.append(".*")
+        elif char == "?":
+            parts.append(".")
+        else:
+            parts.append(re.escape(char))
+    return "^%s(|\\..*)$" % "".join(parts)
+
+
+def MakeFilter(args: list[str] | None, force_filter: bool,
+               namefield: str | None = None,
+               isnumeric: bool = False) -> list | None:
+    """Query filter from list arguments: names, globs or one filter text.
+
+    A single argument containing filter syntax (or any argument with
+    ``-F``) is parsed as a query-language expression by ``ganeti.qlang``.
+    """
+    namefield = namefield or "name"
+    if force_filter or (args and len(args) == 1 and
+                        _FILTER_DETECTION_CHARS.intersection(args[0])):
+        if not args or len(args) != 1:
+            raise errors.OpPrereqError("Exactly one argument must be given as"
+                                       " a filter", errors.ECODE_INVAL)
+        from ganeti import qlang  # pylint: disable=import-outside-toplevel
+        return qlang.ParseFilter(args[0])
+    if not args:
+        return None
+    parts: list = ["|"]
+    for arg in args:
+        if isnumeric:
+            try:
+                parts.append(["==", namefield, int(arg)])
+            except ValueError as err:
+                raise errors.OpPrereqError("Invalid job ID passed: %s" % err,
+                                           errors.ECODE_INVAL) from err
+        elif _GLOB_DETECTION_CHARS.intersection(arg):
+            parts.append(["=~", namefield, _GlobToRegex(arg)])
+        else:
+            parts.append(["==", namefield, arg])
+    return parts
+
+
+def MakeSimpleFilter(namefield: str, values: Iterable | None) -> list | None:
+    """``namefield`` equal to any of ``values`` (None if there are none)."""
+    if not values:
+        return None
+    return ["|"] + [["==", namefield, value] for value in values]
+
+
+def GenericList(resource: str, fields: list[str], names: list[str] | None,
+                unit: str | None, separator: str | None, header: bool,
+                cl: luxi.Client | None = None,
+                format_override: dict | None = None, verbose: bool = False,
+                force_filter: bool = False, namefield: str | None = None,
+                qfilter: list | None = None, isnumeric: bool = False) -> int:
+    """Query ``resource`` over LUXI and print a table; return exit code.
+
+    Unknown fields are reported and give EXIT_UNKNOWN_FIELD (14).
+    """
+    namefilter = MakeFilter(names or None, force_filter,
+                            namefield=namefield, isnumeric=isnumeric)
+    if qfilter is None:
+        qfilter = namefilter
+    elif namefilter is not None:
+        qfilter = ["&", namefilter, qfilter]
+    if cl is None:
+        cl = GetClient()
+    response = cl.Query(resource, fields, qfilter)
+    found_unknown = _WarnUnknownFields(response["fields"])
+    _, lines = FormatQueryResult(response, unit=unit, separator=separator,
+                                 header=header,
+                                 format_override=format_override,
+                                 verbose=verbose)
+    for line in lines:
+        ToStdout(line)
+    if found_unknown:
+        return constants.EXIT_UNKNOWN_FIELD
+    return constants.EXIT_SUCCESS
+
+
+def GenericListFields(resource: str, fields: list[str] | None,
+                      separator: str | None, header: bool,
+                      cl: luxi.Client | None = None) -> int:
+    """Print the fields of ``resource`` (the ``list-fields`` commands)."""
+    if cl is None:
+        cl = GetClient()
+    response = cl.QueryFields(resource, fields or None)
+    found_unknown = _WarnUnknownFields(response["fields"])
+    columns = [TableColumn("Name", str, False),
+               TableColumn("Type", str, False),
+               TableColumn("Title", str, False),
+               TableColumn("Description", str, False)]
+    rows = [[fdef["name"], fdef["kind"], fdef["title"], fdef.get("doc", "")]
+            for fdef in response["fields"]]
+    for line in FormatTable(rows, columns, header, separator):
+        ToStdout(line)
+    if found_unknown:
+        return constants.EXIT_UNKNOWN_FIELD
+    return constants.EXIT_SUCCESS
+
+
+# Tags ---------------------------------------------------------------------------
+
+def _ExtractTagsObject(opts: Any, args: list[str]) -> tuple[str, str | None]:
+    kind = getattr(opts, "tag_type", None)
+    if kind is None:
+        raise errors.ProgrammerError("tag_type not passed to _ExtractTagsObject")
+    if kind == constants.TAG_CLUSTER:
+        return kind, None
+    if kind in (constants.TAG_NODEGROUP, constants.TAG_NODE,
+                constants.TAG_NETWORK, constants.TAG_INSTANCE):
+        if not args:
+            raise errors.OpPrereqError("no arguments passed to the command",
+                                       errors.ECODE_INVAL)
+        return kind, args.pop(0)
+    raise errors.ProgrammerError("Unhandled tag type '%s'" % kind)
+
+
+def _ExtendTags(opts: Any, args: list[str]) -> None:
+    fname = getattr(opts, "tags_source", None)
+    if fname is None:
+        return
+    if fname == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        with open(fname, encoding="utf-8") as fobj:
+            lines = fobj.read().splitlines()
+    args.extend(line.strip() for line in lines if line.strip())
+
+
+def ListTags(opts: Any, args: list[str]) -> int:
+    """Print the tags of the object named in ``args`` (kind from opts)."""
+    kind, name = _ExtractTagsObject(opts, args)
+    for tag in sorted(GetClient().QueryTags(kind, name)):
+        ToStdout(tag)
+    return constants.EXIT_SUCCESS
+
+
+def AddTags(opts: Any, args: list[str]) -> int:
+    """Add tags (from args and --from) to an object."""
+    kind, name = _ExtractTagsObject(opts, args)
+    _ExtendTags(opts, args)
+    if not args:
+        raise errors.OpPrereqError("No tags to be added", errors.ECODE_INVAL)
+    SubmitOrSend(opcodes.OpTagsSet(kind=kind, name=name, tags=args), opts)
+    return constants.EXIT_SUCCESS
+
+
+def RemoveTags(opts: Any, args: list[str]) -> int:
+    """Remove tags (from args and --from) from an object."""
+    kind, name = _ExtractTagsObject(opts, args)
+    _ExtendTags(opts, args)
+    if not args:
+        raise errors.OpPrereqError("No tags to be removed",
+                                   errors.ECODE_INVAL)
+    SubmitOrSend(opcodes.OpTagsDel(kind=kind, name=name, tags=args), opts)
+    return constants.EXIT_SUCCESS

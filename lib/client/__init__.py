@@ -1,0 +1,1 @@
+"""Implementations of the gnt-* command line tools, one module per tool."""

@@ -1,0 +1,598 @@
+"""HTTP/1.1 server over TLS (pyOpenSSL), used by noded and RAPI.
+
+Design points:
+
+* Concurrency is per connection: ``MODE_FORK`` handles each connection in a
+  forked child (noded, as design-2.0 asks: a hanging backend call can't
+  block other requests and a crash can't take the daemon down),
+  ``MODE_THREAD`` in a thread.
+* Keep-alive is supported; a connection idle for ``idle_timeout`` seconds
+  is closed so forked children don't linger.
+* Accepted sockets get TCP_NODELAY and the listen backlog is large: with
+  many clients connecting at once a small backlog drops SYNs (1 s
+  retransmit stall), and Nagle plus delayed ACK costs ~40 ms per
+  keep-alive request.
+* The accept loop waits on the listening socket and a wake-up pipe, so
+  shutdown() returns immediately instead of after a poll interval.
+
+A request handler is ``handler(method, path, headers, body) -> (status,
+headers, body)``, where ``path`` is the raw request target (including any
+query string) and ``headers`` an ``email.message.Message`` (case-insensitive
+``get``). It may raise ganeti.http.HttpException for error responses. In
+fork mode the handler runs in the child, so it can't change the parent's
+state.
+"""
+
+import email.utils
+import errno
+import http.client
+import io
+import logging
+import os
+import select
+import selectors
+import socket
+import threading
+import time
+from typing import Callable
+
+from cryptography import x509
+from OpenSSL import SSL
+
+from ganeti import constants
+from ganeti import http as ghttp
+
+MODE_FORK = "fork"
+MODE_THREAD = "thread"
+MODES = frozenset([MODE_FORK, MODE_THREAD])
+
+DEFAULT_BACKLOG = 128
+DEFAULT_IDLE_TIMEOUT = 30.0
+DEFAULT_IO_TIMEOUT = 60.0
+
+_MAX_LINE = 16 * 1024
+_READ_BUFFER = 64 * 1024
+# How often the accept loop reaps finished children, and how long it waits
+# before re-checking when max_clients is reached
+_REAP_INTERVAL = 1.0
+_BUSY_INTERVAL = 0.05
+_SERVER_NAME = "Ganeti/%s" % constants.RELEASE_VERSION
+
+Handler = Callable[[str, str, http.client.HTTPMessage, bytes],
+                   tuple[int, dict[str, str], bytes]]
+VerifyFn = Callable[[x509.Certificate, bool], bool]
+ErrorFormatter = Callable[[int, str], tuple[dict[str, str], bytes]]
+
+
+class _ConnectionClosed(Exception):
+    """The peer went away or the connection broke; nothing to answer."""
+
+
+class _BadRequest(Exception):
+    """A request the server answers itself with ``status`` and closes."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def FormatPlainError(status: int, message: str) -> tuple[dict[str, str],
+                                                         bytes]:
+    """Default error body: the message as plain text."""
+    return ({ghttp.HTTP_CONTENT_TYPE: ghttp.HTTP_TEXT_PLAIN},
+            (message + "\n").encode("utf-8"))
+
+
+class _ConnectionIO(io.RawIOBase):
+    """Blocking, timeout-aware file interface over a non-blocking connection.
+
+    ``conn`` is an ``OpenSSL.SSL.Connection`` or the plain socket; both are
+    driven in non-blocking mode so every wait goes through poll with the
+    current ``timeout`` (pyOpenSSL does not honour socket timeouts).
+    """
+
+    def __init__(self, sock: socket.socket, conn):
+        super().__init__()
+        self._sock = sock
+        self._conn = conn
+        self._poller = select.poll()
+        self._poller.register(sock.fileno())
+        self.timeout: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def _Wait(self, events: int) -> None:
+        self._poller.modify(self._sock.fileno(), events)
+        timeout_ms = None if self.timeout is None else int(self.timeout * 1000)
+        while True:
+            try:
+                ready = self._poller.poll(timeout_ms)
+            except InterruptedError:
+                continue
+            break
+        if not ready:
+            raise _ConnectionClosed("timed out after %s seconds" % self.timeout)
+
+    def Retry(self, fn: Callable, *args):
+        """Call a non-blocking connection method until it stops wanting I/O."""
+        while True:
+            try:
+                return fn(*args)
+            except SSL.WantReadError:
+                self._Wait(select.POLLIN)
+            except SSL.WantWriteError:
+                self._Wait(select.POLLOUT)
+
+    def readinto(self, buf) -> int:
+        while True:
+            try:
+                return self.Retry(self._conn.recv_into, buf)
+            except BlockingIOError:
+                self._Wait(select.POLLIN)
+            except SSL.ZeroReturnError:
+                return 0
+            except (SSL.Error, OSError) as err:
+                # Includes peers that close without a TLS close_notify
+                raise _ConnectionClosed(str(err)) from err
+
+    def SendAll(self, data: bytes) -> None:
+        """Send all of ``data`` (one call per response keeps packets few)."""
+        view = memoryview(data)
+        while view:
+            try:
+                sent = self.Retry(self._conn.send, view)
+            except BlockingIOError:
+                self._Wait(select.POLLOUT)
+                continue
+            except (SSL.Error, OSError) as err:
+                raise _ConnectionClosed(str(err)) from err
+            view = view[sent:]
+
+
+class HttpServer:
+    """An HTTP/1.1 server, over TLS if given a certificate.
+
+    ``ssl_cert_file`` holds the certificate (and the key unless
+    ``ssl_key_file`` is given); without it the server speaks plain HTTP.
+    With ``require_client_cert`` a client must present a certificate, and
+    ``verify_fn(cert, openssl_ok)`` decides whether to accept it (cert is the
+    client's own certificate, openssl_ok OpenSSL's verdict against
+    ``ca_file``); rejected clients fail the TLS handshake.
+    ``max_clients`` (0: unlimited) bounds the connections handled at once;
+    further clients wait in the listen backlog.
+    """
+
+    def __init__(self, bind_address: str, port: int, handler: Handler,
+                 ssl_cert_file: str | None = None,
+                 ssl_key_file: str | None = None,
+                 require_client_cert: bool = False,
+                 verify_fn: VerifyFn | None = None,
+                 ca_file: str | None = None,
+                 mode: str = MODE_THREAD,
+                 max_body_size: int = ghttp.DEFAULT_MAX_BODY_SIZE,
+                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+                 io_timeout: float = DEFAULT_IO_TIMEOUT,
+                 max_clients: int = 0,
+                 backlog: int = DEFAULT_BACKLOG,
+                 error_formatter: ErrorFormatter = FormatPlainError,
+                 access_logger: logging.Logger | None = None):
+        if mode not in MODES:
+            raise ValueError("Unknown server mode %r" % mode)
+        self._handler = handler
+        self._mode = mode
+        self._max_body_size = max_body_size
+        self._idle_timeout = idle_timeout
+        self._io_timeout = io_timeout
+        self._max_clients = max_clients
+        self._error_formatter = error_formatter
+        self._access_logger = access_logger
+        self._verify_fn = verify_fn
+        self._ssl_ctx = None
+        if ssl_cert_file is not None:
+            self._ssl_ctx = self._MakeSslContext(
+                ssl_cert_file, ssl_key_file or ssl_cert_file,
+                require_client_cert, verify_fn, ca_file)
+
+        self._children: set[int] = set()
+        self._active_lock = threading.Lock()
+        self._active_threads = 0
+        self._shutdown_request = False
+        self._stopped = threading.Event()
+        self._stopped.set()
+        self._thread: threading.Thread | None = None
+
+        family = socket.AF_INET6 if ":" in bind_address else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._socket.bind((bind_address, port))
+            self._socket.listen(backlog)
+            self._socket.setblocking(False)
+        except BaseException:
+            self._socket.close()
+            raise
+        self._wakeup_r, self._wakeup_w = os.pipe()
+        os.set_blocking(self._wakeup_r, False)
+        os.set_blocking(self._wakeup_w, False)
+
+    @property
+    def server_address(self) -> tuple[str, int]:
+        """The bound (address, port); the port is the real one if 0 was asked."""
+        return self._socket.getsockname()[:2]
+
+    def _MakeSslContext(self, cert_file: str, key_file: str,
+                        require_client_cert: bool, verify_fn: VerifyFn | None,
+                        ca_file: str | None) -> SSL.Context:
+        ctx = SSL.Context(SSL.TLS_SERVER_METHOD)
+        ctx.set_min_proto_version(SSL.TLS1_2_VERSION)
+        ctx.set_options(SSL.OP_NO_COMPRESSION)
+        ctx.use_certificate_chain_file(cert_file)
+        ctx.use_privatekey_file(key_file)
+        ctx.check_privatekey()
+        # Required for session resumption together with client certificates
+        ctx.set_session_id(b"ganeti-http")
+        if ca_file is not None:
+            ctx.load_verify_locations(ca_file)
+        if require_client_cert or verify_fn is not None:
+            mode = SSL.VERIFY_PEER | SSL.VERIFY_CLIENT_ONCE
+            if require_client_cert:
+                mode |= SSL.VERIFY_FAIL_IF_NO_PEER_CERT
+            ctx.set_verify(mode, self._VerifyCallback if verify_fn else None)
+        return ctx
+
+    def _VerifyCallback(self, _conn, cert, _errnum: int, depth: int,
+                        preverify_ok: int) -> bool:
+        # Intermediate certificates keep OpenSSL's verdict; the decision is
+        # about the client's own certificate (depth 0)
+        if depth > 0:
+            return bool(preverify_ok)
+        return bool(self._verify_fn(cert.to_cryptography(),
+                                    bool(preverify_ok)))
+
+    # Accept loop ----------------------------------------------------------
+
+    def start(self) -> None:
+        """Serve in a background thread (see serve_forever)."""
+        self._stopped.clear()
+        self._thread = threading.Thread(target=self.serve_forever,
+                                        name="HttpServer", daemon=True)
+        self._thread.start()
+
+    def serve_forever(self) -> None:
+        """Accept and dispatch connections until shutdown() is called."""
+        self._stopped.clear()
+        selector = selectors.DefaultSelector()
+        try:
+            selector.register(self._wakeup_r, selectors.EVENT_READ)
+            listening = False
+            while not self._shutdown_request:
+                self._ReapChildren()
+                busy = self._IsBusy()
+                if listening and busy:
+                    selector.unregister(self._socket)
+                    listening = False
+                elif not listening and not busy:
+                    selector.register(self._socket, selectors.EVENT_READ)
+                    listening = True
+                if busy:
+                    timeout = _BUSY_INTERVAL
+                elif self._children:
+                    timeout = _REAP_INTERVAL
+                else:
+                    timeout = None
+                for key, _ in selector.select(timeout):
+                    if key.fileobj == self._wakeup_r:
+                        self._DrainWakeup()
+                    elif not self._shutdown_request:
+                        self._Accept()
+        finally:
+            selector.close()
+            self._socket.close()
+            os.close(self._wakeup_r)
+            os.close(self._wakeup_w)
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        """Stop accepting connections and close the listening socket.
+
+        Connections being handled are not interrupted: forked children and
+        handler threads finish on their own (at the latest after the idle
+        timeout), so a reply already being computed still reaches its
+        client.
+        """
+        if self._shutdown_request:
+            return
+        self._shutdown_request = True
+        if self._thread is None and self._stopped.is_set():
+            # Never served: release the resources here
+            self._socket.close()
+            os.close(self._wakeup_r)
+            os.close(self._wakeup_w)
+            return
+        try:
+            os.write(self._wakeup_w, b"x")
+        except BlockingIOError:
+            pass
+        self._stopped.wait()
+        if self._thread is not None:
+            self._thread.join()
+        self._ReapChildren()
+
+    def _DrainWakeup(self) -> None:
+        try:
+            while os.read(self._wakeup_r, 512):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _IsBusy(self) -> bool:
+        if not self._max_clients:
+            return False
+        with self._active_lock:
+            active = len(self._children) + self._active_threads
+        return active >= self._max_clients
+
+    def _ReapChildren(self) -> None:
+        for pid in list(self._children):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self._children.discard(pid)
+
+    def _Accept(self) -> None:
+        try:
+            sock, client_address = self._socket.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as err:
+            # Out of file descriptors and the like: keep serving others
+            logging.error("Accepting a connection failed: %s", err)
+            if err.errno in (errno.EMFILE, errno.ENFILE):
+                time.sleep(_BUSY_INTERVAL)
+            return
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        if self._mode == MODE_FORK:
+            self._ForkConnection(sock, client_address)
+        else:
+            self._ThreadConnection(sock, client_address)
+
+    def _ForkConnection(self, sock: socket.socket, client_address) -> None:
+        try:
+            pid = os.fork()
+        except OSError as err:
+            logging.error("Can't fork for connection from %s: %s",
+                          client_address, err)
+            sock.close()
+            return
+        if pid == 0:
+            status = 1
+            try:
+                self._socket.close()
+                os.close(self._wakeup_r)
+                os.close(self._wakeup_w)
+                self._HandleConnection(sock, client_address)
+                status = 0
+            except BaseException:  # pylint: disable=broad-except
+                logging.exception("Error in connection child")
+            finally:
+                os._exit(status)
+        sock.close()
+        self._children.add(pid)
+
+    def _ThreadConnection(self, sock: socket.socket, client_address) -> None:
+        with self._active_lock:
+            self._active_threads += 1
+
+        def _Run():
+            try:
+                self._HandleConnection(sock, client_address)
+            finally:
+                with self._active_lock:
+                    self._active_threads -= 1
+
+        threading.Thread(target=_Run, daemon=True,
+                         name="HttpConnection-%s" % (client_address,)).start()
+
+    # One connection -------------------------------------------------------
+
+    def _HandleConnection(self, sock: socket.socket, client_address) -> None:
+        conn = sock
+        try:
+            if self._ssl_ctx is not None:
+                conn = SSL.Connection(self._ssl_ctx, sock)
+                conn.set_accept_state()
+            rawio = _ConnectionIO(sock, conn)
+            rawio.timeout = self._io_timeout
+            if conn is not sock:
+                try:
+                    rawio.Retry(conn.do_handshake)
+                except (SSL.Error, OSError) as err:
+                    raise _ConnectionClosed("TLS handshake failed: %s" %
+                                            err) from err
+            rfile = io.BufferedReader(rawio, _READ_BUFFER)
+            while self._HandleRequest(rfile, rawio, client_address):
+                pass
+        except _ConnectionClosed as err:
+            logging.debug("Connection from %s closed: %s", client_address, err)
+        except Exception:  # pylint: disable=broad-except
+            logging.exception("Error handling connection from %s",
+                              client_address)
+        finally:
+            if conn is not sock:
+                try:
+                    conn.shutdown()
+                except (SSL.Error, OSError):
+                    pass
+            sock.close()
+
+    def _HandleRequest(self, rfile: io.BufferedReader, rawio: _ConnectionIO,
+                       client_address) -> bool:
+        """Read, dispatch and answer one request; returns keep-alive."""
+        rawio.timeout = self._idle_timeout
+        line = rfile.readline(_MAX_LINE + 1)
+        if not line:
+            return False
+        rawio.timeout = self._io_timeout
+        if not line.strip():
+            # Stray CRLF between requests (RFC 9112 section 2.2)
+            return True
+        start = time.monotonic()
+        method = target = "-"
+        try:
+            method, target, version = self._ParseRequestLine(line)
+            try:
+                headers = http.client.parse_headers(rfile)
+            except http.client.HTTPException as err:
+                raise _BadRequest(431, "Bad request headers: %s" % err) from err
+            keep_alive = self._WantsKeepAlive(version, headers)
+            body = self._ReadBody(rfile, rawio, version, headers)
+        except _BadRequest as err:
+            resp_headers, resp_body = self._error_formatter(err.status,
+                                                            err.message)
+            self._SendResponse(rawio, method, err.status, resp_headers,
+                               resp_body, False)
+            self._LogAccess(client_address, method, target, err.status,
+                            len(resp_body), start)
+            return False
+
+        try:
+            status, resp_headers, resp_body = self._handler(method, target,
+                                                            headers, body)
+        except ghttp.HttpException as err:
+            status = err.code
+            resp_headers, resp_body = self._error_formatter(status,
+                                                            err.message)
+            resp_headers = {**resp_headers, **err.headers}
+        except Exception:  # pylint: disable=broad-except
+            logging.exception("Error handling %s %s", method, target)
+            status = 500
+            resp_headers, resp_body = self._error_formatter(
+                status, ghttp.StatusPhrase(status))
+        if isinstance(resp_body, str):
+            resp_body = resp_body.encode("utf-8")
+        for name, value in resp_headers.items():
+            if (name.lower() == "connection" and
+                    value.strip().lower() == "close"):
+                keep_alive = False
+        self._SendResponse(rawio, method, status, resp_headers, resp_body,
+                           keep_alive)
+        self._LogAccess(client_address, method, target, status,
+                        len(resp_body), start)
+        return keep_alive
+
+    @staticmethod
+    def _ParseRequestLine(line: bytes) -> tuple[str, str, str]:
+        if len(line) > _MAX_LINE:
+            raise _BadRequest(414, "Request line too long")
+        parts = line.decode("latin-1").split()
+        if len(parts) != 3:
+            raise _BadRequest(400, "Malformed request line")
+        method, target, version = parts
+        if version not in ("HTTP/1.0", "HTTP/1.1"):
+            raise _BadRequest(505, "HTTP version %s not supported" % version)
+        return method, target, version
+
+    @staticmethod
+    def _WantsKeepAlive(version: str, headers) -> bool:
+        tokens = [token.strip().lower()
+                  for token in headers.get("Connection", "").split(",")]
+        if version == "HTTP/1.1":
+            return "close" not in tokens
+        return "keep-alive" in tokens
+
+    def _ReadBody(self, rfile: io.BufferedReader, rawio: _ConnectionIO,
+                  version: str, headers) -> bytes:
+        encoding = headers.get("Transfer-Encoding")
+        length_hdr = headers.get("Content-Length")
+        if encoding is not None:
+            if encoding.strip().lower() != "chunked":
+                raise _BadRequest(501, "Transfer encoding %s not supported" %
+                                  encoding)
+            self._SendContinue(rawio, version, headers)
+            return self._ReadChunked(rfile)
+        if length_hdr is None:
+            return b""
+        try:
+            length = int(length_hdr)
+            if length < 0:
+                raise ValueError(length)
+        except ValueError:
+            raise _BadRequest(400, "Invalid Content-Length %r" %
+                              length_hdr) from None
+        if length > self._max_body_size:
+            raise _BadRequest(413, "Request body of %d bytes exceeds the"
+                              " limit of %d bytes" %
+                              (length, self._max_body_size))
+        self._SendContinue(rawio, version, headers)
+        body = rfile.read(length)
+        if len(body) < length:
+            raise _ConnectionClosed("Connection closed in request body")
+        return body
+
+    @staticmethod
+    def _SendContinue(rawio: _ConnectionIO, version: str, headers) -> None:
+        # Clients asking for it would otherwise wait (curl: 1 s) before
+        # sending the body
+        if (version == "HTTP/1.1" and
+                headers.get("Expect", "").strip().lower() == "100-continue"):
+            rawio.SendAll(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def _ReadChunked(self, rfile: io.BufferedReader) -> bytes:
+        parts = []
+        total = 0
+        while True:
+            line = rfile.readline(_MAX_LINE + 1)
+            if not line:
+                raise _ConnectionClosed("Connection closed in request body")
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise _BadRequest(400, "Invalid chunk size") from None
+            if size == 0:
+                # Skip trailer fields up to the terminating empty line
+                while True:
+                    line = rfile.readline(_MAX_LINE + 1)
+                    if not line.strip():
+                        return b"".join(parts)
+            total += size
+            if total > self._max_body_size:
+                raise _BadRequest(413, "Request body exceeds the limit of %d"
+                                  " bytes" % self._max_body_size)
+            chunk = rfile.read(size)
+            if len(chunk) < size:
+                raise _ConnectionClosed("Connection closed in request body")
+            parts.append(chunk)
+            rfile.readline(_MAX_LINE + 1)
+
+    @staticmethod
+    def _SendResponse(rawio: _ConnectionIO, method: str, status: int,
+                      headers: dict[str, str], body: bytes,
+                      keep_alive: bool) -> None:
+        lines = ["HTTP/1.1 %d %s" % (status, ghttp.StatusPhrase(status))]
+        own = {"content-length", "connection", "date", "server"}
+        lines.extend("%s: %s" % (name, value)
+                     for name, value in headers.items()
+                     if name.lower() not in own)
+        lines.append("Content-Length: %d" % len(body))
+        lines.append("Connection: %s" % ("keep-alive" if keep_alive
+                                         else "close"))
+        lines.append("Date: %s" % email.utils.formatdate(usegmt=True))
+        lines.append("Server: %s" % _SERVER_NAME)
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        rawio.SendAll(head if method == ghttp.HTTP_HEAD else head + body)
+
+    def _LogAccess(self, client_address, method: str, target: str,
+                   status: int, size: int, start: float) -> None:
+        duration = time.monotonic() - start
+        logging.debug("%s %s %s -> %d (%.1f ms)", client_address[0], method,
+                      target, status, duration * 1000)
+        if self._access_logger is not None:
+            self._access_logger.info(
+                '%s - - [%s] "%s %s" %d %d', client_address[0],
+                time.strftime("%d/%b/%Y:%H:%M:%S %z"), method, target,
+                status, size)

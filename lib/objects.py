@@ -1,0 +1,1307 @@
+"""Configuration objects: the in-memory form of config.data.
+
+Field names are Ganeti's so that config.data stays readable by tools
+written for Ganeti. Every object is a ConfigObject with ``__slots__``;
+unset fields are None and are left out of the serialized form, so only
+non-default values take space on disk (design-2.0 "Object parameters").
+
+Parameter families (backend, NIC, node, disk and instance policy) are
+declared once, in one table per family, as ParamSpec entries giving the
+default, the type check and the documentation; defaults, validation, the
+CLI and the API documentation all derive from those tables.
+"""
+
+import ipaddress
+import re
+import uuid as uuid_mod
+from typing import Any, Iterable, NamedTuple
+
+from ganeti import constants, errors, ht, netutils, pathutils
+
+# Key of the cluster-wide default set in Cluster.beparams and nicparams
+PP_DEFAULT = "default"
+
+# Backend parameters
+BE_MINMEM = "minmem"
+BE_MAXMEM = "maxmem"
+BE_VCPUS = "vcpus"
+BE_AUTO_BALANCE = "auto_balance"
+BE_ALWAYS_FAILOVER = "always_failover"
+BE_SPINDLE_USE = "spindle_use"
+# Pre-2.6 name of the memory size, upgraded to minmem/maxmem on load
+BE_MEMORY = "memory"
+
+# NIC parameters
+NIC_MODE = "mode"
+NIC_LINK = "link"
+NIC_VLAN = "vlan"
+NIC_MODE_BRIDGED = "bridged"
+NIC_MODE_ROUTED = "routed"
+NIC_MODE_OVS = "openvswitch"
+NIC_VALID_MODES = frozenset([NIC_MODE_BRIDGED, NIC_MODE_ROUTED, NIC_MODE_OVS])
+
+# Node parameters
+ND_OOB_PROGRAM = "oob_program"
+ND_SPINDLE_COUNT = "spindle_count"
+ND_EXCLUSIVE_STORAGE = "exclusive_storage"
+ND_OVS = "ovs"
+ND_OVS_NAME = "ovs_name"
+ND_OVS_LINK = "ovs_link"
+ND_SSH_PORT = "ssh_port"
+ND_CPU_SPEED = "cpu_speed"
+
+# Instance policy
+ISPECS_MINMAX = "minmax"
+ISPECS_MIN = "min"
+ISPECS_MAX = "max"
+ISPECS_STD = "std"
+IPOLICY_DTS = "disk-templates"
+IPOLICY_VCPU_RATIO = "vcpu-ratio"
+IPOLICY_SPINDLE_RATIO = "spindle-ratio"
+ISPEC_MEM_SIZE = "memory-size"
+ISPEC_CPU_COUNT = "cpu-count"
+ISPEC_DISK_COUNT = "disk-count"
+ISPEC_DISK_SIZE = "disk-size"
+ISPEC_NIC_COUNT = "nic-count"
+ISPEC_SPINDLE_USE = "spindle-use"
+
+# Hypervisor parameters that only the cluster may set (never per instance)
+HV_MIGRATION_PORT = "migration_port"
+HV_MIGRATION_BANDWIDTH = "migration_bandwidth"
+HV_MIGRATION_MODE = "migration_mode"
+HVC_GLOBALS = frozenset([HV_MIGRATION_PORT, HV_MIGRATION_BANDWIDTH,
+                         HV_MIGRATION_MODE])
+
+# Instance states
+ADMINST_UP = "up"
+ADMINST_DOWN = "down"
+ADMINST_OFFLINE = "offline"
+ADMINST_ALL = frozenset([ADMINST_UP, ADMINST_DOWN, ADMINST_OFFLINE])
+ADMIN_SOURCE = "admin"
+USER_SOURCE = "user"
+INSTANCE_STATE_SOURCES = frozenset([ADMIN_SOURCE, USER_SOURCE])
+
+# Disks
+DISK_RDWR = "rw"
+DISK_RDONLY = "ro"
+DISK_ACCESS_SET = frozenset([DISK_RDWR, DISK_RDONLY])
+DT_RBD = "rbd"
+DT_GLUSTER = "gluster"
+DISK_KERNELSPACE = "kernelspace"
+DISK_USERSPACE = "userspace"
+DISK_VALID_ACCESS_MODES = frozenset([DISK_KERNELSPACE, DISK_USERSPACE])
+
+# Node groups
+ALLOC_POLICY_PREFERRED = "preferred"
+ALLOC_POLICY_LAST_RESORT = "last_resort"
+ALLOC_POLICY_UNALLOCABLE = "unallocable"
+VALID_ALLOC_POLICIES = frozenset([ALLOC_POLICY_PREFERRED,
+                                  ALLOC_POLICY_LAST_RESORT,
+                                  ALLOC_POLICY_UNALLOCABLE])
+
+# Job filter rules
+FILTER_ACCEPT = "ACCEPT"
+FILTER_PAUSE = "PAUSE"
+FILTER_REJECT = "REJECT"
+FILTER_CONTINUE = "CONTINUE"
+FILTER_RATE_LIMIT = "RATE_LIMIT"
+FILTER_SIMPLE_ACTIONS = frozenset([FILTER_ACCEPT, FILTER_PAUSE, FILTER_REJECT,
+                                   FILTER_CONTINUE])
+FILTER_PREDICATES = frozenset(["jobid", "opcode", "reason"])
+
+TAG_RE = re.compile(r"^[\w.+*/:@-]+$")
+_MAC_RE = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
+
+
+_IMMUTABLE_TYPES = frozenset([str, int, float, bool, type(None)])
+
+
+def _DeepCopy(value: Any) -> Any:
+    """Copy JSON-like data and config objects; much faster than deepcopy."""
+    kind = type(value)
+    if kind in _IMMUTABLE_TYPES:
+        return value
+    if kind is dict:
+        return {key: _DeepCopy(item) for key, item in value.items()}
+    if kind is list:
+        return [_DeepCopy(item) for item in value]
+    if kind is set:
+        return set(value)
+    if kind is tuple:
+        return tuple(_DeepCopy(item) for item in value)
+    if isinstance(value, ConfigObject):
+        return value.Copy()
+    return value
+
+
+class ParamSpec(NamedTuple):
+    """Declaration of one parameter of a family."""
+
+    default: Any
+    check: ht.Check
+    doc: str
+
+
+def _IsIP(value: Any) -> bool:
+    return isinstance(value, str) and netutils.IsValidIP(value)
+
+
+def _IsNetwork(value: Any) -> bool:
+    try:
+        ipaddress.ip_network(value, strict=False)
+        return True
+    except ValueError:
+        return False
+
+
+_TIPAddress = ht.Check(_IsIP, "IP address", "string")
+_TNetworkAddress = ht.Check(_IsNetwork, "network address (CIDR)", "string")
+_TMac = ht.TRegex(_MAC_RE.pattern, "MAC address")
+_TTimestamp = ht.TNonNegativeNumber
+_TSerial = ht.TNonNegativeInt
+_TStringList = ht.TListOf(ht.TString)
+_TDictOfDicts = ht.TDictOf(ht.TString, ht.TDict)
+_TPort = ht.TInRange(1, 65535)
+_TBitString = ht.TRegex(r"^[01]*$", "string of 0 and 1")
+
+BE_PARAMETERS: dict[str, ParamSpec] = {
+    BE_MINMEM: ParamSpec(128, ht.TNonNegativeInt,
+                         "Memory (MiB) the instance may be shrunk to when"
+                         " memory is short"),
+    BE_MAXMEM: ParamSpec(128, ht.TNonNegativeInt,
+                         "Memory (MiB) the instance is started with"),
+    BE_VCPUS: ParamSpec(1, ht.TStrictPositiveInt, "Number of virtual CPUs"),
+    BE_AUTO_BALANCE: ParamSpec(True, ht.TBool,
+                               "Whether N+1 redundancy checks and the"
+                               " rebalancing tools consider the instance"),
+    BE_ALWAYS_FAILOVER: ParamSpec(False, ht.TBool,
+                                  "Fail over instead of live-migrating"),
+    BE_SPINDLE_USE: ParamSpec(1, ht.TNonNegativeInt,
+                              "Spindles the instance uses, for the"
+                              " instance policy"),
+}
+
+NIC_PARAMETERS: dict[str, ParamSpec] = {
+    NIC_MODE: ParamSpec(NIC_MODE_BRIDGED, ht.TElemOf(NIC_VALID_MODES),
+                        "How the NIC is connected to the host network"),
+    NIC_LINK: ParamSpec(constants.DEFAULT_BRIDGE, ht.TString,
+                        "Bridge, routing table or switch the NIC is"
+                        " connected to, depending on the mode"),
+    NIC_VLAN: ParamSpec("", ht.TString,
+                        "VLANs for openvswitch mode (\".100\", \":200\")"),
+}
+
+ND_PARAMETERS: dict[str, ParamSpec] = {
+    ND_OOB_PROGRAM: ParamSpec("", ht.TString,
+                              "Out-of-band management program (empty: none)"),
+    ND_SPINDLE_COUNT: ParamSpec(1, ht.TStrictPositiveInt,
+                                "Spindles of the node, for the instance"
+                                " policy"),
+    ND_EXCLUSIVE_STORAGE: ParamSpec(False, ht.TBool,
+                                    "Give each instance disk its own"
+                                    " physical volumes"),
+    ND_OVS: ParamSpec(False, ht.TBool, "Set up an Open vSwitch on the node"),
+    ND_OVS_NAME: ParamSpec("switch1", ht.TString, "Name of the Open vSwitch"),
+    ND_OVS_LINK: ParamSpec("", ht.TString,
+                           "Physical interface attached to the Open vSwitch"),
+    ND_SSH_PORT: ParamSpec(22, _TPort, "Port of the node's SSH daemon"),
+    ND_CPU_SPEED: ParamSpec(1.0, ht.TPositiveNumber,
+                            "CPU speed relative to the cluster's typical"
+                            " node, for the allocator"),
+}
+
+_CLASSIC_DRBD_SYNC_SPEED = 60 * 1024
+_TDrbdInt = ht.TNonNegativeInt
+_TAccess = ht.TElemOf(DISK_VALID_ACCESS_MODES)
+
+DISK_PARAMETERS: dict[str, dict[str, ParamSpec]] = {
+    constants.DT_DISKLESS: {},
+    constants.DT_FILE: {},
+    constants.DT_SHARED_FILE: {},
+    constants.DT_BLOCK: {},
+    constants.DT_PLAIN: {
+        "stripes": ParamSpec(1, ht.TStrictPositiveInt,
+                             "Number of LVM stripes"),
+    },
+    constants.DT_DRBD8: {
+        "resync-rate": ParamSpec(_CLASSIC_DRBD_SYNC_SPEED, _TDrbdInt,
+                                 "Static resync rate (KiB/s)"),
+        "data-stripes": ParamSpec(1, ht.TStrictPositiveInt,
+                                  "LVM stripes of the data volume"),
+        "meta-stripes": ParamSpec(1, ht.TStrictPositiveInt,
+                                  "LVM stripes of the metadata volume"),
+        "disk-barriers": ParamSpec("n", ht.TString,
+                                   "Disk barriers to disable (DRBD"
+                                   " --no-disk-* letters, \"n\": none)"),
+        "meta-barriers": ParamSpec(False, ht.TBool,
+                                   "Disable metadata flushes"),
+        "metavg": ParamSpec("xenvg", ht.TString,
+                            "Volume group of the metadata volumes"),
+        "disk-custom": ParamSpec("", ht.TString,
+                                 "Extra options for drbdsetup disk"),
+        "net-custom": ParamSpec("", ht.TString,
+                                "Extra options for drbdsetup net"),
+        "protocol": ParamSpec("C", ht.TElemOf(["A", "B", "C"]),
+                              "DRBD replication protocol"),
+        "dynamic-resync": ParamSpec(False, ht.TBool,
+                                    "Use the dynamic resync controller"),
+        "c-plan-ahead": ParamSpec(20, _TDrbdInt,
+                                  "Dynamic resync planning horizon (0.1 s)"),
+        "c-fill-target": ParamSpec(0, _TDrbdInt,
+                                   "Dynamic resync fill target (sectors)"),
+        "c-delay-target": ParamSpec(1, _TDrbdInt,
+                                    "Dynamic resync delay target (0.1 s)"),
+        "c-max-rate": ParamSpec(_CLASSIC_DRBD_SYNC_SPEED, _TDrbdInt,
+                                "Dynamic resync maximum rate (KiB/s)"),
+        "c-min-rate": ParamSpec(4 * 1024, _TDrbdInt,
+                                "Dynamic resync minimum rate (KiB/s)"),
+    },
+    constants.DT_EXT: {
+        "access": ParamSpec(DISK_KERNELSPACE, _TAccess,
+                            "Whether the hypervisor accesses the disk through"
+                            " the kernel or in user space"),
+    },
+    DT_RBD: {
+        "pool": ParamSpec("rbd", ht.TString, "RADOS pool of the volumes"),
+        "access": ParamSpec(DISK_KERNELSPACE, _TAccess,
+                            "Kernel or user space access"),
+    },
+    DT_GLUSTER: {
+        "host": ParamSpec("127.0.0.1", ht.TString, "Gluster server"),
+        "port": ParamSpec(24007, _TPort, "Gluster server port"),
+        "volume": ParamSpec("gv0", ht.TString, "Gluster volume"),
+        "access": ParamSpec(DISK_KERNELSPACE, _TAccess,
+                            "Kernel or user space access"),
+    },
+}
+
+# Storage types a disk's dev_type may name (every template but diskless)
+DISK_DEV_TYPES = frozenset(DISK_PARAMETERS) - {constants.DT_DISKLESS}
+
+_TISpecValue = ht.TNonNegativeInt
+ISPEC_PARAMETERS: dict[str, ParamSpec] = {
+    ISPEC_MEM_SIZE: ParamSpec(128, _TISpecValue, "Memory size (MiB)"),
+    ISPEC_CPU_COUNT: ParamSpec(1, _TISpecValue, "Number of virtual CPUs"),
+    ISPEC_DISK_COUNT: ParamSpec(1, _TISpecValue, "Number of disks"),
+    ISPEC_DISK_SIZE: ParamSpec(1024, _TISpecValue, "Size of a disk (MiB)"),
+    ISPEC_NIC_COUNT: ParamSpec(1, _TISpecValue, "Number of NICs"),
+    ISPEC_SPINDLE_USE: ParamSpec(1, _TISpecValue, "Spindles used"),
+}
+ISPECS_MINMAX_DEFAULTS = {
+    ISPECS_MIN: {ISPEC_MEM_SIZE: 128, ISPEC_CPU_COUNT: 1,
+                 ISPEC_DISK_COUNT: 1, ISPEC_DISK_SIZE: 1024,
+                 ISPEC_NIC_COUNT: 1, ISPEC_SPINDLE_USE: 1},
+    ISPECS_MAX: {ISPEC_MEM_SIZE: 32768, ISPEC_CPU_COUNT: 8,
+                 ISPEC_DISK_COUNT: 16, ISPEC_DISK_SIZE: 1024 * 1024,
+                 ISPEC_NIC_COUNT: 8, ISPEC_SPINDLE_USE: 12},
+}
+
+_TFullISpec = ht.TStrictDict(True, True, {key: spec.check for key, spec
+                                          in ISPEC_PARAMETERS.items()})
+_TPartialISpec = ht.TStrictDict(False, True, {key: spec.check for key, spec
+                                              in ISPEC_PARAMETERS.items()})
+
+
+def _MinMaxOrdered(value: list) -> bool:
+    return bool(value) and all(
+        pair[ISPECS_MIN][key] <= pair[ISPECS_MAX][key]
+        for pair in value for key in ISPEC_PARAMETERS)
+
+
+_TMinMax = ht.TAnd(
+    ht.TListOf(ht.TStrictDict(True, True, {ISPECS_MIN: _TFullISpec,
+                                           ISPECS_MAX: _TFullISpec})),
+    ht.Check(_MinMaxOrdered, "non-empty with each min <= its max"))
+
+IPOLICY_PARAMETERS: dict[str, ParamSpec] = {
+    ISPECS_MINMAX: ParamSpec([ISPECS_MINMAX_DEFAULTS], _TMinMax,
+                             "Allowed ranges of instance specs; an instance"
+                             " must fit one min/max pair"),
+    ISPECS_STD: ParamSpec({key: spec.default for key, spec
+                           in ISPEC_PARAMETERS.items()}, _TPartialISpec,
+                          "Standard instance specs, used by the capacity"
+                          " tools"),
+    IPOLICY_DTS: ParamSpec(sorted(constants.DISK_TEMPLATES),
+                           ht.TListOf(ht.TElemOf(DISK_PARAMETERS)),
+                           "Disk templates instances may use"),
+    IPOLICY_VCPU_RATIO: ParamSpec(4.0, ht.TPositiveNumber,
+                                  "Maximum virtual to physical CPU ratio"),
+    IPOLICY_SPINDLE_RATIO: ParamSpec(32.0, ht.TPositiveNumber,
+                                     "Maximum instance spindle use per"
+                                     " physical spindle"),
+}
+
+
+def ParamDefaults(table: dict[str, ParamSpec]) -> dict:
+    """Defaults of a parameter family, as a fresh dict."""
+    return {key: _DeepCopy(spec.default) for key, spec in table.items()}
+
+
+BEC_DEFAULTS = ParamDefaults(BE_PARAMETERS)
+NICC_DEFAULTS = ParamDefaults(NIC_PARAMETERS)
+NDC_DEFAULTS = ParamDefaults(ND_PARAMETERS)
+DISK_DT_DEFAULTS = {dt: ParamDefaults(table)
+                    for dt, table in DISK_PARAMETERS.items()}
+IPOLICY_DEFAULTS = ParamDefaults(IPOLICY_PARAMETERS)
+
+
+def CheckParamDict(table: dict[str, ParamSpec], params: Any,
+                   what: str) -> None:
+    """Raise TypeEnforcementError unless ``params`` fits ``table``.
+
+    Missing keys are allowed: stored parameter dicts only hold overrides.
+    """
+    if not isinstance(params, dict):
+        raise errors.TypeEnforcementError("%s must be a dictionary, not %r" %
+                                          (what, params))
+    for key, value in params.items():
+        spec = table.get(key)
+        if spec is None:
+            raise errors.TypeEnforcementError(
+                "Unknown %s parameter %r (valid: %s)" %
+                (what, key, ", ".join(sorted(table))))
+        if not spec.check(value):
+            raise errors.TypeEnforcementError(
+                "%s parameter %r must be %s, not %r" %
+                (what, key, spec.check, value))
+
+
+def CheckDiskParams(diskparams: Any, what: str = "disk") -> None:
+    """Check a per-template dict of disk parameters (overrides only)."""
+    if not isinstance(diskparams, dict):
+        raise errors.TypeEnforcementError("%s parameters must be a"
+                                          " dictionary" % what)
+    for template, params in diskparams.items():
+        table = DISK_PARAMETERS.get(template)
+        if table is None:
+            raise errors.TypeEnforcementError("Unknown disk template %r in %s"
+                                              " parameters" %
+                                              (template, what))
+        CheckParamDict(table, params, "%s %s" % (template, what))
+
+
+def CheckIPolicy(ipolicy: Any, complete: bool) -> None:
+    """Check an instance policy; ``complete`` for a cluster's full policy.
+
+    A node group's policy only holds the keys it overrides.
+    """
+    CheckParamDict(IPOLICY_PARAMETERS, ipolicy, "instance policy")
+    if not complete:
+        return
+    missing = set(IPOLICY_PARAMETERS) - set(ipolicy)
+    if missing:
+        raise errors.TypeEnforcementError("Instance policy lacks %s" %
+                                          ", ".join(sorted(missing)))
+    std = ipolicy[ISPECS_STD]
+    if not _TFullISpec(std):
+        raise errors.TypeEnforcementError("Standard specs must give %s" %
+                                          ", ".join(sorted(ISPEC_PARAMETERS)))
+    bounds = ipolicy[ISPECS_MINMAX][0]
+    for key, value in std.items():
+        if not bounds[ISPECS_MIN][key] <= value <= bounds[ISPECS_MAX][key]:
+            raise errors.TypeEnforcementError(
+                "Standard spec %s=%s is outside the first min/max range"
+                " [%s, %s]" % (key, value, bounds[ISPECS_MIN][key],
+                               bounds[ISPECS_MAX][key]))
+
+
+def FillDict(defaults: dict, custom: dict | None,
+             skip_keys: Iterable[str] | None = None) -> dict:
+    """Defaults overridden by custom values, as a new deep-copied dict.
+
+    Nested dicts are replaced, not merged: a parameter is one value.
+    """
+    result = _DeepCopy(defaults)
+    if custom:
+        result.update(_DeepCopy(custom))
+    if skip_keys:
+        for key in skip_keys:
+            result.pop(key, None)
+    return result
+
+
+def FillIPolicy(default_ipolicy: dict, custom_ipolicy: dict | None) -> dict:
+    """A group's effective policy: the cluster's with the group's overrides.
+
+    ``std`` is merged key by key; the other keys are replaced as a whole.
+    """
+    result = _DeepCopy(custom_ipolicy or {})
+    for key, value in default_ipolicy.items():
+        if key not in result:
+            result[key] = _DeepCopy(value)
+        elif key == ISPECS_STD:
+            result[key] = FillDict(value, result[key])
+    return result
+
+
+def NewUUID() -> str:
+    """A random UUID, as used for every object's identity."""
+    return str(uuid_mod.uuid4())
+
+
+class ConfigObject:
+    """Base of all configuration objects.
+
+    Subclasses list their fields in ``__slots__``; ``_FIELD_CHECKS`` gives
+    their types, ``_FIELD_DEFAULTS`` what UpgradeConfig fills in when a
+    field is missing, ``_REQUIRED`` the fields that may not be None and
+    ``_NESTED`` the fields holding other config objects, as
+    ``(class, container)`` with container None, list or dict.
+    """
+
+    __slots__ = ()
+    _FIELD_CHECKS: dict[str, ht.Check] = {}
+    _FIELD_DEFAULTS: dict[str, Any] = {}
+    _REQUIRED: frozenset[str] = frozenset()
+    _NESTED: dict[str, tuple[type, type | None]] = {}
+    # Fields computed from the rest of the configuration, never stored
+    _DERIVED: frozenset[str] = frozenset()
+    # Filled by __init_subclass__ from the class hierarchy
+    _ALL_SLOTS: tuple[str, ...] = ()
+    _SLOT_SET: frozenset[str] = frozenset()
+    _CHECKS: dict[str, ht.Check] = {}
+    _DEFAULTS: dict[str, Any] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        slots: list[str] = []
+        checks: dict[str, ht.Check] = {}
+        defaults: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            for name in klass.__dict__.get("__slots__", ()):
+                if name not in slots:
+                    slots.append(name)
+            checks.update(klass.__dict__.get("_FIELD_CHECKS", {}))
+            defaults.update(klass.__dict__.get("_FIELD_DEFAULTS", {}))
+        cls._ALL_SLOTS = tuple(slots)
+        cls._SLOT_SET = frozenset(slots)
+        cls._CHECKS = checks
+        cls._DEFAULTS = defaults
+
+    def __init__(self, **kwargs: Any):
+        for name in self._ALL_SLOTS:
+            setattr(self, name, None)
+        for name, value in kwargs.items():
+            if name not in self._SLOT_SET:
+                raise TypeError("%s has no field %r" %
+                                (self.__class__.__name__, name))
+            setattr(self, name, value)
+        self._Normalize()
+
+    def _Normalize(self) -> None:
+        """Turn the serialized form of special fields into the in-memory one."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name)
+                   for name in self._ALL_SLOTS)
+
+    __hash__ = None  # mutable
+
+    def __repr__(self) -> str:
+        ident = ["%s=%r" % (name, getattr(self, name))
+                 for name in ("name", "uuid") if name in self._SLOT_SET and
+                 getattr(self, name) is not None]
+        return "<%s %s>" % (self.__class__.__name__, " ".join(ident))
+
+    def Describe(self) -> str:
+        """Human-readable identity for error messages."""
+        for name in ("name", "uuid"):
+            if name in self._SLOT_SET and getattr(self, name):
+                return "%s %r" % (self.__class__.__name__.lower(),
+                                  getattr(self, name))
+        return self.__class__.__name__.lower()
+
+    def ToDict(self) -> dict:
+        """Serializable form; None fields are left out.
+
+        The result shares plain dict and list values with the object, so
+        it is meant to be serialized right away, not modified.
+        """
+        result = {}
+        nested = self._NESTED
+        derived = self._DERIVED
+        for name in self._ALL_SLOTS:
+            value = getattr(self, name)
+            if value is None or name in derived:
+                continue
+            if name in nested:
+                value = _NestedToDict(nested[name][1], value)
+            elif type(value) is set:
+                value = sorted(value)
+            result[name] = value
+        return result
+
+    @classmethod
+    def FromDict(cls, data: dict) -> "ConfigObject":
+        """Build an object from its serialized form.
+
+        The dict's values are taken over, not copied. Unknown keys are
+        refused so that a typo or a newer format is not silently dropped.
+        """
+        if not isinstance(data, dict):
+            raise errors.ConfigurationError("Invalid %s: expected a"
+                                            " dictionary, got %r" %
+                                            (cls.__name__, type(data)))
+        obj = cls.__new__(cls)
+        for name in cls._ALL_SLOTS:
+            setattr(obj, name, None)
+        nested = cls._NESTED
+        slot_set = cls._SLOT_SET
+        for key, value in data.items():
+            if key not in slot_set:
+                raise errors.ConfigurationError("Unknown field %r in %s" %
+                                                (key, cls.__name__))
+            if value is not None and key in nested:
+                value = _NestedFromDict(nested[key], value, key)
+            setattr(obj, key, value)
+        obj._Normalize()
+        return obj
+
+    def Copy(self) -> "ConfigObject":
+        """Independent deep copy."""
+        cls = self.__class__
+        new = cls.__new__(cls)
+        for name in cls._ALL_SLOTS:
+            setattr(new, name, _DeepCopy(getattr(self, name)))
+        return new
+
+    def UpgradeConfig(self) -> None:
+        """Fill fields missing in older or partial data with defaults."""
+        for name, default in self._DEFAULTS.items():
+            if getattr(self, name) is None:
+                setattr(self, name, _DeepCopy(default))
+        for name in self._NESTED:
+            _ForEachNested(getattr(self, name), lambda o: o.UpgradeConfig())
+
+    def Validate(self) -> None:
+        """Raise ConfigurationError if a field is missing or mistyped."""
+        for name in self._REQUIRED:
+            if getattr(self, name) is None:
+                raise errors.ConfigurationError("%s: field %r is missing" %
+                                                (self.Describe(), name))
+        for name, check in self._CHECKS.items():
+            value = getattr(self, name)
+            if value is not None and not check(value):
+                raise errors.ConfigurationError(
+                    "%s: field %r must be %s, not %r" %
+                    (self.Describe(), name, check, value))
+        try:
+            self._ValidateParams()
+        except (errors.TypeEnforcementError, errors.TagError) as err:
+            raise errors.ConfigurationError("%s: %s" % (self.Describe(), err))
+        for name in self._NESTED:
+            _ForEachNested(getattr(self, name), lambda o: o.Validate())
+
+    def _ValidateParams(self) -> None:
+        """Checks beyond field types; may raise TypeEnforcementError."""
+
+
+def _NestedToDict(container: type | None, value: Any) -> Any:
+    if container is None:
+        return value.ToDict()
+    if container is list:
+        return [item.ToDict() for item in value]
+    return {key: item.ToDict() for key, item in value.items()}
+
+
+def _NestedFromDict(spec: tuple[type, type | None], value: Any,
+                    field: str) -> Any:
+    klass, container = spec
+    if container is None:
+        return klass.FromDict(value)
+    if container is list:
+        if not isinstance(value, list):
+            raise errors.ConfigurationError("Field %r must be a list" % field)
+        return [klass.FromDict(item) for item in value]
+    if not isinstance(value, dict):
+        raise errors.ConfigurationError("Field %r must be a dictionary" %
+                                        field)
+    return {key: klass.FromDict(item) for key, item in value.items()}
+
+
+def _ForEachNested(value: Any, fn: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, ConfigObject):
+        fn(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            fn(item)
+    else:
+        for item in value:
+            fn(item)
+
+
+def ValidateTag(tag: Any) -> None:
+    """Raise TagError, naming the tag, unless it is a valid tag."""
+    if not isinstance(tag, str):
+        raise errors.TagError("Invalid tag type (not a string): %r" % (tag,))
+    if len(tag) > constants.MAX_TAG_LEN:
+        raise errors.TagError("Tag too long (>%d characters): %r" %
+                              (constants.MAX_TAG_LEN, tag))
+    if not tag:
+        raise errors.TagError("Tags cannot be empty")
+    if not TAG_RE.match(tag):
+        raise errors.TagError("Tag contains invalid characters: %r" % tag)
+
+
+class TaggableObject(ConfigObject):
+    """An object carrying tags: a set in memory, a sorted list on disk."""
+
+    __slots__ = ("tags",)
+    _FIELD_DEFAULTS = {"tags": set()}
+
+    ValidateTag = staticmethod(ValidateTag)
+
+    def _Normalize(self) -> None:
+        super()._Normalize()
+        if self.tags is not None and not isinstance(self.tags, set):
+            if not isinstance(self.tags, (list, tuple)):
+                raise errors.ConfigurationError("%s: tags must be a list" %
+                                                self.Describe())
+            self.tags = set(self.tags)
+
+    def GetTags(self) -> set[str]:
+        """The object's tags (a copy; change them with AddTag/RemoveTag)."""
+        return set(self.tags or ())
+
+    def AddTag(self, tag: str) -> None:
+        """Add a tag; adding a present tag is a no-op."""
+        ValidateTag(tag)
+        if self.tags is None:
+            self.tags = set()
+        if tag in self.tags:
+            return
+        if len(self.tags) >= constants.MAX_TAGS_PER_OBJ:
+            raise errors.TagError("Too many tags (at most %d), cannot add %r" %
+                                  (constants.MAX_TAGS_PER_OBJ, tag))
+        self.tags.add(tag)
+
+    def RemoveTag(self, tag: str) -> None:
+        """Remove a tag; a missing tag is an error."""
+        ValidateTag(tag)
+        if not self.tags or tag not in self.tags:
+            raise errors.TagError("Tag not found: %r" % tag)
+        self.tags.remove(tag)
+
+    def _ValidateParams(self) -> None:
+        super()._ValidateParams()
+        if self.tags is None:
+            return
+        if not isinstance(self.tags, set):
+            raise errors.TagError("tags must be a set, not %r" % (self.tags,))
+        if len(self.tags) > constants.MAX_TAGS_PER_OBJ:
+            raise errors.TagError("Too many tags (%d, at most %d)" %
+                                  (len(self.tags), constants.MAX_TAGS_PER_OBJ))
+        for tag in self.tags:
+            ValidateTag(tag)
+
+
+_TIMESTAMP_CHECKS = {"serial_no": _TSerial, "ctime": _TTimestamp,
+                     "mtime": _TTimestamp, "uuid": ht.TNonEmptyString}
+
+
+class NIC(ConfigObject):
+    """A network interface of an instance (stored inside the instance)."""
+
+    __slots__ = ("name", "mac", "ip", "network", "nicparams", "netinfo",
+                 "pci", "hvinfo", "uuid")
+    _FIELD_CHECKS = {
+        "name": ht.TString,
+        "mac": _TMac,
+        "ip": _TIPAddress,
+        "network": ht.TNonEmptyString,
+        "nicparams": ht.TDict,
+        "netinfo": ht.TDict,
+        "pci": ht.TNonNegativeInt,
+        "hvinfo": ht.TDict,
+        "uuid": ht.TNonEmptyString,
+    }
+    _FIELD_DEFAULTS = {"nicparams": {}}
+    _REQUIRED = frozenset(["mac"])
+
+    def UpgradeConfig(self) -> None:
+        super().UpgradeConfig()
+        if self.uuid is None:
+            self.uuid = NewUUID()
+
+    def _ValidateParams(self) -> None:
+        CheckParamDict(NIC_PARAMETERS, self.nicparams or {}, "NIC")
+
+
+class Disk(ConfigObject):
+    """A disk (top-level, keyed by UUID) or a child device of one."""
+
+    __slots__ = ("dev_type", "logical_id", "children", "nodes", "iv_name",
+                 "size", "mode", "params", "spindles", "name", "pci",
+                 "hvinfo", "forthcoming", "dynamic_params", "serial_no",
+                 "ctime", "mtime", "uuid")
+    _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
+        "dev_type": ht.TElemOf(DISK_DEV_TYPES),
+        "logical_id": ht.TList,
+        "nodes": _TStringList,
+        "iv_name": ht.TString,
+        "size": ht.TNonNegativeInt,
+        "mode": ht.TElemOf(DISK_ACCESS_SET),
+        "params": ht.TDict,
+        "spindles": ht.TNonNegativeInt,
+        "name": ht.TString,
+        "pci": ht.TNonNegativeInt,
+        "hvinfo": ht.TDict,
+        "forthcoming": ht.TBool,
+        "dynamic_params": ht.TDict,
+    })
+    _FIELD_DEFAULTS = {"params": {}, "nodes": [], "children": []}
+    _REQUIRED = frozenset(["dev_type", "size", "logical_id"])
+
+
+Disk._NESTED = {"children": (Disk, list)}
+
+
+class Node(TaggableObject):
+    """A cluster node."""
+
+    __slots__ = ("name", "primary_ip", "secondary_ip", "serial_no",
+                 "master_candidate", "offline", "drained", "group",
+                 "master_capable", "vm_capable", "ndparams", "powered",
+                 "hv_state", "hv_state_static", "disk_state",
+                 "disk_state_static", "ctime", "mtime", "uuid")
+    _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
+        "name": ht.TNonEmptyString,
+        "primary_ip": _TIPAddress,
+        "secondary_ip": _TIPAddress,
+        "master_candidate": ht.TBool,
+        "offline": ht.TBool,
+        "drained": ht.TBool,
+        "group": ht.TNonEmptyString,
+        "master_capable": ht.TBool,
+        "vm_capable": ht.TBool,
+        "ndparams": ht.TDict,
+        "powered": ht.TBool,
+        "hv_state": ht.TDict,
+        "hv_state_static": ht.TDict,
+        "disk_state": ht.TDict,
+        "disk_state_static": ht.TDict,
+    })
+    _FIELD_DEFAULTS = {
+        "master_candidate": False, "offline": False, "drained": False,
+        "master_capable": True, "vm_capable": True, "powered": True,
+        "ndparams": {}, "hv_state_static": {}, "disk_state_static": {},
+    }
+    _REQUIRED = frozenset(["name", "primary_ip", "uuid"])
+
+    def UpgradeConfig(self) -> None:
+        super().UpgradeConfig()
+        if self.secondary_ip is None:
+            self.secondary_ip = self.primary_ip
+
+    def _ValidateParams(self) -> None:
+        super()._ValidateParams()
+        CheckParamDict(ND_PARAMETERS, self.ndparams or {}, "node")
+
+
+class NodeGroup(TaggableObject):
+    """A group of nodes sharing parameters and an allocation policy.
+
+    ``members`` (node UUIDs) is derived from the nodes' ``group`` field and
+    never stored.
+    """
+
+    __slots__ = ("name", "members", "ndparams", "diskparams", "ipolicy",
+                 "serial_no", "hv_state_static", "disk_state_static",
+                 "alloc_policy", "networks", "ctime", "mtime", "uuid")
+    _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
+        "name": ht.TNonEmptyString,
+        "members": _TStringList,
+        "ndparams": ht.TDict,
+        "diskparams": _TDictOfDicts,
+        "ipolicy": ht.TDict,
+        "hv_state_static": ht.TDict,
+        "disk_state_static": ht.TDict,
+        "alloc_policy": ht.TElemOf(VALID_ALLOC_POLICIES),
+        "networks": _TDictOfDicts,
+    })
+    _FIELD_DEFAULTS = {
+        "ndparams": {}, "diskparams": {}, "ipolicy": {},
+        "hv_state_static": {}, "disk_state_static": {},
+        "alloc_policy": ALLOC_POLICY_PREFERRED, "networks": {},
+    }
+    _REQUIRED = frozenset(["name", "uuid"])
+    _DERIVED = frozenset(["members"])
+
+    def _ValidateParams(self) -> None:
+        super()._ValidateParams()
+        CheckParamDict(ND_PARAMETERS, self.ndparams or {}, "group node")
+        CheckDiskParams(self.diskparams or {}, "group disk")
+        CheckIPolicy(self.ipolicy or {}, complete=False)
+        for net_uuid, nicparams in (self.networks or {}).items():
+            CheckParamDict(NIC_PARAMETERS, nicparams,
+                           "network %s NIC" % net_uuid)
+
+    def FillND(self, node: Node) -> dict:
+        """The group's node parameters overridden by the node's."""
+        return FillDict(self.ndparams or {}, node.ndparams)
+
+
+class Instance(TaggableObject):
+    """A virtual machine.
+
+    ``disks`` holds the UUIDs of the instance's disks, which live in the
+    configuration's top-level ``disks``. ``disk_template`` is only read
+    from configurations older than 3.1; it is derived from the disks now.
+    """
+
+    __slots__ = ("name", "primary_node", "os", "hypervisor", "hvparams",
+                 "beparams", "osparams", "osparams_private", "admin_state",
+                 "admin_state_source", "nics", "disks", "disk_template",
+                 "disks_active", "network_port", "forthcoming", "serial_no",
+                 "ctime", "mtime", "uuid")
+    _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
+        "name": ht.TNonEmptyString,
+        "primary_node": ht.TNonEmptyString,
+        "os": ht.TString,
+        "hypervisor": ht.TNonEmptyString,
+        "hvparams": ht.TDict,
+        "beparams": ht.TDict,
+        "osparams": ht.TDict,
+        "osparams_private": ht.TDict,
+        "admin_state": ht.TElemOf(ADMINST_ALL),
+        "admin_state_source": ht.TElemOf(INSTANCE_STATE_SOURCES),
+        "nics": ht.TList,
+        "disks": ht.TSetOf(ht.TNonEmptyString),
+        "disks_active": ht.TBool,
+        "network_port": _TPort,
+        "forthcoming": ht.TBool,
+    })
+    _FIELD_DEFAULTS = {
+        "hvparams": {}, "beparams": {}, "osparams": {},
+        "osparams_private": {}, "admin_state": ADMINST_DOWN,
+        "admin_state_source": ADMIN_SOURCE, "nics": [], "disks": [],
+        "disks_active": False,
+    }
+    _REQUIRED = frozenset(["name", "primary_node", "hypervisor", "uuid"])
+
+    def UpgradeConfig(self) -> None:
+        super().UpgradeConfig()
+        memory = self.beparams.pop(BE_MEMORY, None)
+        if memory is not None:
+            self.beparams.setdefault(BE_MINMEM, memory)
+            self.beparams.setdefault(BE_MAXMEM, memory)
+        self.disk_template = None
+
+    def _ValidateParams(self) -> None:
+        super()._ValidateParams()
+        CheckParamDict(BE_PARAMETERS, self.beparams or {}, "backend")
+        if HVC_GLOBALS & set(self.hvparams or {}):
+            raise errors.TypeEnforcementError(
+                "hypervisor parameters %s can only be set cluster-wide" %
+                ", ".join(sorted(HVC_GLOBALS & set(self.hvparams))))
+
+
+Instance._NESTED = {"nics": (NIC, list)}
+
+
+class Network(TaggableObject):
+    """An IP network instances' NICs can be connected to."""
+
+    __slots__ = ("name", "serial_no", "mac_prefix", "network", "gateway",
+                 "network6", "gateway6", "reservations", "ext_reservations",
+                 "ctime", "mtime", "uuid")
+    _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
+        "name": ht.TNonEmptyString,
+        "mac_prefix": ht.TString,
+        "network": _TNetworkAddress,
+        "gateway": _TIPAddress,
+        "network6": _TNetworkAddress,
+        "gateway6": _TIPAddress,
+        "reservations": _TBitString,
+        "ext_reservations": _TBitString,
+    })
+    _REQUIRED = frozenset(["name", "network", "uuid"])
+
+
+def _IsFilterAction(value: Any) -> bool:
+    if isinstance(value, str):
+        return value in FILTER_SIMPLE_ACTIONS
+    return (isinstance(value, list) and len(value) == 2 and
+            value[0] == FILTER_RATE_LIMIT and ht.TStrictPositiveInt(value[1]))
+
+
+def _IsFilterPredicate(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == 2 and
+            value[0] in FILTER_PREDICATES)
+
+
+def _IsReasonEntry(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == 3 and
+            isinstance(value[0], str) and isinstance(value[1], str) and
+            ht.TNumber(value[2]))
+
+
+class FilterRule(ConfigObject):
+    """A job filter rule (see design-optables)."""
+
+    __slots__ = ("watermark", "priority", "predicates", "action",
+                 "reason_trail", "uuid")
+    _FIELD_CHECKS = {
+        "watermark": ht.TNonNegativeInt,
+        "priority": ht.TNonNegativeInt,
+        "predicates": ht.TListOf(ht.Check(_IsFilterPredicate,
+                                          "[jobid|opcode|reason, filter]")),
+        "action": ht.Check(_IsFilterAction,
+                           "ACCEPT, PAUSE, REJECT, CONTINUE or"
+                           " [RATE_LIMIT, n]"),
+        "reason_trail": ht.TListOf(ht.Check(_IsReasonEntry,
+                                            "[source, reason, timestamp]")),
+        "uuid": ht.TNonEmptyString,
+    }
+    _FIELD_DEFAULTS = {"watermark": 0, "priority": 0, "predicates": [],
+                       "reason_trail": []}
+    _REQUIRED = frozenset(["action", "uuid"])
+
+
+Filter = FilterRule
+
+
+class Cluster(TaggableObject):
+    """Cluster-wide settings and parameter defaults."""
+
+    __slots__ = (
+        "cluster_name", "serial_no", "rsahostkeypub", "dsahostkeypub",
+        "highest_used_port", "tcpudp_port_pool", "mac_prefix",
+        "volume_group_name", "reserved_lvs", "drbd_usermode_helper",
+        "file_storage_dir", "shared_file_storage_dir", "gluster_storage_dir",
+        "enabled_disk_templates", "prealloc_wipe_disks", "master_node",
+        "master_ip", "master_netdev", "master_netmask",
+        "use_external_mip_script", "primary_ip_family", "default_bridge",
+        "default_hypervisor", "enabled_hypervisors", "hvparams", "os_hvp",
+        "beparams", "osparams", "osparams_private_cluster", "nicparams",
+        "ndparams", "diskparams", "ipolicy", "candidate_pool_size",
+        "modify_etc_hosts", "modify_ssh_setup", "ssh_key_type",
+        "ssh_key_bits", "maintain_node_health", "uid_pool", "candidate_certs",
+        "default_iallocator", "default_iallocator_params", "hidden_os",
+        "blacklisted_os", "hv_state_static", "disk_state_static",
+        "max_running_jobs", "max_tracked_jobs", "install_image",
+        "instance_communication_network", "zeroing_image",
+        "compression_tools", "enabled_user_shutdown", "data_collectors",
+        "ctime", "mtime", "uuid")
+    _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
+        "cluster_name": ht.TNonEmptyString,
+        "rsahostkeypub": ht.TString,
+        "dsahostkeypub": ht.TString,
+        "highest_used_port": _TPort,
+        "tcpudp_port_pool": ht.TListOf(_TPort),
+        "mac_prefix": ht.TRegex(r"^([0-9a-fA-F]{2}:){2}[0-9a-fA-F]{2}$",
+                                "MAC prefix (three octets)"),
+        "volume_group_name": ht.TString,
+        "reserved_lvs": _TStringList,
+        "drbd_usermode_helper": ht.TString,
+        "file_storage_dir": ht.TString,
+        "shared_file_storage_dir": ht.TString,
+        "gluster_storage_dir": ht.TString,
+        "enabled_disk_templates": ht.TAnd(
+            ht.TSetOf(ht.TElemOf(DISK_PARAMETERS)),
+            ht.Check(bool, "non-empty")),
+        "prealloc_wipe_disks": ht.TBool,
+        "master_node": ht.TNonEmptyString,
+        "master_ip": _TIPAddress,
+        "master_netdev": ht.TNonEmptyString,
+        "master_netmask": ht.TInRange(0, 128),
+        "use_external_mip_script": ht.TBool,
+        "primary_ip_family": ht.TElemOf([constants.IP4_FAMILY,
+                                         constants.IP6_FAMILY]),
+        "enabled_hypervisors": ht.TAnd(
+            ht.TSetOf(ht.TNonEmptyString), ht.Check(bool, "non-empty")),
+        "hvparams": _TDictOfDicts,
+        "os_hvp": ht.TDictOf(ht.TString, _TDictOfDicts),
+        "beparams": _TDictOfDicts,
+        "osparams": _TDictOfDicts,
+        "osparams_private_cluster": _TDictOfDicts,
+        "nicparams": _TDictOfDicts,
+        "ndparams": ht.TDict,
+        "diskparams": _TDictOfDicts,
+        "ipolicy": ht.TDict,
+        "candidate_pool_size": ht.TStrictPositiveInt,
+        "modify_etc_hosts": ht.TBool,
+        "modify_ssh_setup": ht.TBool,
+        "ssh_key_type": ht.TElemOf(["rsa", "dsa", "ecdsa"]),
+        "ssh_key_bits": ht.TStrictPositiveInt,
+        "maintain_node_health": ht.TBool,
+        "uid_pool": ht.TListOf(ht.TTupleOf(ht.TNonNegativeInt,
+                                           ht.TNonNegativeInt)),
+        "candidate_certs": ht.TDictOf(ht.TString, ht.TString),
+        "default_iallocator": ht.TString,
+        "default_iallocator_params": ht.TDict,
+        "hidden_os": _TStringList,
+        "blacklisted_os": _TStringList,
+        "hv_state_static": ht.TDict,
+        "disk_state_static": ht.TDict,
+        "max_running_jobs": ht.TStrictPositiveInt,
+        "max_tracked_jobs": ht.TStrictPositiveInt,
+        "install_image": ht.TString,
+        "instance_communication_network": ht.TString,
+        "zeroing_image": ht.TString,
+        "compression_tools": _TStringList,
+        "enabled_user_shutdown": ht.TBool,
+        "data_collectors": _TDictOfDicts,
+    })
+    _FIELD_DEFAULTS = {
+        "highest_used_port": constants.FIRST_DRBD_PORT - 1,
+        "tcpudp_port_pool": [],
+        "mac_prefix": constants.DEFAULT_MAC_PREFIX,
+        "volume_group_name": "",
+        "reserved_lvs": [],
+        "drbd_usermode_helper": constants.DEFAULT_DRBD_HELPER,
+        "file_storage_dir": pathutils.DEFAULT_FILE_STORAGE_DIR,
+        "shared_file_storage_dir": pathutils.DEFAULT_SHARED_FILE_STORAGE_DIR,
+        "gluster_storage_dir": "",
+        "enabled_disk_templates": list(
+            constants.DEFAULT_ENABLED_DISK_TEMPLATES),
+        "prealloc_wipe_disks": False,
+        "master_netdev": constants.DEFAULT_MASTER_NETDEV,
+        "master_netmask": constants.DEFAULT_MASTER_NETMASK,
+        "use_external_mip_script": False,
+        "primary_ip_family": constants.IP4_FAMILY,
+        "enabled_hypervisors": [constants.HT_FAKE],
+        "hvparams": {constants.HT_FAKE: {}},
+        "os_hvp": {},
+        "osparams": {},
+        "osparams_private_cluster": {},
+        "candidate_pool_size": constants.MASTER_POOL_SIZE_DEFAULT,
+        "modify_etc_hosts": True,
+        "modify_ssh_setup": True,
+        "ssh_key_type": "rsa",
+        "ssh_key_bits": 2048,
+        "maintain_node_health": False,
+        "uid_pool": [],
+        "candidate_certs": {},
+        "default_iallocator": "",
+        "default_iallocator_params": {},
+        "hidden_os": [],
+        "blacklisted_os": [],
+        "hv_state_static": {},
+        "disk_state_static": {},
+        "max_running_jobs": constants.DEFAULT_MAX_RUNNING_JOBS,
+        "max_tracked_jobs": constants.DEFAULT_MAX_TRACKED_JOBS,
+        "install_image": "",
+        "instance_communication_network": "",
+        "zeroing_image": "",
+        "compression_tools": ["gzip", "gzip-fast", "gzip-slow"],
+        "enabled_user_shutdown": False,
+        "data_collectors": {},
+    }
+    _REQUIRED = frozenset(["cluster_name", "master_node", "master_ip",
+                           "enabled_hypervisors", "enabled_disk_templates"])
+
+    def _Normalize(self) -> None:
+        super()._Normalize()
+        # JSON has no tuples; ranges are pairs in memory
+        if isinstance(self.uid_pool, list):
+            self.uid_pool = [tuple(item) if isinstance(item, list) else item
+                             for item in self.uid_pool]
+
+    def ToDict(self) -> dict:
+        result = super().ToDict()
+        if "uid_pool" in result:
+            result["uid_pool"] = [list(item) for item in result["uid_pool"]]
+        return result
+
+    def UpgradeConfig(self) -> None:
+        """Fill defaults and move legacy fields to their current place."""
+        if self.default_hypervisor is not None:
+            hvs = [hv for hv in (self.enabled_hypervisors or [])
+                   if hv != self.default_hypervisor]
+            self.enabled_hypervisors = [self.default_hypervisor] + hvs
+            self.default_hypervisor = None
+        super().UpgradeConfig()
+        self.beparams = self.beparams or {}
+        self.beparams[PP_DEFAULT] = FillDict(
+            BEC_DEFAULTS, self._UpgradedBE(self.beparams.get(PP_DEFAULT)))
+        self.nicparams = self.nicparams or {}
+        nic_defaults = FillDict(NICC_DEFAULTS,
+                                self.nicparams.get(PP_DEFAULT))
+        if self.default_bridge is not None:
+            nic_defaults[NIC_LINK] = self.default_bridge
+            self.default_bridge = None
+        self.nicparams[PP_DEFAULT] = nic_defaults
+        self.ndparams = FillDict(NDC_DEFAULTS, self.ndparams)
+        self.diskparams = self.diskparams or {}
+        for template, defaults in DISK_DT_DEFAULTS.items():
+            self.diskparams[template] = FillDict(
+                defaults, self.diskparams.get(template))
+        if self.ipolicy is None:
+            self.ipolicy = FillDict(IPOLICY_DEFAULTS, {
+                IPOLICY_DTS: list(self.enabled_disk_templates)})
+        else:
+            self.ipolicy = FillIPolicy(IPOLICY_DEFAULTS, self.ipolicy)
+
+    @staticmethod
+    def _UpgradedBE(beparams: dict | None) -> dict:
+        beparams = dict(beparams or {})
+        memory = beparams.pop(BE_MEMORY, None)
+        if memory is not None:
+            beparams.setdefault(BE_MINMEM, memory)
+            beparams.setdefault(BE_MAXMEM, memory)
+        return beparams
+
+    def _ValidateParams(self) -> None:
+        super()._ValidateParams()
+        for group, params in (self.beparams or {}).items():
+            CheckParamDict(BE_PARAMETERS, params, "cluster %s backend" % group)
+        for group, params in (self.nicparams or {}).items():
+            CheckParamDict(NIC_PARAMETERS, params, "cluster %s NIC" % group)
+        CheckParamDict(ND_PARAMETERS, self.ndparams or {}, "cluster node")
+        CheckDiskParams(self.diskparams or {}, "cluster disk")
+        CheckIPolicy(self.ipolicy or {}, complete=True)
+        for hv in HVC_GLOBALS:
+            for os_name, hvs in (self.os_hvp or {}).items():
+                for hv_name, params in hvs.items():
+                    if hv in params:
+                        raise errors.TypeEnforcementError(
+                            "%s cannot be set per OS (%s, %s)" %
+                            (hv, os_name, hv_name))
+
+    @property
+    def primary_hypervisor(self) -> str:
+        """The first enabled hypervisor, used when none is given."""
+        return self.enabled_hypervisors[0]
+
+    def GetHVDefaults(self, hypervisor: str, os_name: str | None = None,
+                      skip_keys: Iterable[str] | None = None) -> dict:
+        """Cluster defaults for a hypervisor, with an OS's overrides."""
+        result = FillDict(self.hvparams.get(hypervisor, {}), {}, skip_keys)
+        if os_name is not None:
+            os_hvp = self.os_hvp.get(os_name, {}).get(hypervisor, {})
+            result = FillDict(result, os_hvp, skip_keys)
+        return result
+
+    def FillHV(self, instance: Instance, skip_globals: bool = False) -> dict:
+        """Effective hypervisor parameters of an instance.
+
+        Cluster defaults, then the OS's, then the instance's. The
+        migration settings (HVC_GLOBALS) come from the cluster only and
+        are left out entirely with ``skip_globals``.
+        """
+        skip_keys = HVC_GLOBALS if skip_globals else None
+        defaults = self.GetHVDefaults(instance.hypervisor, instance.os,
+                                      skip_keys)
+        custom = {key: value for key, value
+                  in (instance.hvparams or {}).items()
+                  if key not in HVC_GLOBALS}
+        return FillDict(defaults, custom, skip_keys)
+
+    def SimpleFillHV(self, hypervisor: str, os_name: str | None,
+                     hvparams: dict, skip_globals: bool = False) -> dict:
+        """Like FillHV, for parameters not yet attached to an instance."""
+        skip_keys = HVC_GLOBALS if skip_globals else None
+        return FillDict(self.GetHVDefaults(hypervisor, os_name, skip_keys),
+                        hvparams, skip_keys)
+
+    def SimpleFillBE(self, beparams: dict | None) -> dict:
+        """Cluster backend defaults overridden by ``beparams``."""
+        return FillDict(FillDict(BEC_DEFAULTS,
+                                 (self.beparams or {}).get(PP_DEFAULT)),
+                        beparams)
+
+    def FillBE(self, instance: Instance) -> dict:
+        """Effective backend parameters of an instance."""
+        return self.SimpleFillBE(instance.beparams)
+
+    def SimpleFillNIC(self, nicparams: dict | None) -> dict:
+        """Cluster NIC defaults overridden by ``nicparams``."""
+        return FillDict(FillDict(NICC_DEFAULTS,
+                                 (self.nicparams or {}).get(PP_DEFAULT)),
+                        nicparams)
+
+    def FillNIC(self, nic: NIC, nodegroup: NodeGroup | None = None) -> dict:
+        """Effective parameters of a NIC.
+
+        A NIC on a network gets the network's parameters in the node
+        group of its instance's primary node before its own.
+        """
+        defaults = self.SimpleFillNIC(None)
+        if nic.network and nodegroup is not None:
+            defaults = FillDict(defaults,
+                                (nodegroup.networks or {}).get(nic.network))
+        return FillDict(defaults, nic.nicparams)
+
+    def SimpleFillND(self, ndparams: dict | None) -> dict:
+        """Cluster node defaults overridden by ``ndparams``."""
+        return FillDict(FillDict(NDC_DEFAULTS, self.ndparams), ndparams)
+
+    def FillND(self, node: Node, nodegroup: NodeGroup) -> dict:
+        """Effective node parameters: cluster, then group, then node."""
+        return self.SimpleFillND(nodegroup.FillND(node))
+
+    def SimpleFillDP(self, diskparams: dict | None) -> dict:
+        """Per-template disk parameters: cluster's, then ``diskparams``."""
+        diskparams = diskparams or {}
+        result = {}
+        for template, defaults in DISK_DT_DEFAULTS.items():
+            cluster_dp = FillDict(defaults,
+                                  (self.diskparams or {}).get(template))
+            result[template] = FillDict(cluster_dp, diskparams.get(template))
+        return result
+
+    def SimpleFillIPolicy(self, ipolicy: dict | None) -> dict:
+        """The cluster's instance policy with a group's overrides."""
+        return FillIPolicy(FillIPolicy(IPOLICY_DEFAULTS, self.ipolicy),
+                           ipolicy)
+
+    def SimpleFillOS(self, os_name: str, os_params: dict | None,
+                     os_params_private: dict | None = None) -> dict:
+        """Effective OS parameters.
+
+        Defaults for the OS without variant, then for ``os+variant``, then
+        the given values; public and private parameters follow the same
+        chain and may not share a key.
+        """
+        base_name = os_name.split("+", 1)[0]
+        public = FillDict(FillDict((self.osparams or {}).get(base_name, {}),
+                                   (self.osparams or {}).get(os_name)),
+                          os_params)
+        private_defaults = self.osparams_private_cluster or {}
+        private = FillDict(FillDict(private_defaults.get(base_name, {}),
+                                    private_defaults.get(os_name)),
+                           os_params_private)
+        duplicate = set(public) & set(private)
+        if duplicate:
+            raise errors.OpPrereqError(
+                "OS parameters %s appear both as public and private" %
+                ", ".join(sorted(duplicate)), errors.ECODE_INVAL)
+        public.update(private)
+        return public
+
+
+class ConfigData(ConfigObject):
+    """The whole configuration: what config.data holds."""
+
+    __slots__ = ("version", "cluster", "nodes", "nodegroups", "instances",
+                 "networks", "disks", "filters", "serial_no", "ctime",
+                 "mtime")
+    _FIELD_CHECKS = {"version": ht.TInt, "serial_no": _TSerial,
+                     "ctime": _TTimestamp, "mtime": _TTimestamp}
+    _FIELD_DEFAULTS = {"nodes": {}, "nodegroups": {}, "instances": {},
+                       "networks": {}, "disks": {}, "filters": {},
+                       "serial_no": 1}
+    _REQUIRED = frozenset(["version", "cluster"])
+    _NESTED = {
+        "cluster": (Cluster, None),
+        "nodes": (Node, dict),
+        "nodegroups": (NodeGroup, dict),
+        "instances": (Instance, dict),
+        "networks": (Network, dict),
+        "disks": (Disk, dict),
+        "filters": (FilterRule, dict),
+    }
+
+    @classmethod
+    def FromDict(cls, data: dict) -> "ConfigData":
+        missing = [key for key in ("version", "cluster") if key not in data]
+        if missing:
+            raise errors.ConfigurationError("Configuration lacks %s" %
+                                            ", ".join(missing))
+        return super().FromDict(data)
+
