@@ -107,9 +107,11 @@ def _AfterForkInChild() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _Fail(wfd: int | None, daemon_name: str, message: str) -> None:
+def _Fail(wfd: int | None, daemon_name: str, message: str,
+          logging_ready: bool = True) -> None:
     """Report a start-up failure where the user will see it, and exit."""
-    logging.error("%s", message)
+    if logging_ready:
+        logging.error("%s", message)
     if wfd is not None:
         process.DaemonFailed(wfd, "%s: %s" % (daemon_name, message))
     else:
@@ -153,13 +155,14 @@ def GenericMain(daemon_name: str, parser: optparse.OptionParser,
         io.EnsureDirs(pathutils.GetNodeDirectories())
         check_fn(options, args)
     except (errors.GenericError, OSError) as err:
-        _Fail(None, daemon_name, _FormatError(err))
+        _Fail(None, daemon_name, _FormatError(err), logging_ready=False)
 
     logfile = pathutils.GetLogFilename(constants.DAEMONS_LOGBASE[daemon_name])
     try:
         _SetupLogging(logfile, daemon_name, options.debug, options.foreground)
     except OSError as err:
-        _Fail(None, daemon_name, "Can't open log file %s: %s" % (logfile, err))
+        _Fail(None, daemon_name, "Can't open log file %s: %s" % (logfile, err),
+              logging_ready=False)
 
     wfd = None if options.foreground else process.Daemonize(logfile)
 

@@ -198,12 +198,17 @@ class SharedLock:
             waiter = _Waiter(bool(shared), priority, next(self._seq), me)
             bisect.insort(self._pending, waiter, key=_WaiterKey)
 
-        if test_notify is not None:
-            test_notify()
-        if timeout is None:
-            waiter.wakeup.acquire()
-        else:
-            waiter.wakeup.acquire(True, timeout)
+        try:
+            if test_notify is not None:
+                test_notify()
+            if timeout is None:
+                waiter.wakeup.acquire()
+            else:
+                waiter.wakeup.acquire(True, timeout)
+        except BaseException:
+            # Interrupted (e.g. KeyboardInterrupt): leave no trace behind
+            self._Abandon(waiter, me)
+            raise
 
         with self._lock:
             if waiter.failed:
@@ -212,7 +217,20 @@ class SharedLock:
                 return True
             # Timed out: leave the queue and let those behind us move up
             self._pending.remove(waiter)
+            self._grant_unlocked()
             return False
+
+    def _Abandon(self, waiter: _Waiter, me: threading.Thread) -> None:
+        """Withdraw a waiter whose thread stopped waiting abnormally."""
+        with self._lock:
+            if waiter.granted:
+                if self._exc is me:
+                    self._exc = None
+                else:
+                    self._shr.discard(me)
+            elif not waiter.failed:
+                self._pending.remove(waiter)
+            self._grant_unlocked()
 
     def release(self) -> None:
         """Release the lock, in whichever mode it is owned."""
@@ -279,7 +297,7 @@ class SharedLock:
                     else:
                         result.append(None)
                 elif field == "owner":
-                    owners = [self._exc] if self._exc is not None else self._shr
+                    owners = self._shr if self._exc is None else [self._exc]
                     result.append(sorted(t.name for t in owners))
                 elif field == "pending":
                     result.append([[_MODE_SHARED if w.shared

@@ -12,6 +12,7 @@ CLI and the API documentation all derive from those tables.
 """
 
 import ipaddress
+import operator
 import re
 import uuid as uuid_mod
 from typing import Any, Iterable, NamedTuple
@@ -461,6 +462,12 @@ class ConfigObject:
     _SLOT_SET: frozenset[str] = frozenset()
     _CHECKS: dict[str, ht.Check] = {}
     _DEFAULTS: dict[str, Any] = {}
+    # Stored fields holding plain values, and C-level getters returning
+    # tuples of field values (ToDict and Copy run for every object of a
+    # large configuration, so they avoid per-field Python calls)
+    _PLAIN_SLOTS: tuple[str, ...] = ()
+    _GET_PLAIN: Any = None
+    _GET_ALL: Any = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -477,6 +484,17 @@ class ConfigObject:
         cls._SLOT_SET = frozenset(slots)
         cls._CHECKS = checks
         cls._DEFAULTS = defaults
+        cls._UpdateGetters()
+
+    @classmethod
+    def _UpdateGetters(cls) -> None:
+        """Recompute the field getters (again after _NESTED is set)."""
+        cls._PLAIN_SLOTS = tuple(name for name in cls._ALL_SLOTS
+                                 if name not in cls._NESTED and
+                                 name not in cls._DERIVED)
+        # attrgetter returns a bare value, not a tuple, for a single name
+        cls._GET_PLAIN = operator.attrgetter(*cls._PLAIN_SLOTS, "__class__")
+        cls._GET_ALL = operator.attrgetter(*cls._ALL_SLOTS, "__class__")
 
     def __init__(self, **kwargs: Any):
         for name in self._ALL_SLOTS:
@@ -519,18 +537,13 @@ class ConfigObject:
         The result shares plain dict and list values with the object, so
         it is meant to be serialized right away, not modified.
         """
-        result = {}
-        nested = self._NESTED
-        derived = self._DERIVED
-        for name in self._ALL_SLOTS:
+        result = {name: value for name, value
+                  in zip(self._PLAIN_SLOTS, self._GET_PLAIN(self))
+                  if value is not None}
+        for name, (_, container) in self._NESTED.items():
             value = getattr(self, name)
-            if value is None or name in derived:
-                continue
-            if name in nested:
-                value = _NestedToDict(nested[name][1], value)
-            elif type(value) is set:
-                value = sorted(value)
-            result[name] = value
+            if value is not None:
+                result[name] = _NestedToDict(container, value)
         return result
 
     @classmethod
@@ -563,8 +576,10 @@ class ConfigObject:
         """Independent deep copy."""
         cls = self.__class__
         new = cls.__new__(cls)
-        for name in cls._ALL_SLOTS:
-            setattr(new, name, _DeepCopy(getattr(self, name)))
+        for name, value in zip(cls._ALL_SLOTS, cls._GET_ALL(self)):
+            if type(value) not in _IMMUTABLE_TYPES:
+                value = _DeepCopy(value)
+            setattr(new, name, value)
         return new
 
     def UpgradeConfig(self) -> None:
@@ -663,6 +678,12 @@ class TaggableObject(ConfigObject):
                                                 self.Describe())
             self.tags = set(self.tags)
 
+    def ToDict(self) -> dict:
+        result = super().ToDict()
+        if "tags" in result:
+            result["tags"] = sorted(result["tags"])
+        return result
+
     def GetTags(self) -> set[str]:
         """The object's tags (a copy; change them with AddTag/RemoveTag)."""
         return set(self.tags or ())
@@ -758,6 +779,7 @@ class Disk(ConfigObject):
 
 
 Disk._NESTED = {"children": (Disk, list)}
+Disk._UpdateGetters()
 
 
 class Node(TaggableObject):
@@ -901,6 +923,7 @@ class Instance(TaggableObject):
 
 
 Instance._NESTED = {"nics": (NIC, list)}
+Instance._UpdateGetters()
 
 
 class Network(TaggableObject):

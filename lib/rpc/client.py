@@ -261,7 +261,11 @@ class RpcClient:
                 if ret == pycurl.E_CALL_MULTI_PERFORM:
                     continue
                 if remaining:
-                    multi.select(_SELECT_TIMEOUT)
+                    # libcurl checks its timeouts only when called, so wake
+                    # up when the next one is due
+                    due_ms = multi.timeout()
+                    multi.select(_SELECT_TIMEOUT if due_ms < 0
+                                 else min(due_ms / 1000.0, _SELECT_TIMEOUT))
             while True:
                 queued, _, failed = multi.info_read()
                 for curl, errno, errmsg in failed:

@@ -99,13 +99,16 @@ def LoadCertificate(cert_pem: str | bytes) -> x509.Certificate:
                                    err) from err
 
 
-def GetCertificateDigest(cert_pem: str | bytes) -> str:
+def GetCertificateDigest(cert_pem: str | bytes | x509.Certificate) -> str:
     """SHA-256 of the certificate's DER form, as lowercase hex.
 
     This is what nodes compare to decide whether a peer presents the
     cluster certificate, independent of how the PEM text is formatted.
+    Accepts PEM data or an already loaded certificate.
     """
-    return LoadCertificate(cert_pem).fingerprint(hashes.SHA256()).hex()
+    if not isinstance(cert_pem, x509.Certificate):
+        cert_pem = LoadCertificate(cert_pem)
+    return cert_pem.fingerprint(hashes.SHA256()).hex()
 
 
 def GetCertificateExpiry(cert_pem: str | bytes) -> float:

@@ -1,0 +1,1 @@
+"""Daemon programs: each module has the ``main()`` of one daemon."""

@@ -1,0 +1,263 @@
+"""ganeti.http.server: real sockets, TLS via pyOpenSSL, both modes."""
+
+import http.client
+import os
+import pathlib
+import socket
+import ssl
+import time
+
+import pytest
+
+from ganeti import http as ghttp
+from ganeti.http import server
+from ganeti.utils import x509
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("certs")
+    cluster = str(tmp / "cluster.pem")
+    other = str(tmp / "other.pem")
+    x509.GenerateSelfSignedSslCert(cluster, validity_days=1)
+    x509.GenerateSelfSignedSslCert(other, validity_days=1)
+    return cluster, other
+
+
+def _Handler(method, path, headers, body):
+    if path == "/fail":
+        raise RuntimeError("handler bug")
+    if path == "/forbidden":
+        raise ghttp.HttpForbidden("go away", headers={"X-Reason": "test"})
+    if path == "/close":
+        return 200, {"Connection": "close"}, b"bye"
+    if path == "/pid":
+        return 200, {}, str(os.getpid()).encode()
+    answer = "%s %s %s %d" % (method, path, headers.get("x-test", "-"),
+                              len(body))
+    return 200, {"Content-Type": "text/plain"}, answer.encode()
+
+
+def _Start(certs=None, **kwargs):
+    cert_file = certs[0] if certs else None
+    srv = server.HttpServer("127.0.0.1", 0, _Handler, ssl_cert_file=cert_file,
+                            **kwargs)
+    srv.start()
+    return srv
+
+
+def _Connect(srv, certs=None, client_cert=None, timeout=5):
+    host, port = srv.server_address
+    if certs is None:
+        return http.client.HTTPConnection(host, port, timeout=timeout)
+    ctx = ssl.create_default_context(cafile=certs[0])
+    ctx.check_hostname = False
+    if client_cert is not None:
+        ctx.load_cert_chain(client_cert)
+    return http.client.HTTPSConnection(host, port, context=ctx,
+                                       timeout=timeout)
+
+
+def _Request(conn, method, path, body=None, headers=None):
+    conn.request(method, path, body=body, headers=headers or {})
+    resp = conn.getresponse()
+    return resp.status, resp.read(), resp
+
+
+@pytest.mark.parametrize("mode", [server.MODE_THREAD, server.MODE_FORK])
+def test_keepalive_tls(certs, mode):
+    srv = _Start(certs, mode=mode)
+    try:
+        conn = _Connect(srv, certs)
+        pids = set()
+        for i in range(5):
+            status, body, resp = _Request(conn, "POST", "/x%d" % i,
+                                          body=b"abc", headers={"X-Test": "t"})
+            assert (status, body) == (200, b"POST /x%d t 3" % i)
+            assert resp.getheader("Connection") == "keep-alive"
+            pids.add(_Request(conn, "GET", "/pid")[1])
+        # One connection, so one handler process for all requests
+        assert len(pids) == 1
+        in_child = pids.pop() != str(os.getpid()).encode()
+        assert in_child == (mode == server.MODE_FORK)
+        conn.close()
+    finally:
+        srv.shutdown()
+
+
+def test_plain_http_and_errors():
+    srv = _Start(mode=server.MODE_THREAD)
+    try:
+        conn = _Connect(srv)
+        status, body, _ = _Request(conn, "GET", "/fail")
+        assert status == 500 and b"handler bug" not in body
+        status, body, resp = _Request(conn, "GET", "/forbidden")
+        assert (status, body) == (403, b"go away\n")
+        assert resp.getheader("X-Reason") == "test"
+        status, body, resp = _Request(conn, "HEAD", "/head")
+        assert status == 200 and body == b""
+        assert resp.getheader("Content-Length") == str(len(b"HEAD /head - 0"))
+        status, body, resp = _Request(conn, "GET", "/close")
+        assert resp.getheader("Connection") == "close"
+        conn.close()
+    finally:
+        srv.shutdown()
+
+
+def test_body_limit():
+    srv = _Start(mode=server.MODE_THREAD, max_body_size=100)
+    try:
+        conn = _Connect(srv)
+        assert _Request(conn, "PUT", "/ok", body=b"x" * 100)[0] == 200
+        status, _, resp = _Request(conn, "PUT", "/big", body=b"x" * 101)
+        assert status == 413
+        assert resp.getheader("Connection") == "close"
+        conn.close()
+    finally:
+        srv.shutdown()
+
+
+def _RawExchange(srv, data, read_until=b"\r\n\r\n"):
+    sock = socket.create_connection(srv.server_address, timeout=5)
+    sock.sendall(data)
+    received = b""
+    while read_until not in received:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        received += chunk
+    return sock, received
+
+
+def test_chunked_continue_and_bad_requests():
+    srv = _Start(mode=server.MODE_THREAD, max_body_size=1000)
+    try:
+        sock, answer = _RawExchange(
+            srv, b"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+            b"\r\n\r\n3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\n\r\n",
+            read_until=b"POST /c - 5")
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        sock.close()
+
+        sock, answer = _RawExchange(
+            srv, b"POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+            b"Expect: 100-continue\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        sock.sendall(b"body")
+        while b"POST /e - 4" not in answer:
+            answer += sock.recv(4096)
+        sock.close()
+
+        sock, answer = _RawExchange(
+            srv, b"POST /e HTTP/1.1\r\nContent-Length: 5000\r\n"
+            b"Expect: 100-continue\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 413 ")
+        sock.close()
+
+        for request, status in ((b"garbage\r\n\r\n", b"400"),
+                                (b"GET / HTTP/2.0\r\n\r\n", b"505"),
+                                (b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n",
+                                 b"400")):
+            sock, answer = _RawExchange(srv, request)
+            assert answer.startswith(b"HTTP/1.1 " + status), answer
+            sock.close()
+    finally:
+        srv.shutdown()
+
+
+@pytest.mark.parametrize("mode", [server.MODE_THREAD, server.MODE_FORK])
+def test_idle_timeout(mode):
+    srv = _Start(mode=mode, idle_timeout=0.3)
+    try:
+        sock, answer = _RawExchange(srv, b"GET /a HTTP/1.1\r\n\r\n",
+                                    read_until=b"GET /a - 0")
+        assert b"200 OK" in answer
+        sock.settimeout(3)
+        start = time.monotonic()
+        assert sock.recv(100) == b""
+        assert time.monotonic() - start < 2
+        sock.close()
+    finally:
+        srv.shutdown()
+
+
+@pytest.mark.parametrize("mode", [server.MODE_THREAD, server.MODE_FORK])
+def test_client_certificate_required(certs, mode):
+    cluster, other = certs
+    digest = x509.GetCertificateDigest(pathlib.Path(cluster).read_bytes())
+    srv = _Start(certs, mode=mode, require_client_cert=True,
+                 verify_fn=lambda cert, _: x509.GetCertificateDigest(cert) ==
+                 digest)
+    try:
+        conn = _Connect(srv, certs, client_cert=cluster)
+        assert _Request(conn, "GET", "/ok")[0] == 200
+        conn.close()
+        for client_cert in (other, None):
+            conn = _Connect(srv, certs, client_cert=client_cert)
+            # TLS 1.3 reports the rejection when reading the response
+            with pytest.raises((ssl.SSLError, ConnectionError)):
+                _Request(conn, "GET", "/ok")
+            conn.close()
+    finally:
+        srv.shutdown()
+
+
+def test_many_concurrent_connections():
+    srv = _Start(mode=server.MODE_THREAD)
+    try:
+        socks = [socket.create_connection(srv.server_address, timeout=5)
+                 for _ in range(100)]
+        start = time.monotonic()
+        for sock in socks:
+            sock.sendall(b"GET /m HTTP/1.0\r\n\r\n")
+        for sock in socks:
+            data = b""
+            while True:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            assert data.endswith(b"GET /m - 0")
+            sock.close()
+        assert time.monotonic() - start < 2
+    finally:
+        srv.shutdown()
+
+
+def test_max_clients():
+    srv = _Start(mode=server.MODE_THREAD, max_clients=1, idle_timeout=0.5)
+    try:
+        first = _Connect(srv)
+        assert _Request(first, "GET", "/1")[0] == 200
+        second = _Connect(srv, timeout=5)
+        start = time.monotonic()
+        # Served only once the first connection went idle and was closed
+        assert _Request(second, "GET", "/2")[0] == 200
+        assert time.monotonic() - start >= 0.3
+        first.close()
+        second.close()
+    finally:
+        srv.shutdown()
+
+
+def test_shutdown_is_fast():
+    servers = [_Start(mode=mode) for mode in (server.MODE_THREAD,
+                                              server.MODE_FORK) * 5]
+    address = servers[0].server_address
+    start = time.monotonic()
+    for srv in servers:
+        srv.shutdown()
+    assert time.monotonic() - start < 0.5
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(address, timeout=1)
+
+
+def test_shutdown_without_serving_and_bad_mode():
+    srv = server.HttpServer("127.0.0.1", 0, _Handler)
+    port = srv.server_address[1]
+    srv.shutdown()
+    # The port is free again
+    again = server.HttpServer("127.0.0.1", port, _Handler)
+    again.shutdown()
+    with pytest.raises(ValueError):
+        server.HttpServer("127.0.0.1", 0, _Handler, mode="spawn")

@@ -1,0 +1,400 @@
+"""Node RPC end to end: RpcRunner/RpcClient against real noded processes."""
+
+import io
+import os
+import socket
+import stat
+import sys
+import threading
+import time
+
+import pycurl
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import testutils_node  # noqa: E402
+
+from ganeti import constants, errors, pathutils, rpc_defs  # noqa: E402
+from ganeti import serializer, backend  # noqa: E402
+from ganeti.rpc import client as rpc_client  # noqa: E402
+from ganeti.rpc import node as rpc_node  # noqa: E402
+from ganeti.utils import process, x509  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with testutils_node.TestCluster(3) as test_cluster:
+        test_cluster.StartNoded()
+        yield test_cluster
+
+
+@pytest.fixture
+def runner(cluster):
+    rpc = cluster.Runner()
+    yield rpc
+    rpc.close()
+
+
+def _Names(cluster):
+    return [node.name for node in cluster.nodes]
+
+
+def _RawPost(cluster, node, procedure, body, cert_file=None,
+             timeout_ms=5000):
+    """One request with plain pycurl; returns (curl error, status, body)."""
+    curl = pycurl.Curl()
+    buf = io.BytesIO()
+    curl.setopt(pycurl.URL, "https://%s:%d/%s" % (node.ip, cluster.port,
+                                                  procedure))
+    curl.setopt(pycurl.PROXY, "")
+    curl.setopt(pycurl.CAINFO, cluster.cert_file)
+    curl.setopt(pycurl.SSL_VERIFYHOST, 0)
+    if cert_file is not None:
+        curl.setopt(pycurl.SSLCERT, cert_file)
+        curl.setopt(pycurl.SSLKEY, cert_file)
+    curl.setopt(pycurl.POSTFIELDS, body)
+    curl.setopt(pycurl.WRITEDATA, buf)
+    curl.setopt(pycurl.TIMEOUT_MS, timeout_ms)
+    try:
+        curl.perform()
+    except pycurl.error as err:
+        return err.args[0], None, None
+    finally:
+        status = curl.getinfo(pycurl.RESPONSE_CODE)
+        curl.close()
+    return 0, status, buf.getvalue()
+
+
+def test_rpc_defs_match_backend():
+    assert len(rpc_defs.CALLS_BY_NAME) == len(rpc_defs.CALLS)
+    for call in rpc_defs.CALLS:
+        assert call.kind in (rpc_defs.CALL_SINGLE, rpc_defs.CALL_MULTI)
+        assert callable(getattr(backend, call.name)), call.name
+        assert callable(getattr(rpc_node.RpcRunner, "call_" + call.name))
+
+
+def test_version(cluster, runner):
+    results = runner.call_version(_Names(cluster))
+    assert set(results) == set(_Names(cluster))
+    for name, result in results.items():
+        assert result.fail_msg is None, result.fail_msg
+        assert result.payload == constants.PROTOCOL_VERSION
+        assert result.node == name
+        assert result.call == "version"
+        assert not result.offline
+
+
+def test_calls_run_in_parallel(cluster, runner):
+    start = time.monotonic()
+    results = runner.call_test_delay(_Names(cluster), 0.6)
+    elapsed = time.monotonic() - start
+    assert all(res.fail_msg is None for res in results.values())
+    assert 0.6 <= elapsed < 0.6 * len(cluster.nodes)
+
+
+def test_offline_node_not_contacted(cluster):
+    trap = socket.socket()
+    trap.bind((testutils_node.RandomLoopbackAddress(), cluster.port))
+    trap.listen(5)
+    trap.setblocking(False)
+    node = cluster.nodes[0]
+    rpc = rpc_node.RpcRunner(
+        rpc_node.StaticResolver({node.name: node.ip,
+                                 "down": trap.getsockname()[0]},
+                                offline=["down"]),
+        cert_file=cluster.cert_file, port=cluster.port)
+    try:
+        results = rpc.call_version([node.name, "down"])
+    finally:
+        rpc.close()
+    assert results[node.name].fail_msg is None
+    assert results["down"].offline
+    assert results["down"].fail_msg == "Node is marked offline"
+    assert results["down"].payload is None
+    with pytest.raises(BlockingIOError):
+        trap.accept()
+    trap.close()
+
+
+def test_unknown_node_address(runner):
+    result = runner.call_version(["no-such-node"])["no-such-node"]
+    assert not result.offline
+    assert "No address" in result.fail_msg
+
+
+def test_single_node_call_and_raise(cluster, runner):
+    node = cluster.nodes[0]
+    result = runner.call_jobqueue_purge(node.name)
+    assert isinstance(result, rpc_client.RpcResult)
+    result.Raise("purge")
+    bad = runner.call_test_delay([node.name], -1)[node.name]
+    with pytest.raises(errors.OpExecError, match="^delay: Invalid sleep"):
+        bad.Raise("delay")
+    with pytest.raises(errors.OpPrereqError) as err:
+        bad.Raise("delay", prereq=True, ecode=errors.ECODE_INVAL)
+    assert err.value.args[1] == errors.ECODE_INVAL
+
+
+def test_multi_call_needs_list(runner):
+    with pytest.raises(errors.ProgrammerError):
+        runner.call_version("node1")
+    with pytest.raises(TypeError):
+        runner.call_test_delay(["node1"])
+
+
+def test_client_with_other_cert_rejected(cluster, tmp_path):
+    other = str(tmp_path / "other.pem")
+    x509.GenerateSelfSignedSslCert(other, validity_days=1)
+    node = cluster.nodes[0]
+    body = serializer.DumpJsonBytes([True])
+    drain_file = node.Path(pathutils.JOB_QUEUE_DRAIN_FILE)
+    for cert in (other, None):
+        code, status, _ = _RawPost(cluster, node, "jobqueue_set_drain_flag",
+                                   body, cert_file=cert)
+        assert code != 0 and status in (None, 0)
+        assert not os.path.exists(drain_file)
+    # The right certificate gets through with the same request
+    code, status, answer = _RawPost(cluster, node, "jobqueue_set_drain_flag",
+                                    body, cert_file=cluster.cert_file)
+    assert (code, status) == (0, 200)
+    assert serializer.LoadJson(answer) == [True, None]
+    assert os.path.exists(drain_file)
+    os.unlink(drain_file)
+
+
+def test_runner_with_other_cert_fails(cluster, tmp_path):
+    other = str(tmp_path / "other.pem")
+    x509.GenerateSelfSignedSslCert(other, validity_days=1)
+    rpc = cluster.Runner(cert_file=other)
+    try:
+        results = rpc.call_version(_Names(cluster))
+    finally:
+        rpc.close()
+    for result in results.values():
+        assert result.fail_msg and "Error while talking" in result.fail_msg
+
+
+def test_timeout(cluster, runner):
+    node = cluster.nodes[1]
+    start = time.monotonic()
+    result = runner.CallProcedure("test_delay", [node.name], [3],
+                                  read_timeout=0.3)[node.name]
+    assert time.monotonic() - start < 1.5
+    assert "timed out" in result.fail_msg
+    assert node.name in result.fail_msg
+
+
+def test_unknown_procedure(cluster, runner):
+    node = cluster.nodes[0]
+    results = runner.client.Call("no_such_procedure",
+                                 [(node.name, node.name, node.ip, False)],
+                                 cluster.port, b"[]", 10)
+    assert "HTTP 404" in results[node.name].fail_msg
+    with pytest.raises(errors.ProgrammerError):
+        runner.CallProcedure("no_such_procedure", [node.name], [])
+
+
+def test_wrong_argument_count(cluster, runner):
+    node = cluster.nodes[0]
+    results = runner.client.Call("version",
+                                 [(node.name, node.name, node.ip, False)],
+                                 cluster.port, b"[1, 2]", 10)
+    assert "takes 0 arguments" in results[node.name].fail_msg
+
+
+def test_upload_file_whitelist(cluster, runner):
+    node = cluster.nodes[0]
+    result = runner.call_upload_file([node.name], "/etc/passwd", "evil",
+                                     0o644)[node.name]
+    assert "Refusing to write /etc/passwd" in result.fail_msg
+    assert not os.path.exists(node.root + "/etc/passwd")
+    users = pathutils.RAPI_USERS_FILE
+    result = runner.call_upload_file([node.name], users, "admin secret write",
+                                     0o640)[node.name]
+    assert result.fail_msg is None
+    local = node.Path(users)
+    with open(local, encoding="utf-8") as fobj:
+        assert fobj.read() == "admin secret write"
+    assert stat.S_IMODE(os.stat(local).st_mode) == 0o640
+
+
+def test_jobqueue_update_refuses_traversal(cluster, runner):
+    node = cluster.nodes[0]
+    for vpath in (pathutils.QUEUE_DIR + "/../../../../etc/passwd",
+                  pathutils.QUEUE_DIR + "/../config.data",
+                  pathutils.QUEUE_DIR, "relative/job-1"):
+        result = runner.call_jobqueue_update([node.name], vpath,
+                                             "x")[node.name]
+        assert "Refusing" in result.fail_msg or "Invalid path" in \
+            result.fail_msg, result.fail_msg
+    assert not os.path.exists(node.root + "/etc/passwd")
+    assert not os.path.exists(node.Path(pathutils.CLUSTER_CONF_FILE))
+
+
+def test_jobqueue_procedures(cluster, runner):
+    names = _Names(cluster)
+    job = pathutils.JobFileName(17)
+    big = "".join("line %d\n" % i for i in range(2000))
+    results = runner.call_jobqueue_update(names, job, big)
+    assert all(res.fail_msg is None for res in results.values())
+    runner.call_jobqueue_update(names, pathutils.JOB_QUEUE_SERIAL_FILE, "17")
+    for node in cluster.nodes:
+        local = node.Path(job)
+        with open(local, encoding="utf-8") as fobj:
+            assert fobj.read() == big
+        assert stat.S_IMODE(os.stat(local).st_mode) == \
+            constants.JOB_QUEUE_FILES_PERMS
+
+    archived = pathutils.JobFileName(17, archived=True)
+    results = runner.call_jobqueue_rename(names, [[job, archived]])
+    assert all(res.fail_msg is None for res in results.values())
+    node = cluster.nodes[0]
+    assert os.path.exists(node.Path(archived))
+    assert not os.path.exists(node.Path(job))
+    result = runner.call_jobqueue_rename([node.name],
+                                         [[archived, "/etc/x"]])[node.name]
+    assert "Refusing" in result.fail_msg
+
+    lock = node.Path(pathutils.JOB_QUEUE_LOCK_FILE)
+    open(lock, "w", encoding="ascii").close()
+    assert runner.call_jobqueue_purge(node.name).fail_msg is None
+    assert sorted(os.listdir(node.Path(pathutils.QUEUE_DIR))) == \
+        ["archive", "lock"]
+    assert os.listdir(node.Path(pathutils.JOB_QUEUE_ARCHIVE_DIR)) == []
+
+    drain = node.Path(pathutils.JOB_QUEUE_DRAIN_FILE)
+    runner.call_jobqueue_set_drain_flag([node.name], True)
+    assert os.path.exists(drain)
+    runner.call_jobqueue_set_drain_flag([node.name], False)
+    assert not os.path.exists(drain)
+
+
+def test_write_ssconf_files(cluster, runner):
+    node = cluster.nodes[2]
+    values = {"cluster_name": "cluster.example.test",
+              "node_list": "node1\nnode2\n"}
+    result = runner.call_write_ssconf_files([node.name], values)[node.name]
+    assert result.fail_msg is None
+    for key, value in values.items():
+        with open(node.Path(pathutils.SsconfFileName(key)),
+                  encoding="utf-8") as fobj:
+            assert fobj.read() == value
+    result = runner.call_write_ssconf_files(
+        [node.name], {"ok_key": "x", "../evil": "y"})[node.name]
+    assert "Invalid ssconf key" in result.fail_msg
+    assert not os.path.exists(node.Path(pathutils.SsconfFileName("ok_key")))
+
+
+def test_node_info(cluster, runner):
+    node = cluster.nodes[0]
+    result = runner.call_node_info([node.name], [], [constants.HT_FAKE])
+    info = result[node.name].payload
+    assert info["name"] == node.name
+    assert info["memory_total"] > 0 and info["memory_free"] >= 0
+    assert info["hv"][constants.HT_FAKE]["memory_total"] == \
+        info["memory_total"]
+    assert len(info["bootid"]) == 36
+    storage = info["storage"][0]
+    assert storage["name"] == pathutils.DEFAULT_FILE_STORAGE_DIR
+    os.makedirs(node.Path(pathutils.DEFAULT_FILE_STORAGE_DIR), exist_ok=True)
+    storage = runner.call_node_info([node.name], [], [])[node.name] \
+        .payload["storage"][0]
+    assert storage["storage_size"] > 0 and storage["storage_free"] >= 0
+    bad = runner.call_node_info([node.name], [], ["xen"])[node.name]
+    assert "Unknown hypervisor" in bad.fail_msg
+
+
+def test_keepalive_reuses_connections(cluster):
+    rpc = cluster.Runner()
+    try:
+        for _ in range(5):
+            results = rpc.call_version(_Names(cluster))
+            assert all(res.fail_msg is None for res in results.values())
+        assert rpc.client.connections_opened == len(cluster.nodes)
+    finally:
+        rpc.close()
+
+
+def test_concurrent_threads(cluster, runner):
+    failures = []
+
+    def _Worker():
+        for _ in range(10):
+            for res in runner.call_version(_Names(cluster)).values():
+                if res.payload != constants.PROTOCOL_VERSION:
+                    failures.append(res.fail_msg)
+
+    threads = [threading.Thread(target=_Worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+def test_pid_file_lock_refuses_second_noded(cluster):
+    node = cluster.nodes[0]
+    pid = node.NodedPid()
+    result = node.Run([sys.executable, testutils_node.NODED, "-p",
+                       str(testutils_node.RandomPort())])
+    assert result.returncode == 1
+    assert "locked by another process" in result.stderr
+    assert node.NodedPid() == pid
+
+
+def test_noded_without_certificate():
+    with testutils_node.TestCluster() as test_cluster:
+        node = test_cluster.AddNode("nocert", with_cert=False)
+        result = node.Run(node.NodedCommand())
+        assert result.returncode == 1
+        assert "certificate" in result.stderr
+        assert node.NodedPid() == 0
+
+
+def test_node_leave_cluster():
+    with testutils_node.TestCluster(1) as test_cluster:
+        node = test_cluster.nodes[0]
+        test_cluster.StartNoded()
+        pid = node.NodedPid()
+        ssconf = node.Path(pathutils.SsconfFileName("cluster_name"))
+        with open(ssconf, "w", encoding="ascii") as fobj:
+            fobj.write("c")
+        rpc = test_cluster.Runner()
+        try:
+            result = rpc.call_node_leave_cluster(node.name)
+        finally:
+            rpc.close()
+        assert result.fail_msg is None
+        assert result.payload == "Shutdown scheduled"
+        deadline = time.monotonic() + 5
+        while process.IsProcessAlive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not process.IsProcessAlive(pid)
+        assert not os.path.exists(ssconf)
+        assert not os.path.exists(node.Path(pathutils.NODED_CERT_FILE))
+        assert not os.path.exists(node.pid_file)
+
+
+def test_daemon_util():
+    with testutils_node.TestCluster(1) as test_cluster:
+        node = test_cluster.nodes[0]
+        util = [sys.executable, testutils_node.DAEMON_UTIL]
+        assert node.Run(util + ["check", constants.NODED]).returncode == 1
+        result = node.Run(util + ["start", constants.NODED, "-p",
+                                  str(test_cluster.port)])
+        assert result.returncode == 0, result.stderr
+        pid = node.NodedPid()
+        assert pid
+        assert node.Run(util + ["check", constants.NODED]).returncode == 0
+        # Starting a running daemon is a no-op
+        assert node.Run(util + ["start", constants.NODED]).returncode == 0
+        assert node.NodedPid() == pid
+        listing = node.Run(util + ["list"]).stdout
+        assert "%s running %d" % (constants.NODED, pid) in listing
+        assert node.Run(util + ["stop", constants.NODED]).returncode == 0
+        assert not process.IsProcessAlive(pid)
+        assert node.Run(util + ["check", constants.NODED]).returncode == 1
+        assert node.Run(util + ["stop", constants.NODED]).returncode == 0
+        assert node.Run(util + ["frobnicate"]).returncode == \
+            constants.EXIT_USAGE
