@@ -2,8 +2,6 @@
 
 import logging
 import os
-import time
-import uuid as uuid_module
 from typing import Any
 
 from ganeti import (config, constants, errors, netutils, objects, pathutils,
@@ -85,27 +83,15 @@ def InitCluster(cluster_name: str, master_netdev: str,
                      [(file_storage_dir, 0o750)])
     _InitCertificates(cluster_name)
 
-    now = time.time()
-    group = objects.NodeGroup(name=constants.DEFAULT_GROUP_NAME,
-                              uuid=str(uuid_module.uuid4()), members=[],
-                              ndparams={}, diskparams={}, ipolicy={},
-                              alloc_policy="preferred", networks={},
-                              serial_no=1, ctime=now, mtime=now)
     node = objects.Node(name=hostname.name, primary_ip=hostname.ip,
-                        secondary_ip=secondary_ip, master_candidate=True,
-                        offline=False, drained=False, master_capable=True,
-                        vm_capable=True, group=group.uuid, ndparams={},
-                        uuid=str(uuid_module.uuid4()), serial_no=1,
-                        ctime=now, mtime=now)
+                        secondary_ip=secondary_ip, vm_capable=True)
     cluster = objects.Cluster(
-        cluster_name=cluster_name, uuid=str(uuid_module.uuid4()),
-        master_node=node.uuid, master_ip=master_ip,
+        cluster_name=cluster_name, master_ip=master_ip,
         master_netdev=master_netdev,
         master_netmask=master_netmask or constants.DEFAULT_MASTER_NETMASK,
         enabled_hypervisors=hypervisors, default_hypervisor=hypervisors[0],
         enabled_disk_templates=templates, file_storage_dir=file_storage_dir,
-        shared_file_storage_dir=shared_file_storage_dir,
-        serial_no=1, ctime=now, mtime=now)
+        shared_file_storage_dir=shared_file_storage_dir)
     cluster.UpgradeConfig()
     if hvparams:
         for hv_name, params in hvparams.items():
@@ -123,9 +109,9 @@ def InitCluster(cluster_name: str, master_netdev: str,
     if max_running_jobs is not None:
         cluster.max_running_jobs = max_running_jobs
 
-    config.InitConfig(constants.CONFIG_VERSION, cluster, node, group)
+    config.InitConfig(constants.CONFIG_VERSION, cluster, node)
     cfg = config.ConfigWriter()
-    ssconf.WriteFiles(cfg.GetSsconfValues())
+    ssconf.SimpleStore().WriteFiles(cfg.GetSsconfValues())
     logging.info("Cluster %s initialised, starting daemons", cluster_name)
     RunDaemonUtil("start", constants.NODED)
     RunDaemonUtil("start", constants.MASTERD)
@@ -134,7 +120,7 @@ def InitCluster(cluster_name: str, master_netdev: str,
 def FinalizeClusterDestroy(master_name: str) -> None:
     """Stop masterd, then make the master leave the cluster via noded."""
     RunDaemonUtil("stop", constants.MASTERD)
-    cfg = config.ConfigWriter()
+    cfg = config.ConfigWriter(offline=True)
     node = cfg.GetNodeInfoByName(master_name)
     runner = rpc_node.RpcRunner(rpc_node.StaticResolver(
         {node.name: node.primary_ip}))

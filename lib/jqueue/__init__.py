@@ -101,7 +101,8 @@ class JobQueue:
                           (self._archive_dir, constants.SECURE_DIR_MODE)])
         self._CheckVersion()
         self._last_serial = self._ReadSerial()
-        self._LoadJobs()
+        with self.lock:
+            self._LoadJobs()
         self._workers = [threading.Thread(target=self._WorkerLoop,
                                           name="jq-worker-%d" % i,
                                           daemon=True)
@@ -690,4 +691,6 @@ class JobQueue:
         deadline = time.monotonic() + timeout
         for worker in self._workers:
             worker.join(max(deadline - time.monotonic(), 0))
-        os.close(self._lock_fd)
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None

@@ -87,9 +87,9 @@ class GanetiContext:
         """Push config.data to candidates and ssconf (if changed) to nodes."""
         nodes = self._OtherCandidates()
         if nodes:
-            data = utils.ReadFile(cfg.GetConfigFile())
+            data = utils.ReadFile(pathutils.CLUSTER_CONF_FILE)
             results = self.rpc.call_upload_file(
-                nodes, vcluster.MakeVirtualPath(cfg.GetConfigFile()),
+                nodes, vcluster.MakeVirtualPath(pathutils.CLUSTER_CONF_FILE),
                 [constants.RPC_ENCODING_NONE, data],
                 constants.CONFIG_FILE_MODE)
             self._LogReplication("config.data", results)
@@ -298,7 +298,7 @@ def CheckMasterd(options: Any, args: list) -> None:
         raise errors.ConfigurationError(
             "Cluster configuration %s not found; is this node part of a"
             " cluster?" % pathutils.CLUSTER_CONF_FILE)
-    cfg = config.ConfigWriter()
+    cfg = config.ConfigWriter(accept_foreign=True)
     my_name = netutils.GetMyName()
     if cfg.GetMasterNodeName() != my_name:
         raise errors.GenericError(
