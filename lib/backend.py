@@ -216,10 +216,11 @@ def jobqueue_purge() -> None:
         if path == pathutils.JOB_QUEUE_ARCHIVE_DIR:
             for entry in os.listdir(path):
                 entry_path = os.path.join(path, entry)
-                if os.path.isdir(entry_path) and not os.path.islink(entry_path):
-                    shutil.rmtree(entry_path)
-                else:
+                if os.path.islink(entry_path) or \
+                        not os.path.isdir(entry_path):
                     io.RemoveFile(entry_path)
+                else:
+                    shutil.rmtree(entry_path)
         elif not os.path.isdir(path) or os.path.islink(path):
             io.RemoveFile(path)
 

@@ -182,7 +182,6 @@ class _Validator:
                 self.Fail("UUID %s is already used in %s", uuid, other)
 
     def CheckNode(self, node: Node) -> None:
-        node.Validate()
         if node.group not in self.data.nodegroups:
             self.Fail("Node %s: group %s does not exist", node.name,
                       node.group)
@@ -200,7 +199,6 @@ class _Validator:
                 self.Fail("Node %s still holds disk %s", uuid, disk.uuid)
 
     def CheckNodeGroup(self, group: NodeGroup) -> None:
-        group.Validate()
         for net_uuid in group.networks:
             if net_uuid not in self.data.networks:
                 self.Fail("Group %s: network %s does not exist", group.name,
@@ -212,7 +210,6 @@ class _Validator:
                 self.Fail("Group %s still contains node %s", uuid, node.name)
 
     def CheckInstance(self, inst: Instance) -> None:
-        inst.Validate()
         if inst.primary_node not in self.data.nodes:
             self.Fail("Instance %s: primary node %s does not exist",
                       inst.name, inst.primary_node)
@@ -226,7 +223,6 @@ class _Validator:
                           inst.name, nic.network)
 
     def CheckDisk(self, disk: Disk) -> None:
-        disk.Validate()
         self._CheckDiskNodes(disk)
 
     def _CheckDiskNodes(self, disk: Disk) -> None:
@@ -242,9 +238,6 @@ class _Validator:
         if owner is not None:
             self.Fail("Disk %s is still used by instance %s", uuid, owner)
 
-    def CheckNetwork(self, net: Network) -> None:
-        net.Validate()
-
     def CheckNetworkRemoval(self, uuid: str) -> None:
         for inst in self.data.instances.values():
             for nic in inst.nics:
@@ -256,17 +249,13 @@ class _Validator:
                 self.Fail("Network %s is still connected to group %s", uuid,
                           group.name)
 
-    def CheckFilter(self, rule: FilterRule) -> None:
-        rule.Validate()
 
-
+# Reference checks of added or changed objects (after obj.Validate())
 _CHECK_CHANGED = {
     "nodes": _Validator.CheckNode,
     "nodegroups": _Validator.CheckNodeGroup,
     "instances": _Validator.CheckInstance,
     "disks": _Validator.CheckDisk,
-    "networks": _Validator.CheckNetwork,
-    "filters": _Validator.CheckFilter,
 }
 _CHECK_REMOVED = {
     "nodes": _Validator.CheckNodeRemoval,
@@ -295,7 +284,9 @@ def _Verify(snap: _Snapshot) -> list[str]:
             if getattr(obj, "uuid", None) != uuid:
                 problems.append("%s %s is stored under UUID %s" %
                                 (container, obj.uuid, uuid))
-            run(_CHECK_CHANGED[container], obj)
+            run(lambda _, item: item.Validate(), obj)
+            if container in _CHECK_CHANGED:
+                run(_CHECK_CHANGED[container], obj)
             run(_Validator.CheckUniqueUUID, container, uuid)
     for container in _NAMED_CONTAINERS:
         seen: dict[str, str] = {}
@@ -359,7 +350,7 @@ class ConfigWriter:
         self._snap: _Snapshot | None = None
         self._snap = self._Load(accept_foreign)
 
-    # Loading -----------------------------------------------------------------
+    # Loading ---------------------------------------------------------------
 
     def _Load(self, accept_foreign: bool) -> _Snapshot:
         # Loading creates hundreds of thousands of containers, none of them
@@ -414,7 +405,7 @@ class ConfigWriter:
         self._AssembleFile(snap, {})[1]()
         return snap
 
-    # Reading -------------------------------------------------------------------
+    # Reading ---------------------------------------------------------------
 
     def GetConfigSerial(self) -> int:
         """Serial number of the whole configuration."""
@@ -712,7 +703,7 @@ class ConfigWriter:
                     not any(uuid in snap.Container(c) for c in _CONTAINERS)):
                 return uuid
 
-    # Writing -------------------------------------------------------------------
+    # Writing ---------------------------------------------------------------
 
     def AddWriteHook(self, fn: WriteHook) -> None:
         """Call ``fn(config_writer, new_serial)`` after each successful write.
@@ -845,8 +836,8 @@ class ConfigWriter:
         Disks without UUID get one. If ``instance.disks`` is empty it
         becomes the list of the given disks' UUIDs; otherwise it must list
         every given disk, and may name existing disks no instance uses.
-        ``instance`` and ``disks`` get their UUIDs, serial numbers and
-        timestamps.
+        Each disk's ``iv_name`` becomes ``disk/<index>``. ``instance`` and
+        ``disks`` get their UUIDs, serial numbers and timestamps.
         """
         new_inst = instance.Copy()
         new_disks = [disk.Copy() for disk in disks or ()]
@@ -874,6 +865,7 @@ class ConfigWriter:
                 added[disk.uuid] = disk
             new_inst.UpgradeConfig()
             _Stamp(new_inst, now, new=True)
+            self._RenumberedDisks(snap, new_inst.disks, 0, now, added)
             return {"instances": {new_inst.uuid: new_inst},
                     "disks": added}, None
 
@@ -881,6 +873,8 @@ class ConfigWriter:
         for orig, new in zip([instance] + list(disks or ()),
                              [new_inst] + new_disks):
             _CopyIdentity(new, orig)
+        for orig, new in zip(disks or (), new_disks):
+            orig.iv_name = new.iv_name
         instance.disks = list(new_inst.disks)
 
     def RemoveInstance(self, inst_uuid: str,
@@ -1122,7 +1116,10 @@ class ConfigWriter:
                     raise errors.ConfigurationError(
                         "%s is stored under UUID %s" % (obj.Describe(), uuid))
                 validator.CheckUniqueUUID(container, uuid)
-                _CHECK_CHANGED[container](validator, obj)
+                obj.Validate()
+                check = _CHECK_CHANGED.get(container)
+                if check is not None:
+                    check(validator, obj)
 
     def _AssembleFile(self, snap: _Snapshot,
                       changes: dict[str, dict[str, Any]]

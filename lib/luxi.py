@@ -12,6 +12,7 @@ client below and the master daemon's server.
 import errno
 import logging
 import os
+import select
 import socket
 from typing import Any, Iterator, Sequence
 
@@ -344,16 +345,20 @@ class Client:
         # Responses can be large (job lists); the server limits requests
         return MessageStream(sock, max_size=None)
 
-    def _IsAlive(self, stream: MessageStream) -> bool:
-        # An idle connection the server closed reads as EOF without blocking
+    @staticmethod
+    def _IsAlive(stream: MessageStream) -> bool:
+        """Whether an idle connection is still usable.
+
+        Between responses nothing should be readable: readable means the
+        server closed the connection (EOF) or sent unsolicited data.
+        ``select`` is used because a socket with a timeout waits for data
+        in recv() even with MSG_DONTWAIT.
+        """
         try:
-            stream.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return True
-        except OSError:
+            readable, _, _ = select.select([stream.sock], [], [], 0)
+        except (OSError, ValueError):
             return False
-        # EOF, or unsolicited data between responses: either way unusable
-        return False
+        return not readable
 
     def _Call(self, request: bytes) -> bytes:
         if self._stream is not None and not self._IsAlive(self._stream):

@@ -492,7 +492,8 @@ class ConfigObject:
         cls._PLAIN_SLOTS = tuple(name for name in cls._ALL_SLOTS
                                  if name not in cls._NESTED and
                                  name not in cls._DERIVED)
-        # attrgetter returns a bare value, not a tuple, for a single name
+        # The extra "__class__" makes attrgetter return a tuple even for a
+        # single field; zip() with the slot names drops it again
         cls._GET_PLAIN = operator.attrgetter(*cls._PLAIN_SLOTS, "__class__")
         cls._GET_ALL = operator.attrgetter(*cls._ALL_SLOTS, "__class__")
 
@@ -507,7 +508,7 @@ class ConfigObject:
         self._Normalize()
 
     def _Normalize(self) -> None:
-        """Turn the serialized form of special fields into the in-memory one."""
+        """Turn serialized forms of special fields into in-memory ones."""
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -1071,6 +1072,7 @@ class Cluster(TaggableObject):
         "data_collectors": _TDictOfDicts,
     })
     _FIELD_DEFAULTS = {
+        "rsahostkeypub": "",
         "highest_used_port": constants.FIRST_DRBD_PORT - 1,
         "tcpudp_port_pool": [],
         "mac_prefix": constants.DEFAULT_MAC_PREFIX,

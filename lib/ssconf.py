@@ -114,8 +114,9 @@ class SimpleStore:
             raise errors.ConfigurationError("Can't read ssconf file %s: %s" %
                                             (filename, err))
         if len(data) > _MAX_SIZE:
-            raise errors.ConfigurationError("ssconf file %s is larger than"
-                                            " %d bytes" % (filename, _MAX_SIZE))
+            raise errors.ConfigurationError(
+                "ssconf file %s is larger than %d bytes" %
+                (filename, _MAX_SIZE))
         return data.decode("utf-8").rstrip("\n")
 
     def _ReadLines(self, key: str) -> list[str]:

@@ -154,10 +154,10 @@ def test_chunked_continue_and_bad_requests():
         assert answer.startswith(b"HTTP/1.1 413 ")
         sock.close()
 
+        bad_length = b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n"
         for request, status in ((b"garbage\r\n\r\n", b"400"),
                                 (b"GET / HTTP/2.0\r\n\r\n", b"505"),
-                                (b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n",
-                                 b"400")):
+                                (bad_length, b"400")):
             sock, answer = _RawExchange(srv, request)
             assert answer.startswith(b"HTTP/1.1 " + status), answer
             sock.close()

@@ -1,8 +1,8 @@
 """Tests for ganeti.luxi: framing, request/response encoding and the client.
 
-The client tests talk to a real Unix-socket server running in a thread,
-which uses the same MessageStream and ParseRequest/FormatResponse helpers
-as the master daemon.
+The client tests talk to a real Unix-socket server running in a thread
+(testutils_luxi), which uses the same MessageStream and
+ParseRequest/FormatResponse helpers as the master daemon.
 """
 
 import os
@@ -12,6 +12,9 @@ import threading
 import pytest
 
 from ganeti import constants, errors, luxi, opcodes, pathutils, serializer
+
+import testutils_luxi
+from testutils_luxi import RawResponse
 
 
 # Encoding ------------------------------------------------------------------------
@@ -180,64 +183,6 @@ def test_stream_refuses_terminator_in_payload():
 
 # Client ------------------------------------------------------------------------------
 
-class _Server:
-    """A LUXI server thread answering with ``handler(method, args)``.
-
-    The handler returns the result, raises a Ganeti error (sent encoded) or
-    returns a ``_Raw`` response. With ``close_after`` the server drops each
-    connection after that many requests.
-    """
-
-    def __init__(self, path, handler, close_after=None):
-        self.path = path
-        self.handler = handler
-        self.close_after = close_after
-        self.requests = []
-        self.connections = 0
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
-        self.sock.listen(5)
-        self.thread = threading.Thread(target=self._Serve, daemon=True)
-        self.thread.start()
-
-    def _Serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._Handle, args=(conn, ),
-                             daemon=True).start()
-
-    def _Handle(self, conn):
-        with conn:
-            stream = luxi.MessageStream(conn)
-            count = 0
-            for msg in stream:
-                method, args, version = luxi.ParseRequest(msg)
-                self.requests.append((method, args, version))
-                try:
-                    result = self.handler(method, args)
-                except errors.GenericError as err:
-                    reply = luxi.FormatErrorResponse(err)
-                else:
-                    reply = (result.data if isinstance(result, _Raw)
-                             else luxi.FormatResponse(True, result))
-                stream.WriteMessage(reply)
-                count += 1
-                if self.close_after and count >= self.close_after:
-                    return
-
-    def Stop(self):
-        self.sock.close()
-
-
-class _Raw:
-    def __init__(self, data):
-        self.data = data
-
-
 @pytest.fixture
 def sock_path(tmp_path):
     return str(tmp_path / "luxi.sock")
@@ -248,7 +193,8 @@ def server(sock_path):
     servers = []
 
     def make(handler, close_after=None):
-        srv = _Server(sock_path, handler, close_after=close_after)
+        srv = testutils_luxi.LuxiServer(sock_path, handler,
+                                        close_after=close_after)
         servers.append(srv)
         return srv
     yield make
@@ -328,10 +274,10 @@ def test_client_reraises_encoded_errors(server, sock_path):
 def test_client_plain_error_and_version(server, sock_path):
     def handler(method, args):
         if method == "QueryTags":
-            return _Raw(luxi.FormatResponse(False, "Invalid request"))
+            return RawResponse(luxi.FormatResponse(False, "Invalid request"))
         if method == "QueryClusterInfo":
-            return _Raw(luxi.FormatResponse(True, {}, version=1))
-        return _Raw(luxi.FormatResponse(True, "ok",
+            return RawResponse(luxi.FormatResponse(True, {}, version=1))
+        return RawResponse(luxi.FormatResponse(True, "ok",
                                         version=constants.LUXI_VERSION))
     server(handler)
     cl = luxi.Client(address=sock_path)

@@ -258,9 +258,17 @@ def test_check_param_dict():
         objects.CheckParamDict(objects.NIC_PARAMETERS, {"mode": "x"}, "nic")
     with pytest.raises(errors.TypeEnforcementError):
         objects.CheckDiskParams({"drbd": {"protocol": "D"}})
-    with pytest.raises(errors.TypeEnforcementError, match="min/max"):
-        bad = objects.FillDict(objects.IPOLICY_DEFAULTS, {})
-        bad["minmax"][0]["min"]["cpu-count"] = 20
+    bad = objects.FillDict(objects.IPOLICY_DEFAULTS, {})
+    bad["minmax"][0]["min"]["cpu-count"] = 20
+    with pytest.raises(errors.TypeEnforcementError, match="min <= its max"):
+        objects.CheckIPolicy(bad, complete=True)
+    bad = objects.FillDict(objects.IPOLICY_DEFAULTS, {})
+    bad["std"]["cpu-count"] = 20
+    with pytest.raises(errors.TypeEnforcementError, match="outside"):
+        objects.CheckIPolicy(bad, complete=True)
+    del bad["std"]["cpu-count"]
+    objects.CheckIPolicy(bad, complete=False)
+    with pytest.raises(errors.TypeEnforcementError, match="Standard"):
         objects.CheckIPolicy(bad, complete=True)
 
 

@@ -17,6 +17,7 @@ import testutils_node  # noqa: E402
 
 from ganeti import constants, errors, pathutils, rpc_defs  # noqa: E402
 from ganeti import serializer, backend  # noqa: E402
+from ganeti.http import server as http_server  # noqa: E402
 from ganeti.rpc import client as rpc_client  # noqa: E402
 from ganeti.rpc import node as rpc_node  # noqa: E402
 from ganeti.utils import process, x509  # noqa: E402
@@ -398,3 +399,41 @@ def test_daemon_util():
         assert node.Run(util + ["stop", constants.NODED]).returncode == 0
         assert node.Run(util + ["frobnicate"]).returncode == \
             constants.EXIT_USAGE
+
+
+def test_client_verifies_server_certificate(cluster, tmp_path):
+    other = str(tmp_path / "other.pem")
+    x509.GenerateSelfSignedSslCert(other, validity_days=1)
+    # A server that accepts any client but has a foreign certificate
+    srv = http_server.HttpServer(
+        "127.0.0.1", 0, lambda *_: (200, {}, b"[true, 1]"),
+        ssl_cert_file=other)
+    srv.start()
+    try:
+        client = rpc_client.RpcClient(cluster.cert_file)
+        result = client.Call("version", [("n", "n", "127.0.0.1", False)],
+                             srv.server_address[1], b"[]", 5)["n"]
+        client.close()
+    finally:
+        srv.shutdown()
+    assert result.fail_msg and "Error while talking" in result.fail_msg
+    assert "curl error %d" % pycurl.E_PEER_FAILED_VERIFICATION in \
+        result.fail_msg
+
+
+def test_stopped_noded_children_stop_serving():
+    with testutils_node.TestCluster(1) as test_cluster:
+        node = test_cluster.nodes[0]
+        test_cluster.StartNoded()
+        rpc = test_cluster.Runner()
+        try:
+            assert rpc.call_version([node.name])[node.name].fail_msg is None
+            node.StopNoded()
+            # The kept-alive connection's child is still there, but must
+            # not answer for a stopped daemon
+            result = rpc.call_version([node.name])[node.name]
+            # curl retried on a new connection, which nobody accepts
+            assert result.fail_msg and "curl error %d" % \
+                pycurl.E_COULDNT_CONNECT in result.fail_msg
+        finally:
+            rpc.close()

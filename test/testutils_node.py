@@ -39,7 +39,7 @@ def RandomLoopbackAddress(exclude: set[str] = frozenset()) -> str:
     """A random 127.x.y.z address (x, y, z in 1..254) not in ``exclude``."""
     while True:
         address = "127.%d.%d.%d" % tuple(random.randint(1, 254)
-                                          for _ in range(3))
+                                         for _ in range(3))
         if address not in exclude:
             return address
 
@@ -63,8 +63,8 @@ class TestNode:
             vcluster.ENV_HOSTNAME: name,
             netutils.ENV_HOSTS_FILE: cluster.hosts_file,
             # "#!/usr/bin/env python3" must find this interpreter
-            "PATH": os.path.dirname(sys.executable) + os.pathsep +
-                    os.environ.get("PATH", ""),
+            "PATH": os.pathsep.join([os.path.dirname(sys.executable),
+                                     os.environ.get("PATH", "")]),
         })
 
     def Path(self, path: str) -> str:

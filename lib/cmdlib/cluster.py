@@ -9,6 +9,7 @@ from ganeti.cmdlib.base import ForceParamDict, NoHooksLU
 # QueryClusterInfo keys taken verbatim from the cluster object
 _CLUSTER_ATTRS = [
     "default_hypervisor", "enabled_hypervisors", "hvparams", "os_hvp",
+    "beparams",
     "osparams", "ipolicy", "nicparams", "ndparams", "diskparams",
     "candidate_pool_size", "max_running_jobs", "max_tracked_jobs",
     "mac_prefix", "master_netdev", "master_netmask",

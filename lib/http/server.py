@@ -113,7 +113,8 @@ class _ConnectionIO(io.RawIOBase):
                 continue
             break
         if not ready:
-            raise _ConnectionClosed("timed out after %s seconds" % self.timeout)
+            raise _ConnectionClosed("timed out after %s seconds" %
+                                    self.timeout)
 
     def Retry(self, fn: Callable, *args):
         """Call a non-blocking connection method until it stops wanting I/O."""
@@ -219,7 +220,7 @@ class HttpServer:
 
     @property
     def server_address(self) -> tuple[str, int]:
-        """The bound (address, port); the port is the real one if 0 was asked."""
+        """The bound (address, port), with the real port if 0 was asked."""
         return self._socket.getsockname()[:2]
 
     def _MakeSslContext(self, cert_file: str, key_file: str,
@@ -362,6 +363,7 @@ class HttpServer:
             self._ThreadConnection(sock, client_address)
 
     def _ForkConnection(self, sock: socket.socket, client_address) -> None:
+        server_pid = os.getpid()
         try:
             pid = os.fork()
         except OSError as err:
@@ -375,7 +377,8 @@ class HttpServer:
                 self._socket.close()
                 os.close(self._wakeup_r)
                 os.close(self._wakeup_w)
-                self._HandleConnection(sock, client_address)
+                self._HandleConnection(sock, client_address,
+                                       server_pid=server_pid)
                 status = 0
             except BaseException:  # pylint: disable=broad-except
                 logging.exception("Error in connection child")
@@ -400,7 +403,15 @@ class HttpServer:
 
     # One connection -------------------------------------------------------
 
-    def _HandleConnection(self, sock: socket.socket, client_address) -> None:
+    def _HandleConnection(self, sock: socket.socket, client_address,
+                          server_pid: int | None = None) -> None:
+        """Serve the requests of one connection.
+
+        A forked child (``server_pid`` set) takes no further requests once
+        the server process is gone: it must not keep serving with a stopped
+        daemon's state. Clients like curl retry such a request on a new
+        connection.
+        """
         conn = sock
         try:
             if self._ssl_ctx is not None:
@@ -415,7 +426,8 @@ class HttpServer:
                     raise _ConnectionClosed("TLS handshake failed: %s" %
                                             err) from err
             rfile = io.BufferedReader(rawio, _READ_BUFFER)
-            while self._HandleRequest(rfile, rawio, client_address):
+            while self._HandleRequest(rfile, rawio, client_address,
+                                      server_pid):
                 pass
         except _ConnectionClosed as err:
             logging.debug("Connection from %s closed: %s", client_address, err)
@@ -431,11 +443,15 @@ class HttpServer:
             sock.close()
 
     def _HandleRequest(self, rfile: io.BufferedReader, rawio: _ConnectionIO,
-                       client_address) -> bool:
+                       client_address, server_pid: int | None) -> bool:
         """Read, dispatch and answer one request; returns keep-alive."""
         rawio.timeout = self._idle_timeout
         line = rfile.readline(_MAX_LINE + 1)
         if not line:
+            return False
+        if server_pid is not None and os.getppid() != server_pid:
+            logging.debug("Server process gone, not serving %s any more",
+                          client_address)
             return False
         rawio.timeout = self._io_timeout
         if not line.strip():
@@ -448,7 +464,8 @@ class HttpServer:
             try:
                 headers = http.client.parse_headers(rfile)
             except http.client.HTTPException as err:
-                raise _BadRequest(431, "Bad request headers: %s" % err) from err
+                raise _BadRequest(431, "Bad request headers: %s" %
+                                  err) from err
             keep_alive = self._WantsKeepAlive(version, headers)
             body = self._ReadBody(rfile, rawio, version, headers)
         except _BadRequest as err:

@@ -166,9 +166,9 @@ class RpcRunner:
 def _MakeCallMethod(call: rpc_defs.RpcCall) -> Callable:
     single = call.kind == rpc_defs.CALL_SINGLE
     target_name = "node" if single else "node_list"
+    names = ["self", target_name] + [arg.name for arg in call.args]
     params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-              for name in ["self", target_name] + [arg.name
-                                                    for arg in call.args]]
+              for name in names]
     signature = inspect.Signature(params)
 
     def _Method(self: RpcRunner, *args, **kwargs):

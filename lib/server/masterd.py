@@ -188,7 +188,7 @@ class LuxiHandler:
             return self.context.glm.QueryLocks(fields)
         try:
             with self.queue.lock:
-                return query.Query(table, list(items), fields, qfilter)
+                return query.Query(table, items, fields, qfilter)
         except errors.ParameterError as err:
             raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
 
@@ -201,9 +201,8 @@ class LuxiHandler:
 
     def _QueryResource(self, what: str) -> tuple:
         if what == constants.QR_JOB:
-            ids = self.queue.GetJobIds()
-            return jqueue_jobs.JOB_FIELDS, filter(
-                None, (self.queue.GetJob(i) for i in ids))
+            jobs = [self.queue.GetJob(i) for i in self.queue.GetJobIds()]
+            return jqueue_jobs.JOB_FIELDS, [job for job in jobs if job]
         if what == constants.QR_LOCK:
             return {}, []
         raise errors.OpPrereqError("Resource '%s' cannot be queried yet" %

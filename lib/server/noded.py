@@ -33,29 +33,30 @@ def _FormatError(err: Exception) -> str:
 
 
 def RunProcedure(call: rpc_defs.RpcCall, args: list[Any],
-                 daemon_pid: int) -> list:
+                 daemon_pid: int) -> tuple[list, bool]:
     """Run one backend function; returns the ``[status, result]`` answer.
 
-    A QuitGanetiException (node_leave_cluster) answers with its arguments
+    The second value says whether the daemon is stopping: a
+    QuitGanetiException (node_leave_cluster) answers with its arguments
     and sends SIGTERM to the daemon; the forked child still delivers the
     answer while the daemon shuts down.
     """
     if len(args) != len(call.args):
         return [False, "Procedure %s takes %d arguments (%s), %d given" %
                 (call.name, len(call.args),
-                 ", ".join(arg.name for arg in call.args), len(args))]
+                 ", ".join(arg.name for arg in call.args), len(args))], False
     try:
-        return [True, getattr(backend, call.name)(*args)]
+        return [True, getattr(backend, call.name)(*args)], False
     except errors.QuitGanetiException as err:
         logging.info("Stopping the node daemon on request: %s", err.args)
         os.kill(daemon_pid, signal.SIGTERM)
-        return list(err.args)
+        return list(err.args), True
     except errors.GenericError as err:
-        return [False, _FormatError(err)]
+        return [False, _FormatError(err)], False
     except Exception as err:  # pylint: disable=broad-except
         logging.exception("Error in procedure %s", call.name)
         return [False, "Error while executing backend function %s: %s" %
-                (call.name, err)]
+                (call.name, err)], False
 
 
 def MakeRequestHandler(daemon_pid: int) -> Callable:
@@ -77,8 +78,11 @@ def MakeRequestHandler(daemon_pid: int) -> Callable:
         if not isinstance(args, list):
             raise ghttp.HttpBadRequest("The body must be a JSON list of"
                                        " arguments")
-        answer = RunProcedure(call, args, daemon_pid)
-        return 200, _JSON_HEADERS, serializer.DumpJsonBytes(answer)
+        answer, stopping = RunProcedure(call, args, daemon_pid)
+        headers = _JSON_HEADERS
+        if stopping:
+            headers = {**headers, ghttp.HTTP_CONNECTION: "close"}
+        return 200, headers, serializer.DumpJsonBytes(answer)
 
     return _Handle
 

@@ -21,7 +21,7 @@ from ganeti import errors
 _RUNCMD_KILL_GRACE = 5.0
 
 # Readiness protocol on the daemonization pipe: one status byte, then for
-# failures the error message.
+# failures the length (4 bytes, big endian) and the error message.
 _DAEMON_READY = b"\x00"
 _DAEMON_FAILED = b"\x01"
 
@@ -87,11 +87,11 @@ def RunCmd(cmd: list[str], env: dict[str, str] | None = None,
         full_env.update(env)
     if isinstance(input_data, str):
         input_data = input_data.encode("utf-8")
+    stdin = subprocess.DEVNULL if input_data is None else subprocess.PIPE
     try:
-        proc = subprocess.Popen(
-            cmd, env=full_env, cwd=cwd, close_fds=True,
-            stdin=subprocess.DEVNULL if input_data is None else subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(cmd, env=full_env, cwd=cwd, close_fds=True,
+                                stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
     except OSError as err:
         raise errors.CommandError("Can't execute %s: %s" %
                                   (" ".join(cmd), err)) from err
@@ -266,6 +266,9 @@ def Daemonize(logfile: str) -> int:
     stderr); it never returns. stdin becomes /dev/null and stdout/stderr go
     to ``logfile`` so stray output ends up in the log.
     """
+    # Buffered output would otherwise be written by both processes
+    sys.stdout.flush()
+    sys.stderr.flush()
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid != 0:
@@ -279,8 +282,6 @@ def Daemonize(logfile: str) -> int:
     os.umask(0o077)
     null_fd = os.open(os.devnull, os.O_RDONLY)
     log_fd = os.open(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    sys.stdout.flush()
-    sys.stderr.flush()
     os.dup2(null_fd, 0)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
@@ -289,23 +290,34 @@ def Daemonize(logfile: str) -> int:
     return wfd
 
 
-def _WaitForDaemon(rfd: int, logfile: str) -> None:
-    chunks = []
-    while True:
+def _ReadExactly(fd: int, size: int) -> bytes:
+    """Read ``size`` bytes from a pipe (fewer only at end of file)."""
+    data = b""
+    while len(data) < size:
         try:
-            data = os.read(rfd, 4096)
+            chunk = os.read(fd, size - len(data))
         except InterruptedError:
             continue
-        if not data:
+        if not chunk:
             break
-        chunks.append(data)
-    report = b"".join(chunks)
-    if report[:1] == _DAEMON_READY:
+        data += chunk
+    return data
+
+
+def _WaitForDaemon(rfd: int, logfile: str) -> None:
+    # Don't wait for end of file: processes the daemon forked before it
+    # reported inherit the pipe and may keep it open for long
+    status = _ReadExactly(rfd, 1)
+    if status == _DAEMON_READY:
         os._exit(0)
-    if report[:1] == _DAEMON_FAILED:
-        message = report[1:].decode("utf-8", "replace")
-    else:
-        message = ("The daemon exited before it was ready; see %s" % logfile)
+    message = None
+    if status == _DAEMON_FAILED:
+        header = _ReadExactly(rfd, 4)
+        if len(header) == 4:
+            message = _ReadExactly(rfd, int.from_bytes(header, "big")) \
+                .decode("utf-8", "replace")
+    if message is None:
+        message = "The daemon exited before it was ready; see %s" % logfile
     sys.stderr.write("%s\n" % message)
     sys.stderr.flush()
     os._exit(1)
@@ -329,4 +341,5 @@ def DaemonReady(fd: int) -> None:
 
 def DaemonFailed(fd: int, message: str) -> None:
     """Tell the process waiting in Daemonize that start-up failed."""
-    _ReportToParent(fd, _DAEMON_FAILED + message.encode("utf-8"))
+    data = message.encode("utf-8")
+    _ReportToParent(fd, _DAEMON_FAILED + len(data).to_bytes(4, "big") + data)

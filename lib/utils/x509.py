@@ -20,6 +20,8 @@ _KEY_BITS = 2048
 # Nodes' clocks are not perfectly in sync; a certificate that is "not yet
 # valid" on a node lagging behind would lock it out of the cluster.
 _CLOCK_SKEW = datetime.timedelta(minutes=5)
+_EXTENDED_KEY_USAGES = [ExtendedKeyUsageOID.SERVER_AUTH,
+                        ExtendedKeyUsageOID.CLIENT_AUTH]
 
 
 def GenerateSelfSignedX509Cert(common_name: str,
@@ -57,8 +59,7 @@ def GenerateSelfSignedX509Cert(common_name: str,
                                      encipher_only=False,
                                      decipher_only=False),
                        critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
-                                              ExtendedKeyUsageOID.CLIENT_AUTH]),
+        .add_extension(x509.ExtendedKeyUsage(_EXTENDED_KEY_USAGES),
                        critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key),
                        critical=False)
