@@ -6,8 +6,8 @@ ganeti/_autoconf.py with the installation directories, taken from the
 environment (GANETI_PREFIX, GANETI_LOCALSTATEDIR, GANETI_SYSCONFDIR; by
 default /usr/local, /var and /etc) and where the commands (daemon-util
 included) are installed (GANETI_SBINDIR; by default the interpreter's
-scripts directory, where setuptools puts them). The autotools build (configure, make)
-is the alternative that takes them from ./configure.
+scripts directory, where setuptools puts them). The autotools build
+(configure, make) is the alternative that takes them from ./configure.
 """
 
 import glob

@@ -43,7 +43,7 @@ _GLOB_DETECTION_CHARS = frozenset("*?")
 _invocation: tuple[str, str] | None = None
 
 
-# Output -----------------------------------------------------------------------
+# Output ----------------------------------------------------------------------
 
 def _ToStream(stream: Any, txt: str, *args: Any) -> None:
     try:
@@ -66,18 +66,19 @@ def ToStderr(txt: str, *args: Any) -> None:
     _ToStream(sys.stderr, txt, *args)
 
 
-def _AskUserOn(fobj: Any, text: str, choices: list[tuple]) -> Any:
+def _AskUserOn(infile: Any, outfile: Any, text: str,
+               choices: list[tuple]) -> Any:
     chars = [entry[0] for entry in choices]
     chars[-1] = "[%s]" % chars[-1]
     chars.append("?")
     answers = {entry[0]: entry[1] for entry in choices}
     while True:
-        fobj.write(text)
-        fobj.write("\n")
-        fobj.write("/".join(chars))
-        fobj.write(": ")
-        fobj.flush()
-        line = fobj.readline()
+        outfile.write(text)
+        outfile.write("\n")
+        outfile.write("/".join(chars))
+        outfile.write(": ")
+        outfile.flush()
+        line = infile.readline()
         if not line:
             return choices[-1][1]
         line = line.strip().lower()
@@ -85,8 +86,8 @@ def _AskUserOn(fobj: Any, text: str, choices: list[tuple]) -> Any:
             return answers[line]
         if line == "?":
             for entry in choices:
-                fobj.write(" %s - %s\n" % (entry[0], entry[2]))
-            fobj.write("\n")
+                outfile.write(" %s - %s\n" % (entry[0], entry[2]))
+            outfile.write("\n")
 
 
 def AskUser(text: str, choices: list[tuple] | None = None) -> Any:
@@ -111,10 +112,10 @@ def AskUser(text: str, choices: list[tuple] | None = None) -> Any:
     except OSError:
         return choices[-1][1]
     with tty:
-        return _AskUserOn(tty, text, choices)
+        return _AskUserOn(tty, tty, text, choices)
 
 
-# Formatting helpers ---------------------------------------------------------------
+# Formatting helpers ----------------------------------------------------------
 
 def FormatTime(val: Any, usecs: int | None = None) -> str:
     """Local time as "YYYY-MM-DD HH:MM:SS[.usec]", "N/A" if unset."""
@@ -264,7 +265,7 @@ def FormatError(err: BaseException) -> tuple[int, str]:
     return retcode, text.rstrip("\n")
 
 
-# Argument parsing and GenericMain -----------------------------------------------
+# Argument parsing and GenericMain --------------------------------------------
 
 class _ShowUsage(Exception):
     """Print the tool's usage; ``exit_error`` selects the exit code."""
@@ -470,7 +471,7 @@ def GenericMain(commands: dict, aliases: dict | None = None,
     return result
 
 
-# Jobs ---------------------------------------------------------------------------
+# Jobs ------------------------------------------------------------------------
 
 def GetClient() -> luxi.Client:
     """A LUXI client for the master daemon (honours FORCE_LUXI_SOCKET)."""
@@ -767,7 +768,7 @@ class JobExecutor:
         return [(status, result) for _, status, result, _ in self.jobs]
 
 
-# Tables -------------------------------------------------------------------------
+# Tables ----------------------------------------------------------------------
 
 def _FieldMatcher(patterns: Iterable[str] | None) -> Callable[[str], bool]:
     # Field names or regular expressions matching whole names (Ganeti's
@@ -1016,12 +1017,12 @@ def GenericListFields(resource: str, fields: list[str] | None,
     return constants.EXIT_SUCCESS
 
 
-# Tags ---------------------------------------------------------------------------
+# Tags ------------------------------------------------------------------------
 
 def _ExtractTagsObject(opts: Any, args: list[str]) -> tuple[str, str | None]:
     kind = getattr(opts, "tag_type", None)
     if kind is None:
-        raise errors.ProgrammerError("tag_type not passed to _ExtractTagsObject")
+        raise errors.ProgrammerError("The command did not set tag_type")
     if kind == constants.TAG_CLUSTER:
         return kind, None
     if kind in (constants.TAG_NODEGROUP, constants.TAG_NODE,

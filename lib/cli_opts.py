@@ -134,7 +134,7 @@ ARGS_ONE_OS = [ArgOs(min=1, max=1)]
 ARGS_ONE_FILTER = [ArgFilter(min=1, max=1)]
 
 
-# Value parsers -----------------------------------------------------------------
+# Value parsers ---------------------------------------------------------------
 
 _UNIT_RE = re.compile(r"^([.\d]+)\s*([a-zA-Z]+)?$")
 _UNIT_FACTORS = {
@@ -322,6 +322,17 @@ class CliOption(Option):
     TYPE_CHECKER["bool"] = check_bool
     TYPE_CHECKER["list"] = check_list
     TYPE_CHECKER["maybefloat"] = check_maybefloat
+
+    def take_action(self, action: str, dest: str, opt: str, value: Any,
+                    values: Any, parser: Any) -> Any:
+        # optparse appends to the default list itself, which would leak
+        # values into later parses (and into the option's default)
+        if action in ("append", "append_const") and \
+                getattr(values, dest, None) is self.default and \
+                isinstance(self.default, list):
+            setattr(values, dest, list(self.default))
+        return Option.take_action(self, action, dest, opt, value, values,
+                                  parser)
 
     def check_value(self, opt: str, value: str) -> Any:
         result = Option.check_value(self, opt, value)

@@ -16,6 +16,7 @@ against (host names are not checked; nodes are addressed by IP).
 import io
 import logging
 import threading
+import time
 from typing import Any, Iterable
 
 import pycurl
@@ -27,6 +28,7 @@ from ganeti import constants, errors, netutils, serializer
 _MAX_CONNECTION_AGE = 25
 _MAX_CACHED_CONNECTIONS = 1024
 _SELECT_TIMEOUT = 1.0
+_IDLE_SLEEP = 0.005
 _ERROR_BODY_LIMIT = 200
 
 OFFLINE_MESSAGE = "Node is marked offline"
@@ -260,12 +262,18 @@ class RpcClient:
                 ret, remaining = multi.perform()
                 if ret == pycurl.E_CALL_MULTI_PERFORM:
                     continue
-                if remaining:
-                    # libcurl checks its timeouts only when called, so wake
-                    # up when the next one is due
-                    due_ms = multi.timeout()
-                    multi.select(_SELECT_TIMEOUT if due_ms < 0
-                                 else min(due_ms / 1000.0, _SELECT_TIMEOUT))
+                if not remaining:
+                    break
+                # libcurl checks its timeouts only when called, so wake up
+                # when the next one is due
+                due_ms = multi.timeout()
+                wait = (_SELECT_TIMEOUT if due_ms < 0
+                        else min(due_ms / 1000.0, _SELECT_TIMEOUT))
+                # select returns at once while libcurl has no socket to wait
+                # on (e.g. between a dead kept-alive connection and its
+                # replacement); don't spin then
+                if multi.select(wait) <= 0 and not any(multi.fdset()):
+                    time.sleep(min(wait, _IDLE_SLEEP))
             while True:
                 queued, _, failed = multi.info_read()
                 for curl, errno, errmsg in failed:

@@ -182,7 +182,8 @@ def _MakeCallMethod(call: rpc_defs.RpcCall) -> Callable:
                                          " %r" % (call.name, target))
         return self.CallProcedure(call.name, target, values)
 
-    _Method.__name__ = _Method.__qualname__ = "call_" + call.name
+    _Method.__name__ = "call_" + call.name
+    _Method.__qualname__ = "RpcRunner." + _Method.__name__
     _Method.__signature__ = signature
     _Method.__doc__ = "%s (%s-node call)." % (call.doc, call.kind)
     return _Method
