@@ -40,6 +40,10 @@ def _Handler(method, path, headers, body):
 
 def _Start(certs=None, **kwargs):
     cert_file = certs[0] if certs else None
+    # Forked children inherit this process's copy of the client sockets,
+    # so they see no EOF when a test closes its connection; don't let them
+    # wait the default 30 s
+    kwargs.setdefault("idle_timeout", 1.0)
     srv = server.HttpServer("127.0.0.1", 0, _Handler, ssl_cert_file=cert_file,
                             **kwargs)
     srv.start()

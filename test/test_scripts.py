@@ -5,6 +5,7 @@ Each program in scripts/ and daemons/ must print its usage on --help
 argument with exit 1, without contacting any daemon.
 """
 
+import concurrent.futures
 import os
 import subprocess
 import sys
@@ -50,6 +51,20 @@ def _Run(path: str, *args: str) -> subprocess.CompletedProcess:
 
 
 PROGRAMS = _Programs()
+_GNT_PROGRAMS = [p for p in PROGRAMS if os.path.basename(p).startswith("gnt-")]
+_INVOCATIONS = ([(path, arg) for path in PROGRAMS
+                 for arg in ("--help", "--version", "UNKNOWN")] +
+                [(path, None) for path in _GNT_PROGRAMS])
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict:
+    """Every invocation, run concurrently (each one is mostly start-up)."""
+    def run(invocation):
+        path, arg = invocation
+        return invocation, (_Run(path, arg) if arg else _Run(path))
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        return dict(pool.map(run, _INVOCATIONS))
 
 
 def test_programs_found():
@@ -59,30 +74,28 @@ def test_programs_found():
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=os.path.basename)
-def test_help(path):
-    result = _Run(path, "--help")
+def test_help(runs, path):
+    result = runs[(path, "--help")]
     assert result.returncode == 0, result.stderr
     assert "Usage:" in result.stdout
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=os.path.basename)
-def test_version(path):
-    result = _Run(path, "--version")
+def test_version(runs, path):
+    result = runs[(path, "--version")]
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(os.path.basename(path) + " ")
     assert constants.RELEASE_VERSION in result.stdout
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=os.path.basename)
-def test_unknown_subcommand(path):
-    result = _Run(path, "UNKNOWN")
+def test_unknown_subcommand(runs, path):
+    result = runs[(path, "UNKNOWN")]
     assert result.returncode == 1, (result.stdout, result.stderr)
 
 
-@pytest.mark.parametrize("path", [p for p in PROGRAMS if
-                                  os.path.basename(p).startswith("gnt-")],
-                         ids=os.path.basename)
-def test_no_arguments_prints_usage(path):
-    result = _Run(path)
+@pytest.mark.parametrize("path", _GNT_PROGRAMS, ids=os.path.basename)
+def test_no_arguments_prints_usage(runs, path):
+    result = runs[(path, None)]
     assert result.returncode == 1
     assert result.stdout.startswith("Usage: %s" % os.path.basename(path))

@@ -7,6 +7,13 @@ demand). A pool of worker threads runs jobs by priority, then id, within
 the cluster's ``max_running_jobs``; jobs whose dependencies are unresolved
 wait outside the pool. Waiters (WaitForJobChange) sleep on a per-job
 condition and are woken by every change, so no one polls.
+
+Locking: each job has its own lock, held while its state changes and its
+file is written, and taken by waiters and queries, so nobody sees a state
+that is not on disk yet. Writes of different jobs run in parallel, which
+lets their fsyncs share journal commits. The queue lock only guards the
+queue's own structures (job table, ready heap, dependency waiters,
+counters) and is never taken while a job lock is held.
 """
 
 import errno
@@ -42,7 +49,7 @@ class _OpExecCallbacks(mcpu.OpExecCbBase):
         self._op = op
 
     def NotifyStart(self) -> None:
-        with self._queue.lock:
+        with self._job.lock:
             if self._op.status == constants.OP_STATUS_CANCELING:
                 raise _CancelJob()
             self._op.status = constants.OP_STATUS_RUNNING
@@ -54,7 +61,7 @@ class _OpExecCallbacks(mcpu.OpExecCbBase):
             log_type, message = constants.ELOG_MESSAGE, args[0]
         else:
             log_type, message = args
-        with self._queue.lock:
+        with self._job.lock:
             self._job.log_serial += 1
             self._op.log.append((self._job.log_serial, TimeStampNow(),
                                  log_type, message))
@@ -64,12 +71,12 @@ class _OpExecCallbacks(mcpu.OpExecCbBase):
         return self._op.priority
 
     def ChangePriority(self, priority: int) -> None:
-        with self._queue.lock:
+        with self._job.lock:
             self._op.priority = priority
             self._job.Notify()
 
     def CheckCancel(self) -> None:
-        with self._queue.lock:
+        with self._job.lock:
             if self._op.status == constants.OP_STATUS_CANCELING:
                 raise _CancelJob()
 
@@ -95,7 +102,11 @@ class JobQueue:
         self._ready: list[tuple[int, int]] = []   # heap of (priority, id)
         self._dep_waiters: dict[int, set[int]] = {}
         self._running = 0
+        self._max_running = self._ReadMaxRunning()
         self._shutdown = False
+        # Serializes writes of the serial file (outside the queue lock)
+        self._serial_lock = threading.Lock()
+        self._serial_written = 0
         self._lock_fd = self._AcquireQueueLock()
         utils.EnsureDirs([(self._dir, constants.SECURE_DIR_MODE),
                           (self._archive_dir, constants.SECURE_DIR_MODE)])
@@ -226,20 +237,35 @@ class JobQueue:
             self._replicate(path, data)
 
     def UpdateJobUnlocked(self, job: QueuedJob) -> None:
-        """Persist a job's new state and wake its waiters (lock held)."""
+        """Persist a job's new state and wake its waiters (job lock held)."""
         self._WriteJob(job)
         job.Notify()
 
     def _AllocateIds(self, count: int) -> list[int]:
+        """Reserve job ids (queue lock held); see _WriteSerial."""
         first = self._last_serial + 1
         self._last_serial += count
-        path = os.path.join(self._dir, "serial")
-        data = "%d\n" % self._last_serial
-        utils.WriteFile(path, data=data, mode=constants.JOB_QUEUE_FILES_PERMS,
-                        fsync=False)
-        if self._replicate is not None:
-            self._replicate(path, data)
         return list(range(first, first + count))
+
+    def _WriteSerial(self) -> None:
+        """Record the last used id, outside the queue lock.
+
+        Written without fsync: after a crash the job files, which are
+        durable, tell the highest id (see _ReadSerial). Concurrent writers
+        only ever move the file forward.
+        """
+        with self._serial_lock:
+            with self.lock:
+                serial = self._last_serial
+            if serial <= self._serial_written:
+                return
+            path = os.path.join(self._dir, "serial")
+            data = "%d\n" % serial
+            utils.WriteFile(path, data=data,
+                            mode=constants.JOB_QUEUE_FILES_PERMS, fsync=False)
+            self._serial_written = serial
+            if self._replicate is not None:
+                self._replicate(path, data)
 
     # Submission -------------------------------------------------------------------
     def IsDrained(self) -> bool:
@@ -302,19 +328,24 @@ class JobQueue:
                 raise errors.JobQueueDrainError("Job queue is drained,"
                                                 " refusing job")
             ids = self._AllocateIds(len(all_ops))
-            for job_id, ops in zip(ids, all_ops):
-                self._ResolveRelativeDeps(job_id, ids, ops)
-                job = QueuedJob(self, job_id, [QueuedOpCode(op) for op in ops])
-                for index, op in enumerate(ops):
-                    op.reason = list(op.reason) + [[
-                        "%s:%s" % (constants.OPCODE_REASON_SRC_OPCODE,
-                                   op.OP_ID[3:].lower()),
-                        "job=%d;index=%d" % (job_id, index),
-                        time.time_ns()]]
-                self._WriteJob(job)
-                self._jobs[job_id] = job
+        jobs = []
+        for job_id, ops in zip(ids, all_ops):
+            self._ResolveRelativeDeps(job_id, ids, ops)
+            for index, op in enumerate(ops):
+                op.reason = list(op.reason) + [[
+                    "%s:%s" % (constants.OPCODE_REASON_SRC_OPCODE,
+                               op.OP_ID[3:].lower()),
+                    "job=%d;index=%d" % (job_id, index), time.time_ns()]]
+            job = QueuedJob(self, job_id, [QueuedOpCode(op) for op in ops])
+            # Durable before anyone learns the id; not yet visible to others
+            self._WriteJob(job)
+            jobs.append(job)
+        self._WriteSerial()
+        with self.lock:
+            for job in jobs:
+                self._jobs[job.id] = job
                 self._Enqueue(job)
-            return ids
+        return ids
 
     @staticmethod
     def _ResolveRelativeDeps(job_id: int, batch_ids: list[int],
@@ -341,15 +372,17 @@ class JobQueue:
         heapq.heappush(self._ready, (job.CalcPriority(), job.id))
         self._work_cond.notify()
 
-    def _MaxRunning(self) -> int:
+    def _ReadMaxRunning(self) -> int:
         try:
             return self.context.cfg.GetClusterInfo().max_running_jobs
         except AttributeError:
             return constants.DEFAULT_MAX_RUNNING_JOBS
 
     def WakeWorkers(self) -> None:
-        """Re-check the running-job limit (after it was changed)."""
+        """Re-read the running-job limit (after it was changed)."""
+        limit = self._ReadMaxRunning()
         with self.lock:
+            self._max_running = limit
             self._work_cond.notify_all()
 
     def _PopRunnable(self) -> QueuedJob | None:
@@ -376,7 +409,7 @@ class JobQueue:
                 while True:
                     if self._shutdown:
                         return
-                    if self._running < self._MaxRunning():
+                    if self._running < self._max_running:
                         job = self._PopRunnable()
                         if job is not None:
                             break
@@ -394,6 +427,12 @@ class JobQueue:
                 with self.lock:
                     self._running -= 1
                     job.in_worker = False
+                    # A dependency may have finished while this worker still
+                    # held the job; its wake-up was skipped, so re-check
+                    if (job.CalcStatus() not in constants.JOBS_FINALIZED and
+                            not any(job.id in waiters for waiters in
+                                    self._dep_waiters.values())):
+                        self._Enqueue(job)
                     self._work_cond.notify()
 
     def _DependencyState(self, op: QueuedOpCode) -> tuple[str, str | None]:
@@ -422,33 +461,38 @@ class JobQueue:
 
     def _RunJob(self, job: QueuedJob) -> None:
         proc = mcpu.Processor(self.context, job.id)
+        with job.lock:
+            if job.CalcStatus() in constants.JOBS_FINALIZED:
+                return  # canceled while it was being picked up
         for op in job.ops:
             if op.status in constants.OPS_FINALIZED:
                 continue
             with self.lock:
-                if op.status == constants.OP_STATUS_CANCELING:
-                    self._FinishJob(job, constants.OP_STATUS_CANCELED,
-                                    "Job canceled by request")
-                    return
                 state, message = self._DependencyState(op)
+            with job.lock:
+                if op.status == constants.OP_STATUS_CANCELING:
+                    self._FinishJobUnlocked(job, constants.OP_STATUS_CANCELED,
+                                            "Job canceled by request")
+                    break
+                if state == "fail":
+                    self._FinishJobUnlocked(job, constants.OP_STATUS_ERROR,
+                                            errors.EncodeException(
+                                                errors.OpExecError(message)))
+                    break
+                op.status = constants.OP_STATUS_WAITING
                 if state == "wait":
-                    op.status = constants.OP_STATUS_WAITING
                     job.Notify()
                     return
-                if state == "fail":
-                    self._FinishJob(job, constants.OP_STATUS_ERROR,
-                                    errors.EncodeException(
-                                        errors.OpExecError(message)))
-                    return
-                op.status = constants.OP_STATUS_WAITING
                 op.start_timestamp = TimeStampNow()
                 if job.start_timestamp is None:
                     job.start_timestamp = op.start_timestamp
                 job.Notify()
             if not self._RunOpCode(proc, job, op):
-                return
-        with self.lock:
-            self._FinishJob(job, None, None)
+                break
+        else:
+            with job.lock:
+                self._FinishJobUnlocked(job, None, None)
+        self._ReleaseDependents(job)
 
     def _RunOpCode(self, proc: mcpu.Processor, job: QueuedJob,
                    op: QueuedOpCode) -> bool:
@@ -457,9 +501,9 @@ class JobQueue:
         try:
             result = proc.ExecOpCode(op.input, cbs)
         except _CancelJob:
-            with self.lock:
-                self._FinishJob(job, constants.OP_STATUS_CANCELED,
-                                "Job canceled by request")
+            with job.lock:
+                self._FinishJobUnlocked(job, constants.OP_STATUS_CANCELED,
+                                        "Job canceled by request")
             return False
         except Exception as err:  # pylint: disable=broad-except
             if not isinstance(err, errors.GenericError):
@@ -468,15 +512,16 @@ class JobQueue:
             else:
                 logging.info("Opcode %s of job %d failed: %s",
                              op.input.OP_ID, job.id, err)
-            with self.lock:
+            with job.lock:
                 op.status = constants.OP_STATUS_ERROR
                 op.result = errors.EncodeException(err)
                 op.end_timestamp = TimeStampNow()
-                self._FinishJob(job, constants.OP_STATUS_ERROR,
-                                errors.EncodeException(errors.OpExecError(
-                                    "Preceding opcode failed")))
+                self._FinishJobUnlocked(job, constants.OP_STATUS_ERROR,
+                                        errors.EncodeException(
+                                            errors.OpExecError(
+                                                "Preceding opcode failed")))
             return False
-        with self.lock:
+        with job.lock:
             op.status = constants.OP_STATUS_SUCCESS
             op.result = result
             op.end_timestamp = TimeStampNow()
@@ -484,17 +529,25 @@ class JobQueue:
                 self.UpdateJobUnlocked(job)
         return True
 
-    def _FinishJob(self, job: QueuedJob, status: str | None,
-                   result: Any) -> None:
-        """Finalize a job and release jobs that depend on it (lock held)."""
+    def _FinishJobUnlocked(self, job: QueuedJob, status: str | None,
+                           result: Any) -> None:
+        """Finalize a job and persist it (job lock held).
+
+        The caller releases dependent jobs afterwards (_ReleaseDependents),
+        which needs the queue lock.
+        """
         if status is not None:
             job.MarkUnfinishedOps(status, result)
         job.end_timestamp = TimeStampNow()
         self.UpdateJobUnlocked(job)
-        for waiter_id in self._dep_waiters.pop(job.id, ()):
-            waiter = self._jobs.get(waiter_id)
-            if waiter is not None:
-                self._Enqueue(waiter)
+
+    def _ReleaseDependents(self, job: QueuedJob) -> None:
+        """Let jobs waiting for a finished job be scheduled again."""
+        with self.lock:
+            for waiter_id in self._dep_waiters.pop(job.id, ()):
+                waiter = self._jobs.get(waiter_id)
+                if waiter is not None:
+                    self._Enqueue(waiter)
 
     # Job control ---------------------------------------------------------------------
     def CancelJob(self, job_id: int, kill: bool = False) -> list:
@@ -504,27 +557,31 @@ class JobQueue:
             job = self._jobs.get(job_id)
             if job is None:
                 return [False, "Job %s not found" % job_id]
-            status = job.CalcStatus()
-            if status == constants.JOB_STATUS_QUEUED and not job.in_worker:
-                self._FinishJob(job, constants.OP_STATUS_CANCELED,
-                                "Job canceled by request")
-                return [True, "Job %s canceled" % job_id]
-            if status in (constants.JOB_STATUS_QUEUED,
-                          constants.JOB_STATUS_WAITING):
-                if not job.in_worker:
-                    self._FinishJob(job, constants.OP_STATUS_CANCELED,
-                                    "Job canceled by request")
-                    return [True, "Job %s canceled" % job_id]
-                job.MarkUnfinishedOps(constants.OP_STATUS_CANCELING, None)
-                self.UpdateJobUnlocked(job)
-                return [True, "Job %s will be canceled" % job_id]
-            if status == constants.JOB_STATUS_CANCELING:
-                return [True, "Job %s will be canceled" % job_id]
-            if status == constants.JOB_STATUS_RUNNING:
-                return [False, "Job %s is running and cannot be canceled" %
-                        job_id]
-            return [False, "Job %s is no longer waiting in the queue" %
-                    job_id]
+            with job.lock:
+                status = job.CalcStatus()
+                if status in (constants.JOB_STATUS_QUEUED,
+                              constants.JOB_STATUS_WAITING):
+                    if not job.in_worker:
+                        self._FinishJobUnlocked(
+                            job, constants.OP_STATUS_CANCELED,
+                            "Job canceled by request")
+                        canceled = True
+                    else:
+                        job.MarkUnfinishedOps(constants.OP_STATUS_CANCELING,
+                                              None)
+                        self.UpdateJobUnlocked(job)
+                        return [True, "Job %s will be canceled" % job_id]
+                elif status == constants.JOB_STATUS_CANCELING:
+                    return [True, "Job %s will be canceled" % job_id]
+                elif status == constants.JOB_STATUS_RUNNING:
+                    return [False, "Job %s is running and cannot be"
+                            " canceled" % job_id]
+                else:
+                    return [False, "Job %s is no longer waiting in the"
+                            " queue" % job_id]
+        if canceled:
+            self._ReleaseDependents(job)
+        return [True, "Job %s canceled" % job_id]
 
     def ChangeJobPriority(self, job_id: int, priority: int) -> list:
         """Change the priority of a job's unfinished opcodes."""
@@ -536,12 +593,13 @@ class JobQueue:
             job = self._jobs.get(job_id)
             if job is None:
                 return [False, "Job %s not found" % job_id]
-            if job.CalcStatus() in constants.JOBS_FINALIZED:
-                return [False, "Job %s is finished" % job_id]
-            for op in job.ops:
-                if op.status not in constants.OPS_FINALIZED:
-                    op.priority = priority
-            self.UpdateJobUnlocked(job)
+            with job.lock:
+                if job.CalcStatus() in constants.JOBS_FINALIZED:
+                    return [False, "Job %s is finished" % job_id]
+                for op in job.ops:
+                    if op.status not in constants.OPS_FINALIZED:
+                        op.priority = priority
+                self.UpdateJobUnlocked(job)
             if not job.in_worker:
                 self._Enqueue(job)
             return [True, "Priorities of pending opcodes for job %s have"
@@ -630,7 +688,7 @@ class JobQueue:
             if job is None:
                 rows.append(None)
                 continue
-            with self.lock:
+            with job.lock:
                 rows.append(job.GetInfo(fields))
         return rows
 
@@ -649,12 +707,13 @@ class JobQueue:
         prev_log_serial = prev_log_serial or 0
         with self.lock:
             job = self._jobs.get(job_id)
-            if job is None:
-                archived = self._LoadArchived(job_id)
-                if archived is None:
-                    raise errors.JobLost("Job %s not found" % job_id)
-                return [archived.GetInfo(fields),
-                        archived.GetLogEntries(prev_log_serial)]
+        if job is None:
+            archived = self._LoadArchived(job_id)
+            if archived is None:
+                raise errors.JobLost("Job %s not found" % job_id)
+            return [archived.GetInfo(fields),
+                    archived.GetLogEntries(prev_log_serial)]
+        with job.lock:
             while True:
                 info = job.GetInfo(fields)
                 log_entries = job.GetLogEntries(prev_log_serial)
@@ -670,7 +729,7 @@ class JobQueue:
         """Counts for ``gnt-cluster queue info``."""
         with self.lock:
             counts: dict[str, int] = {}
-            for job in self._jobs.values():
+            for job in list(self._jobs.values()):
                 status = job.CalcStatus()
                 counts[status] = counts.get(status, 0) + 1
             return {"drained": self.IsDrained(), "jobs": len(self._jobs),
@@ -686,7 +745,9 @@ class JobQueue:
         with self.lock:
             self._shutdown = True
             self._work_cond.notify_all()
-            for job in self._jobs.values():
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            with job.lock:
                 job.Notify()
         deadline = time.monotonic() + timeout
         for worker in self._workers:

@@ -104,7 +104,10 @@ class QueuedJob:
         self.log_serial = 0
         self.archived = False
         self.in_worker = False
-        self._change_cond: threading.Condition | None = None
+        # Protects the job's state and its file; waiters sleep on it. The
+        # queue lock may be held while taking it, never the other way round.
+        self.lock = threading.Lock()
+        self._change_cond = threading.Condition(self.lock)
 
     @classmethod
     def Restore(cls, queue: Any, state: dict) -> "QueuedJob":
@@ -126,14 +129,11 @@ class QueuedJob:
             "end_timestamp": self.end_timestamp,
         }
 
-    # Change notification (the queue lock must be held) --------------------------
+    # Change notification (the job lock must be held) ----------------------------
     def Notify(self) -> None:
-        if self._change_cond is not None:
-            self._change_cond.notify_all()
+        self._change_cond.notify_all()
 
     def WaitForChange(self, timeout: float) -> None:
-        if self._change_cond is None:
-            self._change_cond = threading.Condition(self.queue.lock)
         self._change_cond.wait(timeout)
 
     # Status --------------------------------------------------------------------

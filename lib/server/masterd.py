@@ -187,8 +187,7 @@ class LuxiHandler:
         if what == constants.QR_LOCK:
             return self.context.glm.QueryLocks(fields)
         try:
-            with self.queue.lock:
-                return query.Query(table, items, fields, qfilter)
+            return query.Query(table, items, fields, qfilter)
         except errors.ParameterError as err:
             raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
 
