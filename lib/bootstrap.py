@@ -89,7 +89,7 @@ def InitCluster(cluster_name: str, master_netdev: str,
         cluster_name=cluster_name, master_ip=master_ip,
         master_netdev=master_netdev,
         master_netmask=master_netmask or constants.DEFAULT_MASTER_NETMASK,
-        enabled_hypervisors=hypervisors, default_hypervisor=hypervisors[0],
+        enabled_hypervisors=hypervisors,
         enabled_disk_templates=templates, file_storage_dir=file_storage_dir,
         shared_file_storage_dir=shared_file_storage_dir)
     cluster.UpgradeConfig()

@@ -8,7 +8,7 @@ from ganeti.cmdlib.base import ForceParamDict, NoHooksLU
 
 # QueryClusterInfo keys taken verbatim from the cluster object
 _CLUSTER_ATTRS = [
-    "default_hypervisor", "enabled_hypervisors", "hvparams", "os_hvp",
+    "enabled_hypervisors", "hvparams", "os_hvp",
     "beparams",
     "osparams", "ipolicy", "nicparams", "ndparams", "diskparams",
     "candidate_pool_size", "max_running_jobs", "max_tracked_jobs",
@@ -39,6 +39,7 @@ def BuildClusterInfo(cfg: Any) -> dict:
                          else "32bits", platform.machine()],
         "name": cluster.cluster_name,
         "master": cfg.GetMasterNodeName(),
+        "default_hypervisor": cluster.primary_hypervisor,
         "tags": sorted(cluster.GetTags()),
         "primary_ip_version": (constants.IP6_VERSION
                                if cluster.primary_ip_family ==
@@ -158,7 +159,6 @@ class LUClusterSetParams(NoHooksLU):
                 setattr(cluster, name, value)
         if self.op.enabled_hypervisors is not None:
             cluster.enabled_hypervisors = self.op.enabled_hypervisors
-            cluster.default_hypervisor = self.op.enabled_hypervisors[0]
         if self.op.hvparams:
             for hv_name, params in self.op.hvparams.items():
                 cluster.hvparams.setdefault(hv_name, {}).update(params)
