@@ -4,9 +4,9 @@ The package "ganeti" comes from lib/ (sub-packages are found automatically)
 and the commands from scripts/ and daemons/. The build writes
 ganeti/_autoconf.py with the installation directories, taken from the
 environment (GANETI_PREFIX, GANETI_LOCALSTATEDIR, GANETI_SYSCONFDIR; by
-default /usr/local, /var and /etc) and where the commands (daemon-util
-included) are installed (GANETI_SBINDIR; by default the interpreter's
-scripts directory, where setuptools puts them). The autotools build
+default /usr/local, /var and /etc) and the path of daemon-util
+(GANETI_DAEMON_UTIL; by default in the interpreter's scripts directory,
+where setuptools installs the commands). The autotools build
 (configure, make) is the alternative that takes them from ./configure.
 """
 
@@ -49,12 +49,13 @@ class BuildPyWithAutoconf(build_py):
         for name, value in values.items():
             if not os.path.isabs(value):
                 raise SystemExit("GANETI_%s must be an absolute path" % name)
-        sbindir = os.environ.get("GANETI_SBINDIR")
-        # By default the interpreter's scripts directory, where setuptools
-        # installs the commands; looked up when running, since the install
+        daemon_util = os.environ.get("GANETI_DAEMON_UTIL")
+        # By default in the interpreter's scripts directory, where
+        # setuptools installs it; looked up when running, since the install
         # location is unknown while building
-        sbindir_code = ('sysconfig.get_path("scripts")' if sbindir is None
-                        else repr(sbindir))
+        daemon_util_code = (
+            'os.path.join(sysconfig.get_path("scripts"), "daemon-util")'
+            if daemon_util is None else repr(daemon_util))
         target = os.path.join(self.build_lib, "ganeti", "_autoconf.py")
         self.mkpath(os.path.dirname(target))
         with open(target, "w", encoding="utf-8") as fobj:
@@ -62,8 +63,7 @@ class BuildPyWithAutoconf(build_py):
                        ' not edit)."""\n\nimport os\nimport sysconfig\n\n')
             for name, value in values.items():
                 fobj.write("%s = %r\n" % (name, value))
-            fobj.write("SBINDIR = %s\n" % sbindir_code)
-            fobj.write('DAEMON_UTIL = os.path.join(SBINDIR, "daemon-util")\n')
+            fobj.write("DAEMON_UTIL = %s\n" % daemon_util_code)
 
 
 def _Scripts() -> list[str]:

@@ -22,23 +22,12 @@ _TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(_TOP, "test"))
 
 from ganeti import constants, opcodes  # noqa: E402
-from testutils_cluster import VirtualCluster  # noqa: E402
-
-_FIELDS = ["status"]
+from testutils_cluster import VirtualCluster, WaitForJob  # noqa: E402
 
 
 def _SubmitAndWait(client) -> str:
-    op = opcodes.OpTestDelay(duration=0.001)
-    job_id = client.SubmitJob([op])
-    info = None
-    while True:
-        result = client.WaitForJobChangeOnce(job_id, _FIELDS, info, None,
-                                             timeout=10)
-        if result == constants.JOB_NOTCHANGED:
-            continue
-        info = result[0]
-        if info[0] in constants.JOBS_FINALIZED:
-            return info[0]
+    job_id = client.SubmitJob([opcodes.OpTestDelay(duration=0.001)])
+    return WaitForJob(client, job_id)
 
 
 def Throughput(cluster: VirtualCluster, jobs: int, clients: int) -> float:

@@ -20,7 +20,7 @@ from typing import Any, Iterable, NamedTuple
 from ganeti import constants, errors, ht, netutils, pathutils
 
 # Key of the cluster-wide default set in Cluster.beparams and nicparams
-PP_DEFAULT = "default"
+PP_DEFAULT = constants.PP_DEFAULT
 
 # Backend parameters
 BE_MINMEM = "minmem"

@@ -13,7 +13,7 @@ import pytest
 
 from ganeti import constants, errors, luxi, opcodes, serializer
 
-from testutils_cluster import VirtualCluster
+from testutils_cluster import VirtualCluster, WaitForJob
 
 
 @pytest.fixture(scope="module")
@@ -28,20 +28,6 @@ def vcluster():
 
 def _Delay(duration=0.01, **kwargs):
     return opcodes.OpTestDelay(duration=duration, **kwargs)
-
-
-def _WaitJob(client, job_id, timeout=30):
-    deadline = time.monotonic() + timeout
-    info = None
-    while time.monotonic() < deadline:
-        result = client.WaitForJobChangeOnce(job_id, ["status"], info, None,
-                                             timeout=5)
-        if result == constants.JOB_NOTCHANGED:
-            continue
-        info = result[0]
-        if info[0] in constants.JOBS_FINALIZED:
-            return info[0]
-    raise AssertionError("job %s did not finish" % job_id)
 
 
 def _RawLuxi(cluster, payload: bytes) -> dict:
@@ -170,7 +156,7 @@ def test_luxi_bad_input_keeps_daemon_serving(vcluster):
     client = vcluster.Luxi()
     job_id = client.SubmitJob([_Delay()])
     assert isinstance(job_id, int)
-    assert _WaitJob(client, job_id) == "success"
+    assert WaitForJob(client, job_id) == "success"
     assert client.QueryJobs([job_id], ["id", "status"]) == \
         [[job_id, "success"]]
     with pytest.raises(errors.OpPrereqError):
@@ -204,11 +190,11 @@ def test_kill_masterd_recovers_jobs(vcluster):
             assert serializer.LoadJson(fobj.read())["id"] == job_id
     vcluster.StartMasterd()
     client = vcluster.Luxi()
-    assert _WaitJob(client, running) == "error"
+    assert WaitForJob(client, running) == "error"
     (result, ) = client.QueryJobs([running], ["opresult"])[0]
     assert constants.JOB_LOST_MESSAGE in result[0][1][0]
     for job_id in queued:
-        assert _WaitJob(client, job_id) == "success"
+        assert WaitForJob(client, job_id) == "success"
 
 
 def test_sigterm_leaves_readable_queue(vcluster):
@@ -220,7 +206,7 @@ def test_sigterm_leaves_readable_queue(vcluster):
               encoding="utf-8") as fobj:
         serializer.LoadJson(fobj.read())
     vcluster.StartMasterd()
-    assert _WaitJob(vcluster.Luxi(), job_id) in ("success", "error")
+    assert WaitForJob(vcluster.Luxi(), job_id) in ("success", "error")
 
 
 def test_second_masterd_refused(vcluster):

@@ -20,6 +20,22 @@ DAEMONS = os.path.join(TOP, "daemons")
 PID_FILES = ("ganeti-masterd.pid", "ganeti-noded.pid", "ganeti-rapi.pid")
 
 
+def WaitForJob(client, job_id: int, timeout: float = 30) -> str:
+    """Wait (without polling) until a job is finalized; return its status."""
+    from ganeti import constants
+    deadline = time.monotonic() + timeout
+    info = None
+    while time.monotonic() < deadline:
+        result = client.WaitForJobChangeOnce(job_id, ["status"], info, None,
+                                             timeout=5)
+        if result == constants.JOB_NOTCHANGED:
+            continue
+        info = result[0]
+        if info[0] in constants.JOBS_FINALIZED:
+            return info[0]
+    raise AssertionError("job %s did not finish in %s s" % (job_id, timeout))
+
+
 def RandomLoopbackNet() -> str:
     """A random 127.x.y prefix, unlikely to clash with other test runs."""
     return "127.%d.%d" % (random.randint(1, 254), random.randint(1, 254))
