@@ -7,6 +7,7 @@ the help text and type from the opcode declaration.
 """
 
 import copy
+import functools
 import re
 from optparse import Option, OptionValueError
 from typing import Any
@@ -242,13 +243,12 @@ def _SplitIdentKeyVal(opt: str, value: str,
 
 def _Converter(fn):
     # optparse wants OptionValueError; our parsers raise Ganeti errors
+    @functools.wraps(fn)
     def wrapper(option: Option, opt: str, value: str) -> Any:
         try:
             return fn(option, opt, value)
         except (errors.ParameterError, errors.UnitParseError) as err:
             raise OptionValueError("option %s: %s" % (opt, err)) from err
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
     return wrapper
 
 

@@ -6,8 +6,9 @@ S-expressions, §5.1 of the interfaces) and returns Ganeti's response:
 ``{"fields": [fielddefs], "data": [[[status, value], ...], ...]}``.
 """
 
+import contextlib
 import re
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, ContextManager, Iterable
 
 from ganeti import constants, errors
 
@@ -106,15 +107,22 @@ def CompileFilter(table: FieldTable, qfilter: Any) -> Callable[[Any], bool]:
 
 
 def Query(table: FieldTable, items: Iterable[Any], fields: list[str],
-          qfilter: Any) -> dict:
-    """Evaluate a query over ``items``; unknown fields get RS_UNKNOWN."""
+          qfilter: Any,
+          item_lock: Callable[[Any], ContextManager] | None = None) -> dict:
+    """Evaluate a query over ``items``; unknown fields get RS_UNKNOWN.
+
+    ``item_lock(item)``, if given, is held while one item is filtered and
+    its row built, so every row shows one consistent state of its item.
+    """
     predicate = CompileFilter(table, qfilter)
     getters = [table[name][2] if name in table else None for name in fields]
     data = []
     for item in items:
-        if not predicate(item):
-            continue
-        data.append([[constants.RS_NORMAL, get(item)] if get is not None
-                     else [constants.RS_UNKNOWN, None] for get in getters])
+        with item_lock(item) if item_lock else contextlib.nullcontext():
+            if not predicate(item):
+                continue
+            data.append([[constants.RS_NORMAL, get(item)] if get is not None
+                         else [constants.RS_UNKNOWN, None]
+                         for get in getters])
     return {"fields": [FieldDefinition(name, table) for name in fields],
             "data": data}

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ganeti import constants, errors, luxi, opcodes, serializer
+from ganeti import constants, errors, luxi, opcodes, pathutils, serializer
 
 from testutils_cluster import VirtualCluster, WaitForJob
 
@@ -48,15 +48,15 @@ def _RawLuxi(cluster, payload: bytes) -> dict:
 
 
 def test_init_creates_layout_and_daemons(vcluster):
-    for path in ("var/lib/ganeti/config.data", "var/lib/ganeti/server.pem",
-                 "var/lib/ganeti/ssconf_cluster_name",
-                 "var/lib/ganeti/ssconf_master_node",
-                 "var/lib/ganeti/queue/version",
-                 "var/log/ganeti/master-daemon.log",
-                 "var/log/ganeti/node-daemon.log"):
-        assert os.path.exists(vcluster.Path(path)), path
+    for path in (pathutils.CLUSTER_CONF_FILE, pathutils.NODED_CERT_FILE,
+                 pathutils.SsconfFileName("cluster_name"),
+                 pathutils.SsconfFileName("master_node"),
+                 pathutils.JOB_QUEUE_VERSION_FILE,
+                 pathutils.GetLogFilename("master-daemon"),
+                 pathutils.GetLogFilename("node-daemon")):
+        assert os.path.exists(vcluster.NodePath(path)), path
     assert vcluster.Pid("ganeti-masterd") and vcluster.Pid("ganeti-noded")
-    with open(vcluster.Path("var/lib/ganeti/ssconf_master_node"),
+    with open(vcluster.NodePath(pathutils.SsconfFileName("master_node")),
               encoding="utf-8") as fobj:
         assert fobj.read().strip() == vcluster.node
     mode = os.stat(vcluster.master_socket).st_mode & 0o777
@@ -224,7 +224,8 @@ def test_destroy():
         assert result.returncode == 1 and "--yes-do-it" in result.stderr
         assert cluster.Pid("ganeti-masterd")
         cluster.Run("gnt-cluster", "destroy", "--yes-do-it")
-        assert not os.path.exists(cluster.Path("var/lib/ganeti/config.data"))
+        assert not os.path.exists(
+            cluster.NodePath(pathutils.CLUSTER_CONF_FILE))
         deadline = time.monotonic() + 10
         while cluster.Pid("ganeti-noded") and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -14,6 +14,8 @@ import sys
 import tempfile
 import time
 
+from ganeti import pathutils
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(TOP, "scripts")
 DAEMONS = os.path.join(TOP, "daemons")
@@ -73,13 +75,17 @@ class VirtualCluster:
         """A path below the node root (parts relative to /)."""
         return os.path.join(self.root, *parts)
 
+    def NodePath(self, path: str) -> str:
+        """A pathutils path (as for a real node) below this node's root."""
+        return self.root + path
+
     @property
     def queue_dir(self) -> str:
-        return self.Path("var/lib/ganeti/queue")
+        return self.NodePath(pathutils.QUEUE_DIR)
 
     @property
     def master_socket(self) -> str:
-        return self.Path("var/run/ganeti/socket/ganeti-master")
+        return self.NodePath(pathutils.MASTER_SOCKET)
 
     def Run(self, *args: str, check: bool = True,
             timeout: float = 60) -> subprocess.CompletedProcess:
@@ -95,12 +101,13 @@ class VirtualCluster:
 
     def Init(self, *extra: str) -> None:
         self.Run("gnt-cluster", "init", "--master-netdev=lo",
-                 "--file-storage-dir=" + self.Path("srv/ganeti/file-storage"),
+                 "--file-storage-dir=" +
+                 self.NodePath(pathutils.DEFAULT_FILE_STORAGE_DIR),
                  *extra, self.cluster_name)
 
     def Pid(self, daemon: str) -> int:
         try:
-            with open(self.Path("var/run/ganeti", daemon + ".pid"),
+            with open(self.NodePath(pathutils.DaemonPidFileName(daemon)),
                       encoding="utf-8") as fobj:
                 return int(fobj.read().strip())
         except (OSError, ValueError):

@@ -187,7 +187,10 @@ class LuxiHandler:
         if what == constants.QR_LOCK:
             return self.context.glm.QueryLocks(fields)
         try:
-            return query.Query(table, items, fields, qfilter)
+            # Job rows are read under each job's lock: only states already
+            # written to disk are reported
+            return query.Query(table, items, fields, qfilter,
+                               item_lock=lambda job: job.lock)
         except errors.ParameterError as err:
             raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
 
