@@ -52,12 +52,9 @@ class _Master:
 
 @pytest.fixture
 def master(tmp_path, monkeypatch):
-    handler = _Master()
-    path = str(tmp_path / "master.sock")
-    server = testutils_luxi.LuxiServer(path, handler)
-    monkeypatch.setenv(luxi.ENV_FORCE_SOCKET, path)
-    yield handler
-    server.Stop()
+    with testutils_luxi.ServeAsMaster(str(tmp_path), _Master(),
+                                      monkeypatch) as handler:
+        yield handler
 
 
 def _Run(*argv):

@@ -84,12 +84,9 @@ class _Queue:
 
 @pytest.fixture
 def queue(tmp_path, monkeypatch):
-    handler = _Queue()
-    path = str(tmp_path / "master.sock")
-    server = testutils_luxi.LuxiServer(path, handler)
-    monkeypatch.setenv(luxi.ENV_FORCE_SOCKET, path)
-    yield handler
-    server.Stop()
+    with testutils_luxi.ServeAsMaster(str(tmp_path), _Queue(),
+                                      monkeypatch) as handler:
+        yield handler
 
 
 def _Run(*argv):

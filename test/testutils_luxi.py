@@ -5,6 +5,8 @@ thread, so commands and the LUXI client are exercised end to end while the
 test decides what the "master daemon" answers.
 """
 
+import contextlib
+import os
 import socket
 import threading
 from typing import Any, Callable
@@ -80,3 +82,15 @@ class LuxiServer:
 
     def Stop(self) -> None:
         self._sock.close()
+
+
+@contextlib.contextmanager
+def ServeAsMaster(directory: str, handler, monkeypatch):
+    """Serve ``handler`` on a socket the CLI uses as its master socket."""
+    path = os.path.join(directory, "master.sock")
+    server = LuxiServer(path, handler)
+    monkeypatch.setenv(luxi.ENV_FORCE_SOCKET, path)
+    try:
+        yield handler
+    finally:
+        server.Stop()
