@@ -19,7 +19,7 @@ from ganeti.utils import process  # noqa: E402
 
 _DAEMON = textwrap.dedent("""
     import json, optparse, os, sys, time
-    from ganeti import constants, daemon, errors
+    from ganeti import constants, daemon, errors, utils
 
     mode, info_file = sys.argv.pop(1), sys.argv.pop(1)
 
@@ -38,8 +38,8 @@ _DAEMON = textwrap.dedent("""
                 "pid": os.getpid(), "worker": worker}
 
     def Exec(options, args, prep, stop_event):
-        with open(info_file, "w") as fobj:
-            json.dump(prep, fobj)
+        # Atomic, so the test never reads a half-written file
+        utils.WriteFile(info_file, data=json.dumps(prep))
         stop_event.wait()
 
     daemon.GenericMain(constants.MAINTD, optparse.OptionParser(), Check,
