@@ -2,7 +2,6 @@
 
 import logging
 import os
-from typing import Any
 
 from ganeti import (config, constants, errors, netutils, objects, pathutils,
                     ssconf, utils)
@@ -131,7 +130,6 @@ def FinalizeClusterDestroy(master_name: str) -> None:
     RunDaemonUtil("stop", constants.NODED)
 
 
-def GetMasterInfo() -> tuple[str, Any]:
-    """Master name according to this node's ssconf (for CLI checks)."""
-    store = ssconf.SimpleStore()
-    return store.GetMasterNode(), store
+def GetMasterName() -> str:
+    """Master name according to this node's ssconf (works without masterd)."""
+    return ssconf.SimpleStore().GetMasterNode()

@@ -131,3 +131,10 @@ def test_log_messages_and_result_type(context):
     info = mcpu.Processor(context, 1).ExecOpCode(op, cbs)
     assert info["name"] == "cluster.example.test"
     assert info["protocol_version"] == constants.PROTOCOL_VERSION
+
+
+def test_set_params_refuses_unknown_hypervisor(context):
+    op = opcodes.OpClusterSetParams(hvparams={"xen-pvm": {"x": 1}})
+    op.Validate(True)
+    with pytest.raises(errors.OpPrereqError, match="xen-pvm"):
+        mcpu.Processor(context, 1).ExecOpCode(op, _RecordingCbs())

@@ -105,8 +105,7 @@ def ShowClusterVersion(opts: Any, args: list[str]) -> int:
 
 def ShowClusterMaster(opts: Any, args: list[str]) -> int:
     """Print the master node's name (from ssconf, works without masterd)."""
-    master, _ = bootstrap.GetMasterInfo()
-    cli.ToStdout("%s", master)
+    cli.ToStdout("%s", bootstrap.GetMasterName())
     return constants.EXIT_SUCCESS
 
 

@@ -140,8 +140,7 @@ class LUClusterSetParams(NoHooksLU):
             value = getattr(self.op, name)
             if value:
                 setattr(self.op, name, ForceParamDict(table, value, name))
-        if (self.op.enabled_hypervisors is not None and
-                self.op.hvparams):
+        if self.op.hvparams:
             unknown = set(self.op.hvparams) - set(constants.HYPER_TYPES)
             if unknown:
                 raise errors.OpPrereqError(

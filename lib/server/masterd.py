@@ -13,8 +13,8 @@ import socketserver
 import threading
 from typing import Any
 
-from ganeti import (config, constants, daemon, errors, locking, luxi,
-                    netutils, pathutils, query, utils, vcluster)
+from ganeti import (config, constants, daemon, errors, locking, luxi, mcpu,
+                    netutils, opcodes, pathutils, query, utils, vcluster)
 from ganeti import jqueue
 from ganeti.cmdlib import cluster as cmdlib_cluster
 from ganeti.jqueue import jobs as jqueue_jobs
@@ -48,13 +48,13 @@ class GanetiContext:
             result.append((node.name, node.primary_ip, node.offline))
         return result
 
-    def _OtherCandidates(self) -> list[str]:
+    def OtherCandidates(self) -> list[str]:
         """Online master candidates other than this node (replication)."""
         return [node.uuid for node in self.cfg.GetAllNodesInfo().values()
                 if node.master_candidate and not node.offline and
                 node.name != self.my_name]
 
-    def _LogReplication(self, what: str, results: dict) -> None:
+    def LogReplication(self, what: str, results: dict) -> None:
         failed = [res.node for res in results.values() if res.fail_msg]
         if not failed:
             return
@@ -67,37 +67,37 @@ class GanetiContext:
                             ", ".join(failed))
 
     def _ReplicateFile(self, path: str, data: str) -> None:
-        nodes = self._OtherCandidates()
+        nodes = self.OtherCandidates()
         if nodes:
             results = self.rpc.call_jobqueue_update(
                 nodes, vcluster.MakeVirtualPath(path),
                 [constants.RPC_ENCODING_NONE, data])
-            self._LogReplication(path, results)
+            self.LogReplication(path, results)
 
     def _ReplicateRenames(self, renames: list[tuple[str, str]]) -> None:
-        nodes = self._OtherCandidates()
+        nodes = self.OtherCandidates()
         if nodes:
             results = self.rpc.call_jobqueue_rename(
                 nodes, [[vcluster.MakeVirtualPath(old),
                          vcluster.MakeVirtualPath(new)]
                         for old, new in renames])
-            self._LogReplication("job renames", results)
+            self.LogReplication("job renames", results)
 
     def _ConfigWritten(self, cfg: config.ConfigWriter, serial: int) -> None:
         """Push config.data to candidates and ssconf (if changed) to nodes."""
-        nodes = self._OtherCandidates()
+        nodes = self.OtherCandidates()
         if nodes:
             data = utils.ReadFile(pathutils.CLUSTER_CONF_FILE)
             results = self.rpc.call_upload_file(
                 nodes, vcluster.MakeVirtualPath(pathutils.CLUSTER_CONF_FILE),
                 [constants.RPC_ENCODING_NONE, data],
                 constants.CONFIG_FILE_MODE)
-            self._LogReplication("config.data", results)
+            self.LogReplication("config.data", results)
         ssconf = cfg.GetSsconfValues()
         if ssconf != self._last_ssconf:
             online = cfg.GetOnlineNodeList()
             results = self.rpc.call_write_ssconf_files(online, ssconf)
-            self._LogReplication("ssconf", results)
+            self.LogReplication("ssconf", results)
             if all(not res.fail_msg for res in results.values()):
                 self._last_ssconf = ssconf
 
@@ -158,8 +158,11 @@ class LuxiHandler:
             raise errors.OpPrereqError("Drain flag must be a boolean",
                                        errors.ECODE_INVAL)
         self.queue.SetDrainFlag(drain)
-        self.context.rpc.call_jobqueue_set_drain_flag(
-            self.context._OtherCandidates(), drain)
+        nodes = self.context.OtherCandidates()
+        if nodes:
+            self.context.LogReplication(
+                "drain flag",
+                self.context.rpc.call_jobqueue_set_drain_flag(nodes, drain))
         return True
 
     def _QueryConfigValues(self, fields: list) -> list:
@@ -177,38 +180,37 @@ class LuxiHandler:
         return [values[f]() if f in values else None for f in fields]
 
     def _QueryTags(self, kind: str, name: str) -> list:
-        from ganeti import opcodes
-        from ganeti import mcpu
         op = opcodes.OpTagsGet(kind=kind, name=name or None)
         return mcpu.ExecuteWithoutQueue(self.context, op)
 
     def _Query(self, what: str, fields: list, qfilter: Any) -> dict:
-        table, items = self._QueryResource(what)
         if what == constants.QR_LOCK:
             return self.context.glm.QueryLocks(fields)
         try:
             # Job rows are read under each job's lock: only states already
             # written to disk are reported
-            return query.Query(table, items, fields, qfilter,
+            return query.Query(jqueue_jobs.JOB_FIELDS, self._Jobs(what),
+                               fields, qfilter,
                                item_lock=lambda job: job.lock)
         except errors.ParameterError as err:
             raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
 
     def _QueryFields(self, what: str, fields: list | None) -> dict:
-        table, _ = self._QueryResource(what)
         if what == constants.QR_LOCK:
             return {"fields": self.context.glm.QueryLocks(
                 fields or ["name", "mode", "owner", "pending"])["fields"]}
-        return query.QueryFields(table, fields)
+        self._Jobs(what, load=False)
+        return query.QueryFields(jqueue_jobs.JOB_FIELDS, fields)
 
-    def _QueryResource(self, what: str) -> tuple:
-        if what == constants.QR_JOB:
-            jobs = [self.queue.GetJob(i) for i in self.queue.GetJobIds()]
-            return jqueue_jobs.JOB_FIELDS, [job for job in jobs if job]
-        if what == constants.QR_LOCK:
-            return {}, []
-        raise errors.OpPrereqError("Resource '%s' cannot be queried yet" %
-                                   what, errors.ECODE_INVAL)
+    def _Jobs(self, what: str, load: bool = True) -> list:
+        """The live jobs, for the one queryable resource besides locks."""
+        if what != constants.QR_JOB:
+            raise errors.OpPrereqError("Resource '%s' cannot be queried yet" %
+                                       what, errors.ECODE_INVAL)
+        if not load:
+            return []
+        jobs = [self.queue.GetJob(i) for i in self.queue.GetJobIds()]
+        return [job for job in jobs if job]
 
     @staticmethod
     def _PickupJob(job_id: Any) -> None:
