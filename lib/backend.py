@@ -12,6 +12,8 @@ cluster certificate can call it.
 
 import base64
 import binascii
+import hashlib
+import hmac
 import logging
 import os
 import re
@@ -20,8 +22,9 @@ import time
 import zlib
 from typing import Any, NoReturn
 
-from ganeti import constants, errors, netutils, pathutils, vcluster
-from ganeti.utils import io
+from ganeti import (constants, errors, netutils, pathutils, serializer, ssconf,
+                    vcluster)
+from ganeti.utils import io, process
 
 _SSCONF_KEY_RE = re.compile(r"^[a-z0-9_]+$")
 _SSCONF_FILE_MODE = 0o444
@@ -278,3 +281,366 @@ def node_leave_cluster() -> NoReturn:
     jobqueue_purge()
     logging.info("Left the cluster, stopping the node daemon")
     raise errors.QuitGanetiException(True, "Shutdown scheduled")
+
+
+_JOB_FILE_RE = re.compile(r"^job-(\d+)$")
+
+
+def _HighestJobId() -> int:
+    """The highest job id this node's queue copy knows (live or archived)."""
+    highest = 0
+    try:
+        serial = io.ReadFile(os.path.join(pathutils.QUEUE_DIR, "serial"))
+        highest = int(serial.strip() or 0)
+    except (OSError, ValueError):
+        pass
+    dirs = [pathutils.QUEUE_DIR]
+    try:
+        dirs.extend(entry.path for entry in
+                    os.scandir(pathutils.JOB_QUEUE_ARCHIVE_DIR)
+                    if entry.is_dir())
+    except OSError:
+        pass
+    for path in dirs:
+        try:
+            names = os.listdir(path)
+        except OSError:
+            continue
+        for name in names:
+            match = _JOB_FILE_RE.match(name)
+            if match:
+                highest = max(highest, int(match.group(1)))
+    return highest
+
+
+def _ConfigSerial() -> int | None:
+    """Serial number of this node's copy of the configuration, if any."""
+    try:
+        data = serializer.LoadJson(io.ReadFile(pathutils.CLUSTER_CONF_FILE))
+        return int(data["serial_no"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def master_info() -> dict[str, Any]:
+    """This node's view of the master role, for voting and failover.
+
+    ``master_node`` comes from ssconf (what every node has);
+    ``config_serial`` and ``job_serial`` tell how recent the node's copies
+    of the configuration and the job queue are (candidates only).
+    """
+    try:
+        master = ssconf.SimpleStore().GetMasterNode()
+    except errors.ConfigurationError:
+        master = None
+    return {
+        "node_name": netutils.GetMyName(),
+        "master_node": master,
+        "config_serial": _ConfigSerial(),
+        "job_serial": _HighestJobId(),
+    }
+
+
+def node_stop_master() -> None:
+    """Stop the master daemon (it may already be stopped)."""
+    result = process.RunCmd([pathutils.DAEMON_UTIL, "stop",
+                             constants.MASTERD])
+    if result.failed:
+        _Fail("Could not stop the master daemon: %s", result.output.strip())
+
+
+def node_start_master() -> None:
+    """Start the master daemon (it votes before it serves)."""
+    result = process.RunCmd([pathutils.DAEMON_UTIL, "start",
+                             constants.MASTERD])
+    if result.failed:
+        _Fail("Could not start the master daemon: %s", result.output.strip())
+
+
+def _CheckMasterParams(params: Any) -> tuple[str, int, str]:
+    if not isinstance(params, dict):
+        _Fail("Invalid master IP parameters %r", params)
+    address, netmask = params.get("ip"), params.get("netmask")
+    netdev = params.get("netdev")
+    if not (isinstance(address, str) and netutils.IsValidIP4(address)):
+        _Fail("Invalid master IP %r", address)
+    if isinstance(netmask, bool) or not isinstance(netmask, int) or \
+            not 0 <= netmask <= 32:
+        _Fail("Invalid master netmask %r", netmask)
+    if not (isinstance(netdev, str) and re.match(r"^[\w.:@-]{1,15}$",
+                                                 netdev)):
+        _Fail("Invalid master network device %r", netdev)
+    return address, netmask, netdev
+
+
+def _LoopbackNoop(address: str, netdev: str) -> bool:
+    """Whether the master IP needs no change: 127/8 is local on ``lo``.
+
+    Virtual clusters on one machine use loopback addresses, which the
+    kernel already routes locally; adding them would need root for nothing.
+    """
+    return netdev == "lo" and address.startswith("127.")
+
+
+def _IpAddressPresent(address: str, netdev: str) -> bool:
+    result = process.RunCmd(["ip", "-o", "-4", "address", "show", "dev",
+                             netdev])
+    if result.failed:
+        _Fail("Cannot list the addresses of %s: %s", netdev,
+              result.output.strip())
+    return any(field.split("/")[0] == address
+               for line in result.stdout.splitlines()
+               for field in line.split())
+
+
+def node_activate_master_ip(master_params: dict) -> None:
+    """Add the master IP to the master network device (idempotent)."""
+    address, netmask, netdev = _CheckMasterParams(master_params)
+    if _LoopbackNoop(address, netdev) or _IpAddressPresent(address, netdev):
+        return
+    result = process.RunCmd(["ip", "address", "add",
+                             "%s/%d" % (address, netmask), "dev", netdev,
+                             "label", "%s:0" % netdev[:13]])
+    if result.failed:
+        _Fail("Could not add the master IP %s to %s: %s", address, netdev,
+              result.output.strip())
+
+
+def node_deactivate_master_ip(master_params: dict) -> None:
+    """Remove the master IP from the master network device (idempotent)."""
+    address, netmask, netdev = _CheckMasterParams(master_params)
+    if _LoopbackNoop(address, netdev) or \
+            not _IpAddressPresent(address, netdev):
+        return
+    result = process.RunCmd(["ip", "address", "del",
+                             "%s/%d" % (address, netmask), "dev", netdev])
+    if result.failed:
+        _Fail("Could not remove the master IP %s from %s: %s", address,
+              netdev, result.output.strip())
+
+
+def node_demote_from_mc() -> None:
+    """Drop the candidate's copies of the configuration and job queue.
+
+    Refused on the master, whose copies are the originals.
+    """
+    try:
+        master = ssconf.SimpleStore().GetMasterNode()
+    except errors.ConfigurationError:
+        master = None
+    if master == netutils.GetMyName():
+        _Fail("This is the master node, refusing to demote it")
+    io.RemoveFile(pathutils.CLUSTER_CONF_FILE)
+    jobqueue_purge()
+
+
+def _JoinFiles() -> frozenset[str]:
+    """The cluster files a joining node receives from the master."""
+    return frozenset([pathutils.NODED_CERT_FILE, pathutils.RAPI_CERT_FILE,
+                      pathutils.CLUSTER_DOMAIN_SECRET_FILE])
+
+
+def node_join(secret: str, files: dict, ssconf: dict) -> None:
+    """Become a cluster member: install what the master sends.
+
+    Served only while the node is not in a cluster, to callers that know
+    the join key's secret (shown on this node when noded started). Every
+    file is checked before the first is written; the cluster certificate
+    is written last, since its presence is what makes the node a member.
+    """
+    try:
+        expected = io.ReadFile(pathutils.NODED_JOIN_KEY_FILE).strip()
+    except OSError:
+        _Fail("This node has no join key; is it already in a cluster?")
+    expected_secret = expected.rpartition(":")[2]
+    if not (isinstance(secret, str) and
+            hmac.compare_digest(secret.encode("utf-8"),
+                                expected_secret.encode("utf-8"))):
+        _Fail("Wrong join secret")
+    if not isinstance(files, dict) or \
+            pathutils.NODED_CERT_FILE not in {_LocalPath(p) for p in files}:
+        _Fail("node_join needs the cluster certificate")
+    decoded = []
+    for vpath, spec in files.items():
+        path = _LocalPath(vpath)
+        if path not in _JoinFiles():
+            _Fail("Refusing to write %s: not a file a joining node gets",
+                  vpath)
+        if not (isinstance(spec, (list, tuple)) and len(spec) == 2 and
+                isinstance(spec[0], int) and 0 <= spec[0] <= 0o7777):
+            _Fail("Invalid file specification for %s", vpath)
+        decoded.append((path, spec[0], _DecodeContent(spec[1])))
+    decoded.sort(key=lambda item: item[0] == pathutils.NODED_CERT_FILE)
+    write_ssconf_files(ssconf)
+    for path, mode, data in decoded:
+        io.WriteFile(path, data=data, mode=mode)
+    io.RemoveFile(pathutils.NODED_JOIN_KEY_FILE)
+    io.RemoveFile(pathutils.NODED_JOIN_CERT_FILE)
+    logging.info("Joined the cluster %s", ssconf.get("cluster_name"))
+
+
+# Cluster verification, gnt-cluster command and copyfile ---------------------
+
+_NV_CHECKS = frozenset([constants.NV_FILELIST, constants.NV_TIME,
+                        constants.NV_VERSION])
+
+
+def _FileChecksum(path: str) -> str | None:
+    """SHA-256 of a file as hex; None if the file can't be read."""
+    try:
+        with open(path, "rb") as fobj:
+            return hashlib.file_digest(fobj, "sha256").hexdigest()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        logging.warning("Cannot compute the checksum of %s: %s", path, err)
+        return None
+
+
+def node_verify(checks: dict, cluster_name: str) -> dict[str, Any]:
+    """Report what the master compares when verifying the cluster.
+
+    The node only collects; the master judges, comparing the answers of
+    all nodes with each other and with its own state. Files are reported
+    by the virtual paths asked for, with None for a missing file.
+    """
+    if not isinstance(checks, dict):
+        _Fail("node_verify expects a dictionary of checks")
+    unknown = set(checks) - _NV_CHECKS
+    if unknown:
+        _Fail("Unknown verification check(s): %s", ", ".join(sorted(unknown)))
+    try:
+        my_cluster = ssconf.SimpleStore().GetClusterName()
+    except errors.ConfigurationError:
+        my_cluster = None
+    if my_cluster is not None and my_cluster != cluster_name:
+        _Fail("This node belongs to cluster %s, not %s", my_cluster,
+              cluster_name)
+    result: dict[str, Any] = {}
+    if constants.NV_VERSION in checks:
+        result[constants.NV_VERSION] = [constants.PROTOCOL_VERSION,
+                                        constants.RELEASE_VERSION]
+    if constants.NV_FILELIST in checks:
+        files = checks[constants.NV_FILELIST]
+        if not isinstance(files, list):
+            _Fail("The %s check expects a list of paths",
+                  constants.NV_FILELIST)
+        result[constants.NV_FILELIST] = {
+            vpath: _FileChecksum(_LocalPath(vpath)) for vpath in files}
+    if constants.NV_TIME in checks:
+        result[constants.NV_TIME] = time.time()
+    return result
+
+
+def run_command(command: str) -> list:
+    """Run a shell command for gnt-cluster command; [exit code, output].
+
+    The command runs from "/" with noded's environment (on a virtual
+    cluster that names the node's root) and no input; the output is stdout
+    followed by stderr. A command killed by a signal gets 128 + the signal
+    number, as the shell reports it; one that times out is a failure.
+    """
+    if not isinstance(command, str) or not command.strip():
+        _Fail("Invalid command %r", command)
+    logging.info("Running command requested by the master: %s", command)
+    result = process.RunCmd(["/bin/sh", "-c", command], cwd="/",
+                            timeout=constants.NODE_COMMAND_TIMEOUT)
+    if result.timed_out:
+        _Fail("Command %r %s; output so far: %s", command, result.fail_reason,
+              result.output)
+    if result.signal is not None:
+        return [128 + result.signal, result.output]
+    return [result.exit_code, result.output]
+
+
+def _ReadCopyfilePrefixes() -> list[str]:
+    """The allowed copyfile prefixes, as local paths; none without the file.
+
+    The file lists one absolute (virtual) path per line; empty lines and
+    lines starting with "#" are ignored.
+    """
+    try:
+        text = io.ReadFile(pathutils.COPYFILE_PATHS_FILE)
+    except FileNotFoundError:
+        return []
+    except OSError as err:
+        logging.warning("Cannot read %s: %s", pathutils.COPYFILE_PATHS_FILE,
+                        err)
+        return []
+    prefixes = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not os.path.isabs(line):
+            logging.warning("Ignoring relative path %r in %s", line,
+                            pathutils.COPYFILE_PATHS_FILE)
+            continue
+        prefixes.append(vcluster.LocalizeVirtualPath(line))
+    return prefixes
+
+
+def _IsAtOrBelow(prefix: str, path: str) -> bool:
+    prefix = os.path.realpath(prefix)
+    return path == prefix or io.IsBelowDir(prefix, path)
+
+
+def CheckCopyfileTarget(vpath: str) -> str:
+    """The local path gnt-cluster copyfile may write for virtual ``vpath``.
+
+    Used on the master before sending and on each node before writing, so
+    that every node decides with its own allow-list
+    (pathutils.COPYFILE_PATHS_FILE). The target must be at or below a
+    listed prefix and outside Ganeti's data directory (configuration,
+    certificates, secrets, ssconf, queue) and the allow-lists themselves.
+    Symbolic links in the target's directory are resolved before the
+    comparison, so a link can't lead outside the allowed prefixes.
+    Raises OpPrereqError naming the path.
+    """
+    if not isinstance(vpath, str) or not os.path.isabs(vpath) or \
+            "\0" in vpath:
+        raise errors.OpPrereqError("Invalid path %r, expected an absolute"
+                                   " path" % (vpath,), errors.ECODE_INVAL)
+    path = os.path.normpath(vcluster.LocalizeVirtualPath(vpath))
+    resolved = os.path.join(os.path.realpath(os.path.dirname(path)),
+                            os.path.basename(path))
+    allow_list = vcluster.MakeVirtualPath(pathutils.COPYFILE_PATHS_FILE)
+    for forbidden in (pathutils.DATA_DIR, pathutils.COPYFILE_PATHS_FILE,
+                      pathutils.FILE_STORAGE_PATHS_FILE):
+        if _IsAtOrBelow(forbidden, resolved):
+            raise errors.OpPrereqError(
+                "Refusing to copy to %s: Ganeti's own files (%s) can't be"
+                " overwritten by copyfile" %
+                (vpath, vcluster.MakeVirtualPath(forbidden)),
+                errors.ECODE_INVAL)
+    prefixes = _ReadCopyfilePrefixes()
+    if not prefixes:
+        raise errors.OpPrereqError(
+            "Refusing to copy to %s: no path is allowed for copyfile (%s is"
+            " missing or empty)" % (vpath, allow_list), errors.ECODE_INVAL)
+    if not any(_IsAtOrBelow(prefix, resolved) for prefix in prefixes):
+        raise errors.OpPrereqError(
+            "Refusing to copy to %s: not below any path allowed in %s" %
+            (vpath, allow_list), errors.ECODE_INVAL)
+    return path
+
+
+def copyfile_upload(file_name: str, content: list, mode: int) -> None:
+    """Write a file for gnt-cluster copyfile (see CheckCopyfileTarget).
+
+    The directory must exist, as for a copy over SSH.
+    """
+    try:
+        path = CheckCopyfileTarget(file_name)
+    except errors.OpPrereqError as err:
+        _Fail("%s", err.args[0])
+    if isinstance(mode, bool) or not isinstance(mode, int) or \
+            not 0 <= mode <= 0o7777:
+        _Fail("Invalid file mode %r", mode)
+    data = _DecodeContent(content)
+    if not os.path.isdir(os.path.dirname(path)):
+        _Fail("Cannot write %s: directory %s does not exist", file_name,
+              os.path.dirname(file_name))
+    io.WriteFile(path, data=data, mode=mode)
+    logging.info("Wrote %s (%d bytes, mode %04o) for copyfile", path,
+                 len(data), mode)

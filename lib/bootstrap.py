@@ -2,10 +2,13 @@
 
 import logging
 import os
+import time
 
-from ganeti import (config, constants, errors, netutils, objects, pathutils,
-                    ssconf, utils)
+from ganeti import (backend, config, constants, errors, netutils, objects,
+                    pathutils, serializer, ssconf, utils, vcluster)
+from ganeti.cmdlib import cluster as cmdlib_cluster
 from ganeti.cmdlib.base import ForceParamDict
+from ganeti.rpc import client as rpc_client
 from ganeti.rpc import node as rpc_node
 from ganeti.utils import process, x509
 
@@ -111,6 +114,10 @@ def InitCluster(cluster_name: str, master_netdev: str,
     config.InitConfig(constants.CONFIG_VERSION, cluster, node)
     cfg = config.ConfigWriter()
     ssconf.SimpleStore().WriteFiles(cfg.GetSsconfValues())
+    try:
+        backend.node_activate_master_ip(cmdlib_cluster.MasterIpParams(cfg))
+    except errors.GenericError as err:
+        logging.error("Could not activate the master IP: %s", err)
     logging.info("Cluster %s initialised, starting daemons", cluster_name)
     RunDaemonUtil("start", constants.NODED)
     RunDaemonUtil("start", constants.MASTERD)
@@ -120,6 +127,11 @@ def FinalizeClusterDestroy(master_name: str) -> None:
     """Stop masterd, then make the master leave the cluster via noded."""
     RunDaemonUtil("stop", constants.MASTERD)
     cfg = config.ConfigWriter(offline=True)
+    try:
+        backend.node_deactivate_master_ip(
+            cmdlib_cluster.MasterIpParams(cfg))
+    except errors.GenericError as err:
+        logging.warning("Could not remove the master IP: %s", err)
     node = cfg.GetNodeInfoByName(master_name)
     runner = rpc_node.RpcRunner(rpc_node.StaticResolver(
         {node.name: node.primary_ip}))
@@ -133,3 +145,250 @@ def FinalizeClusterDestroy(master_name: str) -> None:
 def GetMasterName() -> str:
     """Master name according to this node's ssconf (works without masterd)."""
     return ssconf.SimpleStore().GetMasterNode()
+
+
+# Files a joining node gets, with their modes
+_JOIN_FILES = ((pathutils.NODED_CERT_FILE, constants.SECURE_FILE_MODE),
+               (pathutils.RAPI_CERT_FILE, constants.SECURE_FILE_MODE),
+               (pathutils.CLUSTER_DOMAIN_SECRET_FILE,
+                constants.SECURE_FILE_MODE))
+
+
+def _ParseJoinKey(join_key: str) -> tuple[str, str]:
+    pin, sep, secret = join_key.strip().rpartition(":")
+    if not sep or not pin or not secret:
+        raise errors.OpPrereqError(
+            "Invalid join key %r: expected PIN:SECRET as printed by the new"
+            " node's ganeti-noded" % join_key, errors.ECODE_INVAL)
+    return pin, secret
+
+
+def JoinNode(node_name: str, node_ip: str, join_key: str,
+             ssconf_values: dict[str, str] | None = None,
+             port: int = constants.DEFAULT_NODED_PORT,
+             timeout: float = 30) -> None:
+    """Hand a new node the cluster's certificate, secrets and ssconf.
+
+    The new node's noded, not yet in a cluster, serves with a temporary
+    key; the join key the admin copied from it pins that key (so the
+    certificate goes to exactly that node) and carries the secret the node
+    asks for (so nobody else can make the node join their cluster).
+    Returns once the node's noded serves with the cluster certificate.
+    """
+    pin, secret = _ParseJoinKey(join_key)
+    files = {vcluster.MakeVirtualPath(path):
+             [mode, rpc_node.EncodeContent(utils.ReadFile(path))]
+             for path, mode in _JOIN_FILES}
+    if ssconf_values is None:
+        ssconf_values = ssconf.SimpleStore().ReadAll()
+    body = serializer.DumpJsonBytes([secret, files, ssconf_values])
+    client = rpc_client.RpcClient(None, pinned_key=pin)
+    try:
+        result = client.Call("node_join", [(node_name, node_name, node_ip,
+                                            False)], port, body,
+                             timeout)[node_name]
+    finally:
+        client.close()
+    if result.fail_msg:
+        raise errors.OpExecError("Node %s did not join: %s (is the join key"
+                                 " the one its noded printed?)" %
+                                 (node_name, result.fail_msg))
+    runner = rpc_node.RpcRunner(rpc_node.StaticResolver({node_name: node_ip}),
+                                port=port)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            result = runner.call_version([node_name])[node_name]
+            if not result.fail_msg:
+                return
+            if time.monotonic() > deadline:
+                raise errors.OpExecError(
+                    "Node %s joined but its node daemon does not answer as"
+                    " a cluster member: %s" % (node_name, result.fail_msg))
+            time.sleep(0.2)
+    finally:
+        runner.close()
+
+
+def _NodeRunner(cfg: config.ConfigWriter) -> rpc_node.RpcRunner:
+    """RPC to the nodes of a configuration, without a master daemon."""
+    nodes = cfg.GetAllNodesInfo().values()
+    return rpc_node.RpcRunner(rpc_node.StaticResolver(
+        {node.name: node.primary_ip for node in nodes},
+        offline=[node.name for node in nodes if node.offline]))
+
+
+def GatherMasterInfo(cfg: config.ConfigWriter,
+                     my_name: str) -> tuple[dict, dict[str, dict | None]]:
+    """This node's master_info and every other online node's (None if down).
+    """
+    others = [node.name for node in cfg.GetAllNodesInfo().values()
+              if not node.offline and node.name != my_name]
+    mine = backend.master_info()
+    if not others:
+        return mine, {}
+    runner = _NodeRunner(cfg)
+    try:
+        results = runner.call_master_info(others)
+    finally:
+        runner.close()
+    return mine, {name: (None if res.fail_msg else res.payload)
+                  for name, res in results.items()}
+
+
+def CheckMasterVotes(cfg: config.ConfigWriter, my_name: str,
+                     retries: int = 5, retry_delay: float = 2.0) -> None:
+    """Refuse to run the master role unless the cluster agrees.
+
+    A majority of the online nodes (this one included) must name this node
+    as master, and no node may hold a newer configuration or job queue
+    than this node (design-2.0, "Master startup/failover"). Raises
+    errors.NotMasterError saying why not.
+    """
+    for attempt in range(retries):
+        mine, others = GatherMasterInfo(cfg, my_name)
+        _CheckNotStale(mine, others)
+        total = len(others) + 1
+        votes = 1 + sum(1 for info in others.values()
+                        if info and info.get("master_node") == my_name)
+        if 2 * votes > total:
+            return
+        if attempt + 1 < retries:
+            time.sleep(retry_delay)
+    elsewhere = sorted({info["master_node"] for info in others.values()
+                        if info and info.get("master_node") and
+                        info["master_node"] != my_name})
+    down = sorted(name for name, info in others.items() if info is None)
+    raise errors.NotMasterError(
+        "Not enough nodes agree that %s is the master (%d of %d votes);"
+        " %s%sstart with --no-voting only if you are sure no other node"
+        " runs the master role" %
+        (my_name, votes, total,
+         "nodes that did not answer: %s; " % ", ".join(down) if down else "",
+         "other masters named: %s; " % ", ".join(elsewhere)
+         if elsewhere else ""))
+
+
+def _CheckNotStale(mine: dict, others: dict[str, dict | None]) -> None:
+    """Refuse if another node holds a newer config or job queue."""
+    for name, info in sorted(others.items()):
+        if not info:
+            continue
+        for key, what in (("config_serial", "configuration"),
+                          ("job_serial", "job queue")):
+            theirs, ours = info.get(key), mine.get(key)
+            if theirs is not None and (ours is None or theirs > ours):
+                raise errors.NotMasterError(
+                    "Node %s holds a newer %s than this node (serial %s,"
+                    " ours %s); taking the master role here would roll"
+                    " back changes" % (name, what, theirs, ours))
+
+
+def MasterFailover(no_voting: bool = False,
+                   feedback_fn=logging.info) -> None:
+    """Make this master candidate the master (gnt-cluster master-failover).
+
+    The old master's daemon is stopped first (if it can be reached), so
+    the state compared next can no longer change; this node then takes
+    over only if its configuration and job queue are the newest among a
+    majority of the nodes. Jobs that were running on the old master are
+    marked as failed when masterd recovers the queue here.
+    """
+    my_name = netutils.GetMyName()
+    cfg = config.ConfigWriter(offline=True, accept_foreign=True)
+    me = cfg.GetNodeInfoByName(my_name)
+    if me is None:
+        raise errors.OpPrereqError("This node (%s) is not in the cluster's"
+                                   " configuration" % my_name,
+                                   errors.ECODE_STATE)
+    old_master = cfg.GetMasterNodeName()
+    if old_master == my_name:
+        raise errors.OpPrereqError(
+            "This command must be run on the node where you want the new"
+            " master to be; %s is already the master" % my_name,
+            errors.ECODE_INVAL)
+    if not me.master_candidate:
+        raise errors.OpPrereqError(
+            "This node is not a master candidate; only master candidates"
+            " can become master (%s)" % ", ".join(
+                cfg.GetNodeNames(cfg.GetMasterCandidateUuids())),
+            errors.ECODE_STATE)
+    if not no_voting:
+        # Refuse early, while the old master still runs untouched
+        _CheckNotStale(*GatherMasterInfo(cfg, my_name))
+
+    runner = _NodeRunner(cfg)
+    try:
+        params = cmdlib_cluster.MasterIpParams(cfg)
+        feedback_fn("Stopping the master daemon on %s" % old_master)
+        result = runner.call_node_stop_master(old_master)
+        old_reachable = not result.fail_msg
+        if old_reachable:
+            result = runner.call_node_deactivate_master_ip(old_master, params)
+            if result.fail_msg:
+                logging.warning("Could not remove the master IP from %s: %s",
+                                old_master, result.fail_msg)
+        else:
+            feedback_fn("Warning: could not stop the master daemon on %s"
+                        " (%s); continuing" % (old_master, result.fail_msg))
+        if not no_voting:
+            try:
+                CheckTakeover(cfg, my_name)
+            except errors.NotMasterError:
+                if old_reachable:
+                    feedback_fn("Restarting the master daemon on %s" %
+                                old_master)
+                    runner.call_node_start_master(old_master)
+                raise
+        _WriteNewMaster(cfg, me, runner, feedback_fn)
+    finally:
+        runner.close()
+    try:
+        backend.node_activate_master_ip(params)
+    except errors.GenericError as err:
+        feedback_fn("Warning: could not activate the master IP: %s" % err)
+    feedback_fn("Starting the master daemon on %s" % my_name)
+    args = ["--no-voting", "--yes-do-it"] if no_voting else []
+    RunDaemonUtil("start", constants.MASTERD, *args)
+
+
+def CheckTakeover(cfg: config.ConfigWriter, my_name: str) -> None:
+    """This node's copies must be the newest, among a majority of nodes."""
+    mine, others = GatherMasterInfo(cfg, my_name)
+    _CheckNotStale(mine, others)
+    answered = 1 + sum(1 for info in others.values() if info)
+    total = len(others) + 1
+    if 2 * answered <= total:
+        raise errors.NotMasterError(
+            "Only %d of %d nodes answered; cannot check that this node holds"
+            " the newest configuration and job queue (use --no-voting if the"
+            " others are down for good)" % (answered, total))
+
+
+def _WriteNewMaster(cfg: config.ConfigWriter, me: objects.Node,
+                    runner: rpc_node.RpcRunner, feedback_fn) -> None:
+    """Record this node as master and tell every node.
+
+    The config goes to the candidates and ssconf to every node before the
+    new masterd starts, so the nodes' votes name the new master.
+    """
+    cluster = cfg.GetClusterInfo()
+    cluster.master_node = me.uuid
+    cfg.Update(cluster)
+    ssconf_values = cfg.GetSsconfValues()
+    ssconf.SimpleStore().WriteFiles(ssconf_values)
+    nodes = [node for node in cfg.GetAllNodesInfo().values()
+             if not node.offline and node.uuid != me.uuid]
+    candidates = [node.name for node in nodes if node.master_candidate]
+    data = utils.ReadFile(pathutils.CLUSTER_CONF_FILE)
+    for name, res in runner.call_upload_file(
+            candidates, pathutils.CLUSTER_CONF_FILE, data,
+            constants.CONFIG_FILE_MODE).items():
+        if res.fail_msg:
+            feedback_fn("Warning: could not send the configuration to %s:"
+                        " %s" % (name, res.fail_msg))
+    for name, res in runner.call_write_ssconf_files(
+            [node.name for node in nodes], ssconf_values).items():
+        if res.fail_msg:
+            feedback_fn("Warning: could not update ssconf on %s: %s" %
+                        (name, res.fail_msg))

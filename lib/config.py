@@ -24,7 +24,7 @@ import os
 import re
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ganeti import constants, errors, netutils, objects, pathutils, ssconf
 from ganeti import utils
@@ -56,14 +56,15 @@ def SerializeConfig(data: ConfigData) -> str:
     return _ENCODE(data.ToDict())
 
 
-def _NiceSortKey(name: str) -> list:
+def NiceSortKey(name: str) -> list:
     """Sort key putting "node2" before "node10"."""
     parts = re.split(r"(\d+)", name)
     return [int(part) if idx % 2 else part for idx, part in enumerate(parts)]
 
 
-def _NiceSort(names: Any) -> list[str]:
-    return sorted(names, key=_NiceSortKey)
+def NiceSort(names: Any) -> list[str]:
+    """``names`` sorted with NiceSortKey."""
+    return sorted(names, key=NiceSortKey)
 
 
 class _Snapshot:
@@ -457,6 +458,32 @@ class ConfigWriter:
         return [uuid for uuid in snap.order["nodes"]
                 if snap.data.nodes[uuid].master_candidate]
 
+    @staticmethod
+    def _CandidateStats(snap: _Snapshot,
+                        exceptions: frozenset[str]) -> tuple[int, int, int]:
+        mc_now = mc_max = 0
+        for uuid, node in snap.data.nodes.items():
+            if uuid in exceptions:
+                continue
+            if node.master_capable and not (node.offline or node.drained):
+                mc_max += 1
+            if node.master_candidate:
+                mc_now += 1
+        return (mc_now, min(mc_max, snap.data.cluster.candidate_pool_size),
+                mc_max)
+
+    def GetMasterCandidateStats(self, exceptions: Iterable[str] | None = None
+                                ) -> tuple[int, int, int]:
+        """``(mc_now, mc_should, mc_max)`` of the candidate pool.
+
+        ``mc_now`` counts the candidates (the master included), ``mc_max``
+        the nodes that could be one (online, not drained, master capable)
+        and ``mc_should`` is the pool size capped by ``mc_max``. Nodes in
+        ``exceptions`` (UUIDs) are left out, to judge the pool as it would
+        be without them (a node being removed or demoted).
+        """
+        return self._CandidateStats(self._snap, frozenset(exceptions or ()))
+
     def GetNodeNames(self, node_uuids: list[str]) -> list[str]:
         """Names of nodes given by UUID; unknown UUIDs are an error."""
         nodes = self._snap.data.nodes
@@ -645,7 +672,7 @@ class ConfigWriter:
     def _ComputeSsconf(snap: _Snapshot) -> dict[str, str]:
         data = snap.data
         cluster = data.cluster
-        nodes = sorted(data.nodes.values(), key=lambda n: _NiceSortKey(n.name))
+        nodes = sorted(data.nodes.values(), key=lambda n: NiceSortKey(n.name))
         candidates = [node for node in nodes if node.master_candidate]
 
         def lines(items: Any) -> str:
@@ -675,7 +702,7 @@ class ConfigWriter:
             ssconf.SS_ONLINE_NODES:
                 lines(n.name for n in nodes if not n.offline),
             ssconf.SS_PRIMARY_IP_FAMILY: str(cluster.primary_ip_family),
-            ssconf.SS_INSTANCE_LIST: lines(_NiceSort(snap.names["instances"])),
+            ssconf.SS_INSTANCE_LIST: lines(NiceSort(snap.names["instances"])),
             ssconf.SS_RELEASE_VERSION: constants.RELEASE_VERSION,
             ssconf.SS_HYPERVISOR_LIST: lines(cluster.enabled_hypervisors),
             ssconf.SS_MAINTAIN_NODE_HEALTH: str(cluster.maintain_node_health),
@@ -811,6 +838,73 @@ class ConfigWriter:
                    feedback_fn: FeedbackFn = None) -> None:
         """Remove a node that is neither master nor used by any instance."""
         self._RemoveObject(node_uuid, "nodes", feedback_fn)
+
+    def MaintainCandidatePool(self, exceptions: Iterable[str] | None = None,
+                              feedback_fn: FeedbackFn = None) -> list[Node]:
+        """Promote nodes to master candidate until the pool is full.
+
+        Eligible are online, undrained, master capable nodes not in
+        ``exceptions``, taken in name order; all promotions are one write.
+        Candidates are never demoted here: a pool larger than wanted only
+        shrinks when an administrator demotes nodes. Returns copies of the
+        promoted nodes (empty if the pool was full).
+        """
+        excluded = frozenset(exceptions or ())
+        mc_now, mc_should, _ = self._CandidateStats(self._snap, excluded)
+        if mc_now >= mc_should:
+            return []
+        promoted: list[Node] = []
+
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            del promoted[:]
+            count, wanted, _ = self._CandidateStats(snap, excluded)
+            for node in sorted(snap.data.nodes.values(),
+                               key=lambda n: NiceSortKey(n.name)):
+                if count >= wanted:
+                    break
+                if (node.master_candidate or node.offline or node.drained or
+                        not node.master_capable or node.uuid in excluded):
+                    continue
+                new = node.Copy()
+                new.master_candidate = True
+                _Stamp(new, now, new=False)
+                promoted.append(new)
+                count += 1
+            if count < wanted:
+                logging.warning("Could not fill the master candidate pool"
+                                " (%d of %d)", count, wanted)
+            return {"nodes": {node.uuid: node for node in promoted}}, None
+
+        self._Modify(prepare, feedback_fn)
+        return [node.Copy() for node in promoted]
+
+    def AssignGroupNodes(self, mods: list[tuple[str, str]],
+                         feedback_fn: FeedbackFn = None) -> None:
+        """Move nodes to other groups, ``[(node_uuid, group_uuid)]``, at once.
+
+        One write, so that no configuration exists in which only some of
+        the nodes moved.
+        """
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            changes: dict[str, Node] = {}
+            for node_uuid, group_uuid in mods:
+                node = changes.get(node_uuid) or snap.data.nodes.get(node_uuid)
+                if node is None:
+                    raise errors.ConfigurationError("Unknown node %s" %
+                                                    node_uuid)
+                if group_uuid not in snap.data.nodegroups:
+                    raise errors.ConfigurationError("Unknown node group %s" %
+                                                    group_uuid)
+                if node.group == group_uuid:
+                    continue
+                if node_uuid not in changes:
+                    node = node.Copy()
+                    _Stamp(node, now, new=False)
+                node.group = group_uuid
+                changes[node_uuid] = node
+            return {"nodes": changes}, None
+
+        self._Modify(prepare, feedback_fn)
 
     def AddNodeGroup(self, group: NodeGroup,
                      feedback_fn: FeedbackFn = None) -> None:

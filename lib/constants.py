@@ -184,6 +184,13 @@ DISK_TEMPLATES = frozenset([DT_DISKLESS, DT_FILE, DT_SHARED_FILE, DT_PLAIN,
 DEFAULT_ENABLED_DISK_TEMPLATES = [DT_FILE, DT_DISKLESS]
 
 # Nodes ------------------------------------------------------------------------
+# Node group allocation policies
+ALLOC_POLICY_PREFERRED = "preferred"
+ALLOC_POLICY_LAST_RESORT = "last_resort"
+ALLOC_POLICY_UNALLOCABLE = "unallocable"
+VALID_ALLOC_POLICIES = (ALLOC_POLICY_PREFERRED, ALLOC_POLICY_LAST_RESORT,
+                        ALLOC_POLICY_UNALLOCABLE)
+
 NR_MASTER = "M"
 NR_MCANDIDATE = "C"
 NR_REGULAR = "R"
@@ -243,3 +250,52 @@ LOCK_ATTEMPTS_MINWAIT = 1.0
 # Value used by the CLI's key=value parser to reset a parameter to default
 VALUE_DEFAULT = "default"
 VALUE_NONE = "none"
+
+# Cluster verification ---------------------------------------------------------
+# Severity of a finding; only errors make the verification fail
+CV_ERROR = "ERROR"
+CV_WARNING = "WARNING"
+
+# Kind of the item a finding is about
+CV_TCLUSTER = "cluster"
+CV_TNODE = "node"
+CV_TINSTANCE = "instance"
+
+# Finding codes: (item kind, code, description), Ganeti's names and texts
+CV_ECLUSTERCFG = (CV_TCLUSTER, "ECLUSTERCFG",
+                  "Cluster configuration verification failure")
+CV_ECLUSTERCERT = (CV_TCLUSTER, "ECLUSTERCERT",
+                   "Cluster certificate files verification failure")
+CV_ECLUSTERFILECHECK = (CV_TCLUSTER, "ECLUSTERFILECHECK",
+                        "Cluster configuration verification failure")
+CV_ECLUSTERDANGLINGNODES = (CV_TNODE, "ECLUSTERDANGLINGNODES",
+                            "Some nodes belong to non-existing groups")
+CV_ECLUSTERDANGLINGINST = (CV_TNODE, "ECLUSTERDANGLINGINST",
+                           "Some instances have a non-existing primary node")
+CV_ENODEFILECHECK = (CV_TNODE, "ENODEFILECHECK",
+                     "Error retrieving the checksum of the node files")
+CV_ENODERPC = (CV_TNODE, "ENODERPC",
+               "Error during connection to the primary node of an instance")
+CV_ENODEVERSION = (CV_TNODE, "ENODEVERSION",
+                   "Protocol version mismatch or Ganeti version mismatch")
+CV_ENODETIME = (CV_TNODE, "ENODETIME", "Node returned invalid time")
+CV_ALL_ECODES = frozenset([
+    CV_ECLUSTERCFG, CV_ECLUSTERCERT, CV_ECLUSTERFILECHECK,
+    CV_ECLUSTERDANGLINGNODES, CV_ECLUSTERDANGLINGINST, CV_ENODEFILECHECK,
+    CV_ENODERPC, CV_ENODEVERSION, CV_ENODETIME,
+])
+CV_ALL_ECODES_STRINGS = frozenset(code for _, code, _ in CV_ALL_ECODES)
+
+# What the node_verify RPC may be asked for (keys of its checks argument)
+NV_FILELIST = "filelist"
+NV_TIME = "time"
+NV_VERSION = "version"
+
+# Largest clock difference between a node and the master, in seconds
+NODE_MAX_CLOCK_SKEW = 150
+# Days before expiry when the cluster certificates are reported
+SSL_CERT_EXPIRATION_WARN = 30
+SSL_CERT_EXPIRATION_ERROR = 7
+
+# gnt-cluster command: longest run of the command on a node, in seconds
+NODE_COMMAND_TIMEOUT = 15 * 60

@@ -108,7 +108,8 @@ def _AfterForkInChild() -> None:
 
 
 def _Fail(wfd: int | None, daemon_name: str, message: str,
-          logging_ready: bool = True) -> None:
+          logging_ready: bool = True,
+          exit_code: int = constants.EXIT_FAILURE) -> None:
     """Report a start-up failure where the user will see it, and exit."""
     if logging_ready:
         logging.error("%s", message)
@@ -116,7 +117,7 @@ def _Fail(wfd: int | None, daemon_name: str, message: str,
         process.DaemonFailed(wfd, "%s: %s" % (daemon_name, message))
     else:
         sys.stderr.write("%s: %s\n" % (daemon_name, message))
-    sys.exit(constants.EXIT_FAILURE)
+    sys.exit(exit_code)
 
 
 def GenericMain(daemon_name: str, parser: optparse.OptionParser,
@@ -155,7 +156,10 @@ def GenericMain(daemon_name: str, parser: optparse.OptionParser,
         io.EnsureDirs(pathutils.GetNodeDirectories())
         check_fn(options, args)
     except (errors.GenericError, OSError) as err:
-        _Fail(None, daemon_name, _FormatError(err), logging_ready=False)
+        _Fail(None, daemon_name, _FormatError(err), logging_ready=False,
+              exit_code=(constants.EXIT_NOTMASTER
+                         if isinstance(err, errors.NotMasterError)
+                         else constants.EXIT_FAILURE))
 
     logfile = pathutils.GetLogFilename(constants.DAEMONS_LOGBASE[daemon_name])
     try:

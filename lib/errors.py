@@ -151,6 +151,10 @@ class InotifyError(GenericError):
     """Watching a file with inotify failed."""
 
 
+class NotMasterError(GenericError):
+    """This node may not take or hold the master role (voting refused)."""
+
+
 class QuitGanetiException(Exception):
     """Signals a daemon to stop serving (args: shutdown flag, message)."""
 

@@ -153,7 +153,7 @@ class Processor:
         self._cbs.NotifyStart()
         result = lu.Exec(self._Feedback)
         if isinstance(result, ResultWithJobs):
-            result = self._SubmitResultJobs(result)
+            result = self._SubmitResultJobs(op, result)
         for level, names in lu.remove_locks.items():
             self.context.glm.remove(level, names)
         if op.OP_RESULT is not None and not op.OP_RESULT(result):
@@ -162,11 +162,26 @@ class Processor:
                 (op.OP_ID, op.OP_RESULT, result))
         return result
 
-    def _SubmitResultJobs(self, result: ResultWithJobs) -> dict:
-        jobs = self._cbs.SubmitManyJobs(result.jobs)
+    def _SubmitResultJobs(self, op: Any, result: ResultWithJobs) -> dict:
+        """Submit an LU's follow-up jobs, which inherit the parent's
+        priority, comment and reason trail (Ganeti's _SetBaseOpParams)."""
+        jobs = [[_InheritBaseParams(op, child) for child in job]
+                for job in result.jobs]
+        jobs = self._cbs.SubmitManyJobs(jobs)
         out = dict(result.other)
         out["jobs"] = jobs
         return out
+
+
+def _InheritBaseParams(parent: Any, child: Any) -> dict:
+    """A follow-up opcode's wire dict, with the parent's base parameters."""
+    state = dict(child) if isinstance(child, dict) else child.__getstate__()
+    for name in ("priority", "comment", "debug_level"):
+        if state.get(name) is None and getattr(parent, name, None) is not None:
+            state[name] = getattr(parent, name)
+    state["reason"] = list(getattr(parent, "reason", None) or []) + \
+        list(state.get("reason") or [])
+    return state
 
 
 def ExecuteWithoutQueue(context: Any, op: Any,

@@ -44,6 +44,24 @@ _PTags = ("tags", ht.NoDefault, ht.TListOf(ht.TNonEmptyString), "List of tags")
 _PUseLocking = ("use_locking", False, ht.TBool,
                 "Whether to use synchronization (refused for queries)")
 
+_PNodeName = ("node_name", ht.NoDefault, ht.TNonEmptyString, "Node name")
+_PNodeUuid = ("node_uuid", None, ht.TMaybeString,
+              "Node UUID (filled in from node_name)")
+_PGroupName = ("group_name", ht.NoDefault, ht.TNonEmptyString,
+               "Node group name")
+_PErrorCodes = ("error_codes", False, ht.TBool,
+                "Report findings in the machine-readable form"
+                " (severity:code:kind:item:message)")
+_PSkipChecks = ("skip_checks", [], ht.TListOf(ht.TNonEmptyString),
+                "Verification checks to skip")
+_PIgnoreErrors = ("ignore_errors", [], ht.TListOf(ht.TNonEmptyString),
+                  "Error codes to report as warnings")
+_PVerbose = ("verbose", False, ht.TBool, "Verbose mode")
+_PDebugSimulateErrors = ("debug_simulate_errors", False, ht.TBool,
+                         "Report every check as failed (testing aid)")
+_PVerifyClutter = ("verify_clutter", False, ht.TBool,
+                   "Whether to check for files nobody should have left")
+_TAllocPolicy = ht.TElemOf(constants.VALID_ALLOC_POLICIES)
 _TParamsDict = ht.TDictOf(ht.TNonEmptyString, ht.TAny)
 _THvParams = ht.TDictOf(ht.TNonEmptyString, ht.TDict)
 
@@ -261,6 +279,161 @@ class OpClusterSetParams(OpCode):
          "Default instance allocator"),
     ]
     OP_RESULT = ht.TNone
+
+
+class OpClusterVerify(OpCode):
+    """Verify the cluster: submits one config job and one job per group."""
+    OP_PARAMS = [
+        _PDebugSimulateErrors, _PErrorCodes, _PSkipChecks, _PIgnoreErrors,
+        _PVerbose,
+        ("group_name", None, ht.TMaybeString,
+         "Verify only this node group"),
+        _PVerifyClutter,
+    ]
+    OP_RESULT = ht.TDict
+
+
+class OpClusterVerifyConfig(OpCode):
+    """Verify the cluster-wide configuration and master candidates."""
+    OP_PARAMS = [_PDebugSimulateErrors, _PErrorCodes, _PIgnoreErrors,
+                 _PVerbose]
+    OP_RESULT = ht.TBool
+
+
+class OpClusterVerifyGroup(OpCode):
+    """Verify the nodes of one node group."""
+    OP_DSC_FIELD = "group_name"
+    OP_PARAMS = [_PGroupName, _PDebugSimulateErrors, _PErrorCodes,
+                 _PSkipChecks, _PIgnoreErrors, _PVerbose, _PVerifyClutter]
+    OP_RESULT = ht.TBool
+
+
+class OpClusterActivateMasterIp(OpCode):
+    """Activate the master IP on the master node."""
+    OP_RESULT = ht.TNone
+
+
+class OpClusterDeactivateMasterIp(OpCode):
+    """Deactivate the master IP on the master node."""
+    OP_RESULT = ht.TNone
+
+
+# Nodes ------------------------------------------------------------------------
+
+class OpNodeAdd(OpCode):
+    """Add a node to the cluster (or re-add a known one)."""
+    OP_DSC_FIELD = "node_name"
+    OP_PARAMS = [
+        _PNodeName,
+        ("primary_ip", None, ht.TMaybeString,
+         "Primary IP address (resolved from the name if not given)"),
+        ("secondary_ip", None, ht.TMaybeString,
+         "Secondary IP address (the primary one if not given)"),
+        ("readd", False, ht.TBool,
+         "Whether the node is already in the configuration and is re-added"),
+        ("group", None, ht.TMaybeString,
+         "Node group of the new node (the default group if not given)"),
+        ("master_capable", None, ht.TMaybeBool,
+         "Whether the node may become master or master candidate"),
+        ("vm_capable", None, ht.TMaybeBool,
+         "Whether the node may host instances"),
+        ("ndparams", None, ht.TMaybeDict, "Node parameters"),
+        ("join_key", None, ht.TMaybeString,
+         "Join key printed by the new node's noded (CERT-PIN:SECRET); it"
+         " authorises the master to hand over the cluster's certificate."
+         " Without it, the node must already hold the cluster certificate"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpNodeRemove(OpCode):
+    """Remove a node from the cluster."""
+    OP_DSC_FIELD = "node_name"
+    OP_PARAMS = [_PNodeName, _PNodeUuid]
+    OP_RESULT = ht.TNone
+
+
+class OpNodeSetParams(OpCode):
+    """Change a node's flags and parameters."""
+    OP_DSC_FIELD = "node_name"
+    OP_PARAMS = [
+        _PNodeName, _PNodeUuid, _PForce,
+        ("master_candidate", None, ht.TMaybeBool,
+         "Whether the node should become a master candidate"),
+        ("offline", None, ht.TMaybeBool,
+         "Whether the node should be marked offline"),
+        ("drained", None, ht.TMaybeBool,
+         "Whether the node should be marked drained"),
+        ("auto_promote", False, ht.TBool,
+         "Whether to promote other nodes to master candidate if this"
+         " change leaves the candidate pool short"),
+        ("master_capable", None, ht.TMaybeBool,
+         "Whether the node may become master or master candidate"),
+        ("vm_capable", None, ht.TMaybeBool,
+         "Whether the node may host instances"),
+        ("secondary_ip", None, ht.TMaybeString, "New secondary IP address"),
+        ("ndparams", None, ht.TMaybeDict, "Node parameters"),
+        ("powered", None, ht.TMaybeBool,
+         "Whether the node is powered (out-of-band management)"),
+    ]
+    OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TNonEmptyString, ht.TAny))
+
+
+# Node groups --------------------------------------------------------------------
+
+_GROUP_PARAMS = [
+    ("alloc_policy", None, ht.TMaybe(_TAllocPolicy),
+     "Instance allocation policy (preferred, last_resort, unallocable)"),
+    ("ndparams", None, ht.TMaybeDict, "Group-level node parameters"),
+    ("diskparams", None, ht.TMaybe(ht.TDictOf(ht.TNonEmptyString, ht.TDict)),
+     "Group-level disk parameters, per disk template"),
+    ("ipolicy", None, ht.TMaybeDict, "Group-level instance policy"),
+    ("hv_state", None, ht.TMaybeDict, "Static hypervisor state"),
+    ("disk_state", None, ht.TMaybeDict, "Static disk state"),
+]
+
+
+class OpGroupAdd(OpCode):
+    """Add a node group to the cluster."""
+    OP_DSC_FIELD = "group_name"
+    OP_PARAMS = [_PGroupName] + _GROUP_PARAMS
+    OP_RESULT = ht.TNone
+
+
+class OpGroupAssignNodes(OpCode):
+    """Move nodes into a node group."""
+    OP_DSC_FIELD = "group_name"
+    OP_PARAMS = [
+        _PGroupName, _PForce,
+        ("nodes", ht.NoDefault, ht.TListOf(ht.TNonEmptyString),
+         "Names of the nodes to assign"),
+        ("node_uuids", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "UUIDs of the nodes (filled in from nodes)"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpGroupSetParams(OpCode):
+    """Change the parameters of a node group."""
+    OP_DSC_FIELD = "group_name"
+    OP_PARAMS = [_PGroupName] + _GROUP_PARAMS
+    OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TNonEmptyString, ht.TAny))
+
+
+class OpGroupRemove(OpCode):
+    """Remove an empty node group."""
+    OP_DSC_FIELD = "group_name"
+    OP_PARAMS = [_PGroupName]
+    OP_RESULT = ht.TNone
+
+
+class OpGroupRename(OpCode):
+    """Rename a node group."""
+    OP_PARAMS = [
+        _PGroupName,
+        ("new_name", ht.NoDefault, ht.TNonEmptyString, "New group name"),
+    ]
+    OP_RESULT = ht.TNonEmptyString
 
 
 # Tags --------------------------------------------------------------------------

@@ -42,11 +42,16 @@ NODED_CERT_FILE = DATA_DIR + "/server.pem"
 NODED_CLIENT_CERT_FILE = DATA_DIR + "/client.pem"
 RAPI_CERT_FILE = DATA_DIR + "/rapi.pem"
 CLUSTER_DOMAIN_SECRET_FILE = DATA_DIR + "/cluster-domain-secret"
+# A node not yet in a cluster: noded's temporary certificate and join key
+NODED_JOIN_CERT_FILE = DATA_DIR + "/node-join.pem"
+NODED_JOIN_KEY_FILE = DATA_DIR + "/join-key"
 RAPI_DATA_DIR = DATA_DIR + "/rapi"
 RAPI_USERS_FILE = RAPI_DATA_DIR + "/users"
 SSCONF_PREFIX = DATA_DIR + "/ssconf_"
 WATCHER_PAUSEFILE = DATA_DIR + "/watcher.pause"
 FILE_STORAGE_PATHS_FILE = CONF_DIR + "/file-storage-paths"
+# Path prefixes below which gnt-cluster copyfile may write (one per line)
+COPYFILE_PATHS_FILE = CONF_DIR + "/copyfile-paths"
 HOOKS_BASE_DIR = CONF_DIR + "/hooks"
 DEFAULT_FILE_STORAGE_DIR = _P("/srv/ganeti/file-storage")
 DEFAULT_SHARED_FILE_STORAGE_DIR = _P("/srv/ganeti/shared-file-storage")

@@ -4,15 +4,38 @@ A resource is a table of fields ``name -> (title, kind, getter, doc)``;
 ``Query`` evaluates a filter in the wire form of the query language (JSON
 S-expressions, §5.1 of the interfaces) and returns Ganeti's response:
 ``{"fields": [fielddefs], "data": [[[status, value], ...], ...]}``.
+
+A getter returns the field's value, or one of ``FS_NODATA``, ``FS_UNAVAIL``
+and ``FS_OFFLINE`` when the value is missing (live data of a node that did
+not answer, is offline, ...); such values pass every filter condition, as
+in Ganeti. The node and group resources' tables are defined here too; their
+items are built by ``NodeQueryData`` and ``GroupQueryData``.
 """
 
 import contextlib
 import re
-from typing import Any, Callable, ContextManager, Iterable
+from typing import Any, Callable, Collection, ContextManager, Iterable
 
-from ganeti import constants, errors
+from ganeti import constants, errors, objects
 
 FieldTable = dict[str, tuple[str, str, Callable[[Any], Any], str]]
+
+
+class FieldStatus:
+    """Why a field has no value: one of the RS_* query statuses."""
+
+    __slots__ = ("status",)
+
+    def __init__(self, status: int):
+        self.status = status
+
+    def __repr__(self) -> str:
+        return "FieldStatus(%d)" % self.status
+
+
+FS_NODATA = FieldStatus(constants.RS_NODATA)
+FS_UNAVAIL = FieldStatus(constants.RS_UNAVAIL)
+FS_OFFLINE = FieldStatus(constants.RS_OFFLINE)
 
 
 def FieldDefinition(name: str, table: FieldTable) -> dict:
@@ -37,10 +60,37 @@ _COMPARISONS = {
 }
 
 
-def CompileFilter(table: FieldTable, qfilter: Any) -> Callable[[Any], bool]:
+def MatchHostname(name: Any, wanted: Any) -> bool:
+    """Whether host ``name`` is ``wanted`` or starts with its components.
+
+    ``node1`` matches ``node1.example.com`` (case-insensitive), so that
+    short names select hosts as everywhere in Ganeti.
+    """
+    if not isinstance(name, str) or not isinstance(wanted, str):
+        return False
+    name, wanted = name.lower(), wanted.lower()
+    return name == wanted or name.startswith(wanted + ".")
+
+
+def _Leaf(get: Callable[[Any], Any],
+          test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A condition on one field; a missing value passes it."""
+    def predicate(item: Any) -> bool:
+        value = get(item)
+        if isinstance(value, FieldStatus):
+            return True
+        return test(value)
+    return predicate
+
+
+def CompileFilter(table: FieldTable, qfilter: Any,
+                  hostname_fields: Collection[str] = ()
+                  ) -> Callable[[Any], bool]:
     """Turn a wire-form filter into a predicate over items.
 
-    Errors name the offending part of the filter, so a user can fix it.
+    Equality on a field in ``hostname_fields`` matches by name component
+    (MatchHostname). Errors name the offending part of the filter, so a
+    user can fix it.
     """
     if qfilter is None:
         return lambda _: True
@@ -62,30 +112,33 @@ def CompileFilter(table: FieldTable, qfilter: Any) -> Callable[[Any], bool]:
                 (op, count, len(args), qfilter))
 
     if op in ("&", "|"):
-        parts = [CompileFilter(table, sub) for sub in args]
+        parts = [CompileFilter(table, sub, hostname_fields) for sub in args]
         combine = all if op == "&" else any
         return lambda item: combine(part(item) for part in parts)
     if op == "!":
         arity(1)
-        inner = CompileFilter(table, args[0])
+        inner = CompileFilter(table, args[0], hostname_fields)
         return lambda item: not inner(item)
     if op == "?":
         arity(1)
-        get = getter(args[0])
-        return lambda item: bool(get(item))
+        return _Leaf(getter(args[0]), bool)
     if op in ("=", "==", "!="):
         arity(2)
         get, value = getter(args[0]), args[1]
+        if args[0] in hostname_fields:
+            equal = _Leaf(get, lambda field: MatchHostname(field, value))
+        else:
+            equal = _Leaf(get, lambda field: field == value)
         if op == "!=":
-            return lambda item: get(item) != value
-        return lambda item: get(item) == value
+            return lambda item: not equal(item)
+        return equal
     if op in _COMPARISONS:
         arity(2)
         get, value, cmp = getter(args[0]), args[1], _COMPARISONS[op]
         if not isinstance(value, (int, float, str)):
             raise errors.ParameterError("Cannot compare with %r in %r" %
                                         (value, qfilter))
-        return lambda item: cmp(get(item), value)
+        return _Leaf(get, lambda field: cmp(field, value))
     if op == "=~":
         arity(2)
         get = getter(args[0])
@@ -94,35 +147,478 @@ def CompileFilter(table: FieldTable, qfilter: Any) -> Callable[[Any], bool]:
         except (re.error, TypeError) as err:
             raise errors.ParameterError("Invalid regular expression %r in"
                                         " %r: %s" % (args[1], qfilter, err))
-        return lambda item: (isinstance(get(item), str) and
-                             rex.search(get(item)) is not None)
+        return _Leaf(get, lambda field: (isinstance(field, str) and
+                                         rex.search(field) is not None))
     if op in ("=[]", "!=[]"):
         arity(2)
         get, value = getter(args[0]), args[1]
+        contains = _Leaf(get, lambda field: value in (field or []))
         if op == "!=[]":
-            return lambda item: value not in (get(item) or [])
-        return lambda item: value in (get(item) or [])
+            return lambda item: not contains(item)
+        return contains
     raise errors.ParameterError("Unknown filter operator %r in %r" %
                                 (op, qfilter))
 
 
+def FilterFields(qfilter: Any) -> set[str]:
+    """The field names a (wire-form) filter refers to.
+
+    Lets a resource find out which data the filter needs before fetching
+    it (e.g. live node data); malformed parts are left to CompileFilter.
+    """
+    result: set[str] = set()
+    if not isinstance(qfilter, list) or not qfilter:
+        return result
+    op, args = qfilter[0], qfilter[1:]
+    if op in ("&", "|", "!"):
+        for sub in args:
+            result |= FilterFields(sub)
+    elif args and isinstance(args[0], str):
+        result.add(args[0])
+    return result
+
+
+def RequestedNames(qfilter: Any, namefield: str = "name") -> list[str] | None:
+    """The names a filter asks for, if it only selects by name.
+
+    Such filters (``["|", ["==", "name", "a"], ...]``, what ``gnt-* list
+    a b`` sends) let the resource look the names up itself and report
+    unknown ones, as Ganeti does, instead of silently matching nothing.
+    """
+    if not isinstance(qfilter, list) or not qfilter:
+        return None
+    parts = qfilter[1:] if qfilter[0] == "|" else [qfilter]
+    names = []
+    for part in parts:
+        if not (isinstance(part, list) and len(part) == 3 and
+                part[0] in ("=", "==") and part[1] == namefield and
+                isinstance(part[2], str)):
+            return None
+        names.append(part[2])
+    return names or None
+
+
 def Query(table: FieldTable, items: Iterable[Any], fields: list[str],
           qfilter: Any,
-          item_lock: Callable[[Any], ContextManager] | None = None) -> dict:
+          item_lock: Callable[[Any], ContextManager] | None = None,
+          hostname_fields: Collection[str] = ()) -> dict:
     """Evaluate a query over ``items``; unknown fields get RS_UNKNOWN.
 
     ``item_lock(item)``, if given, is held while one item is filtered and
     its row built, so every row shows one consistent state of its item.
     """
-    predicate = CompileFilter(table, qfilter)
+    predicate = CompileFilter(table, qfilter, hostname_fields)
     getters = [table[name][2] if name in table else None for name in fields]
     data = []
     for item in items:
         with item_lock(item) if item_lock else contextlib.nullcontext():
             if not predicate(item):
                 continue
-            data.append([[constants.RS_NORMAL, get(item)] if get is not None
-                         else [constants.RS_UNKNOWN, None]
-                         for get in getters])
+            data.append([_Cell(get, item) for get in getters])
     return {"fields": [FieldDefinition(name, table) for name in fields],
             "data": data}
+
+
+def _Cell(get: Callable[[Any], Any] | None, item: Any) -> list:
+    if get is None:
+        return [constants.RS_UNKNOWN, None]
+    value = get(item)
+    if isinstance(value, FieldStatus):
+        return [value.status, None]
+    return [constants.RS_NORMAL, value]
+
+
+# Common fields ---------------------------------------------------------------
+
+_SERIAL_NO_DOC = "%s object serial number, incremented on each modification"
+
+
+def _Timestamp(attr: str) -> Callable[[Any], Any]:
+    def get(obj: Any) -> Any:
+        value = getattr(obj, attr)
+        return FS_UNAVAIL if value is None else value
+    return get
+
+
+def _ObjectFields(what: str, obj_of: Callable[[Any], Any]) -> FieldTable:
+    """uuid, serial_no, ctime, mtime and tags of the item's object."""
+    ctime, mtime = _Timestamp("ctime"), _Timestamp("mtime")
+    return {
+        "uuid": ("UUID", constants.QFT_TEXT,
+                 lambda item: obj_of(item).uuid, "%s UUID" % what),
+        "serial_no": ("SerialNo", constants.QFT_NUMBER,
+                      lambda item: obj_of(item).serial_no,
+                      _SERIAL_NO_DOC % what),
+        "ctime": ("CTime", constants.QFT_TIMESTAMP,
+                  lambda item: ctime(obj_of(item)), "Creation timestamp"),
+        "mtime": ("MTime", constants.QFT_TIMESTAMP,
+                  lambda item: mtime(obj_of(item)), "Modification timestamp"),
+        "tags": ("Tags", constants.QFT_OTHER,
+                 lambda item: sorted(obj_of(item).GetTags()), "Tags"),
+    }
+
+
+# Titles of the ndp/<name> fields (Ganeti's NDS_PARAMETER_TITLES)
+_ND_TITLES = {
+    objects.ND_OOB_PROGRAM: "OutOfBandProgram",
+    objects.ND_SPINDLE_COUNT: "SpindleCount",
+    objects.ND_EXCLUSIVE_STORAGE: "ExclusiveStorage",
+    objects.ND_OVS: "OpenvSwitch",
+    objects.ND_OVS_NAME: "OpenvSwitchName",
+    objects.ND_OVS_LINK: "OpenvSwitchLink",
+    objects.ND_SSH_PORT: "SshPort",
+    objects.ND_CPU_SPEED: "CPUSpeed",
+}
+_KIND_OF_CHECK = {
+    "boolean": constants.QFT_BOOL,
+    "integer": constants.QFT_NUMBER,
+    "number": constants.QFT_NUMBER_FLOAT,
+    "string": constants.QFT_TEXT,
+}
+
+
+def _NDParamFields(ndparams_of: Callable[[Any], Any]) -> FieldTable:
+    """One ``ndp/<name>`` field per node parameter (effective values)."""
+    def field(name: str) -> Callable[[Any], Any]:
+        def get(item: Any) -> Any:
+            ndparams = ndparams_of(item)
+            if isinstance(ndparams, FieldStatus):
+                return ndparams
+            return ndparams.get(name)
+        return get
+    return {"ndp/%s" % name: (_ND_TITLES.get(name, "ndp/%s" % name),
+                              _KIND_OF_CHECK.get(spec.check.kind,
+                                                 constants.QFT_OTHER),
+                              field(name),
+                              "The \"%s\" node parameter" % name)
+            for name, spec in objects.ND_PARAMETERS.items()}
+
+
+# Nodes -----------------------------------------------------------------------
+
+class NodeQueryData:
+    """What the node fields are computed from, gathered once per query.
+
+    ``primary``/``secondary`` map node UUIDs to the (sorted) names of the
+    instances using the node; ``live_data`` maps node UUIDs to their
+    ``node_info`` RPC answer, for the nodes that gave one (None if no live
+    field was asked for). ``storage`` says whether the answers' first
+    storage entry is the one instances use (dtotal/dfree).
+    """
+
+    def __init__(self, nodes: list[objects.Node], master_uuid: str,
+                 groups: dict[str, objects.NodeGroup],
+                 cluster: objects.Cluster, primary: dict[str, list[str]],
+                 secondary: dict[str, list[str]],
+                 live_data: dict[str, dict] | None = None,
+                 storage: bool = True):
+        self.nodes = nodes
+        self.master_uuid = master_uuid
+        self.groups = groups
+        self.cluster = cluster
+        self.primary = primary
+        self.secondary = secondary
+        self.live_data = live_data
+        self.storage = storage
+
+    def Items(self) -> list["NodeItem"]:
+        return [NodeItem(self, node) for node in self.nodes]
+
+
+class NodeItem:
+    """One row of a node query: the node and the query's data."""
+
+    __slots__ = ("ctx", "node", "group", "_ndparams")
+
+    def __init__(self, ctx: NodeQueryData, node: objects.Node):
+        self.ctx = ctx
+        self.node = node
+        self.group = ctx.groups.get(node.group)
+        self._ndparams: Any = None
+
+    def NDParams(self) -> Any:
+        """The node's effective parameters (cluster, group, node)."""
+        if self.group is None:
+            return FS_UNAVAIL
+        if self._ndparams is None:
+            self._ndparams = self.ctx.cluster.FillND(self.node, self.group)
+        return self._ndparams
+
+    def Live(self) -> Any:
+        """The node's live data, or why there is none."""
+        if self.node.offline:
+            return FS_OFFLINE
+        if not self.node.vm_capable:
+            return FS_UNAVAIL
+        live = (self.ctx.live_data or {}).get(self.node.uuid)
+        return FS_NODATA if live is None else live
+
+
+def GetNodeRole(node: objects.Node, master_uuid: str) -> str:
+    """The node's role letter (NR_*): the flags seen as one status."""
+    if node.uuid == master_uuid:
+        return constants.NR_MASTER
+    if node.master_candidate:
+        return constants.NR_MCANDIDATE
+    if node.drained:
+        return constants.NR_DRAINED
+    if node.offline:
+        return constants.NR_OFFLINE
+    return constants.NR_REGULAR
+
+
+def _LiveField(kind: str, get_raw: Callable[[NodeItem, dict], Any]
+               ) -> Callable[[NodeItem], Any]:
+    def get(item: NodeItem) -> Any:
+        live = item.Live()
+        if isinstance(live, FieldStatus):
+            return live
+        value = get_raw(item, live)
+        if value is None:
+            return FS_UNAVAIL
+        if kind == constants.QFT_TEXT:
+            return value
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return FS_UNAVAIL
+    return get
+
+
+def _LiveValue(key: str) -> Callable[[NodeItem, dict], Any]:
+    return lambda _, live: live.get(key)
+
+
+def _StorageValue(key: str) -> Callable[[NodeItem, dict], Any]:
+    def get(item: NodeItem, live: dict) -> Any:
+        storage = live.get("storage") or []
+        if not item.ctx.storage or not storage:
+            return None
+        return storage[0].get(key)
+    return get
+
+
+def _NodeLiveFields() -> FieldTable:
+    simple = {
+        "bootid": ("BootID", constants.QFT_TEXT, "bootid",
+                   "Random UUID renewed for each system reboot, can be used"
+                   " for detecting reboots by tracking changes"),
+        "cnodes": ("CNodes", constants.QFT_NUMBER, "cpu_nodes",
+                   "Number of NUMA domains on node (if exported by"
+                   " hypervisor)"),
+        "cnos": ("CNOs", constants.QFT_NUMBER, "cpu_dom0",
+                 "Number of logical processors used by the node OS (dom0"
+                 " for Xen)"),
+        "csockets": ("CSockets", constants.QFT_NUMBER, "cpu_sockets",
+                     "Number of physical CPU sockets (if exported by"
+                     " hypervisor)"),
+        "ctotal": ("CTotal", constants.QFT_NUMBER, "cpu_total",
+                   "Number of logical processors"),
+        "mfree": ("MFree", constants.QFT_UNIT, "memory_free",
+                  "Memory available for instance allocations"),
+        "mnode": ("MNode", constants.QFT_UNIT, "memory_dom0",
+                  "Amount of memory used by node (dom0 for Xen)"),
+        "mtotal": ("MTotal", constants.QFT_UNIT, "memory_total",
+                   "Total amount of memory of physical machine"),
+        "spfree": ("SpFree", constants.QFT_NUMBER, "spindles_free",
+                   "Available spindles in volume group (exclusive storage"
+                   " only)"),
+        "sptotal": ("SpTotal", constants.QFT_NUMBER, "spindles_total",
+                    "Total spindles in volume group (exclusive storage"
+                    " only)"),
+    }
+    table: FieldTable = {
+        name: (title, kind, _LiveField(kind, _LiveValue(key)), doc)
+        for name, (title, kind, key, doc) in simple.items()}
+    table["dfree"] = ("DFree", constants.QFT_UNIT,
+                      _LiveField(constants.QFT_UNIT,
+                                 _StorageValue("storage_free")),
+                      "Available storage space in storage unit")
+    table["dtotal"] = ("DTotal", constants.QFT_UNIT,
+                       _LiveField(constants.QFT_UNIT,
+                                  _StorageValue("storage_size")),
+                       "Total storage space in storage unit used for"
+                       " instance disk allocation")
+    return table
+
+
+def _NodeGroupName(item: NodeItem) -> Any:
+    return FS_UNAVAIL if item.group is None else item.group.name
+
+
+def _NodePowered(item: NodeItem) -> Any:
+    # Only nodes with out-of-band management know their power state
+    ndparams = item.NDParams()
+    if isinstance(ndparams, FieldStatus) or \
+            not ndparams.get(objects.ND_OOB_PROGRAM):
+        return FS_UNAVAIL
+    return item.node.powered
+
+
+def _MaybeUnavail(value: Any) -> Any:
+    return FS_UNAVAIL if value is None else value
+
+
+_ROLE_DOC = ("Node role; \"%s\" for master, \"%s\" for master candidate,"
+             " \"%s\" for regular, \"%s\" for drained, \"%s\" for offline" %
+             (constants.NR_MASTER, constants.NR_MCANDIDATE,
+              constants.NR_REGULAR, constants.NR_DRAINED,
+              constants.NR_OFFLINE))
+
+
+def _BuildNodeFields() -> FieldTable:
+    def attr(name: str) -> Callable[[NodeItem], Any]:
+        return lambda item: getattr(item.node, name)
+
+    table: FieldTable = {
+        "name": ("Node", constants.QFT_TEXT, attr("name"), "Node name"),
+        "pip": ("PrimaryIP", constants.QFT_TEXT, attr("primary_ip"),
+                "Primary IP address"),
+        "sip": ("SecondaryIP", constants.QFT_TEXT, attr("secondary_ip"),
+                "Secondary IP address"),
+        "master": ("IsMaster", constants.QFT_BOOL,
+                   lambda item: item.node.uuid == item.ctx.master_uuid,
+                   "Whether node is master"),
+        "master_candidate": ("MasterC", constants.QFT_BOOL,
+                             attr("master_candidate"),
+                             "Whether node is a master candidate"),
+        "master_capable": ("MasterCapable", constants.QFT_BOOL,
+                           attr("master_capable"),
+                           "Whether node can become a master candidate"),
+        "offline": ("Offline", constants.QFT_BOOL, attr("offline"),
+                    "Whether node is marked offline"),
+        "drained": ("Drained", constants.QFT_BOOL, attr("drained"),
+                    "Whether node is drained"),
+        "vm_capable": ("VMCapable", constants.QFT_BOOL, attr("vm_capable"),
+                       "Whether node can host instances"),
+        "role": ("Role", constants.QFT_TEXT,
+                 lambda item: GetNodeRole(item.node, item.ctx.master_uuid),
+                 _ROLE_DOC),
+        "group": ("Group", constants.QFT_TEXT, _NodeGroupName, "Node group"),
+        "group.uuid": ("GroupUUID", constants.QFT_TEXT, attr("group"),
+                       "UUID of node group"),
+        "pinst_cnt": ("Pinst", constants.QFT_NUMBER,
+                      lambda item: len(item.ctx.primary.get(item.node.uuid,
+                                                            [])),
+                      "Number of instances with this node as primary"),
+        "sinst_cnt": ("Sinst", constants.QFT_NUMBER,
+                      lambda item: len(item.ctx.secondary.get(item.node.uuid,
+                                                              [])),
+                      "Number of instances with this node as secondary"),
+        "pinst_list": ("PriInstances", constants.QFT_OTHER,
+                       lambda item: list(item.ctx.primary.get(
+                           item.node.uuid, [])),
+                       "List of instances with this node as primary"),
+        "sinst_list": ("SecInstances", constants.QFT_OTHER,
+                       lambda item: list(item.ctx.secondary.get(
+                           item.node.uuid, [])),
+                       "List of instances with this node as secondary"),
+        "ndparams": ("NodeParameters", constants.QFT_OTHER,
+                     lambda item: item.NDParams(), "Merged node parameters"),
+        "custom_ndparams": ("CustomNodeParameters", constants.QFT_OTHER,
+                            lambda item: dict(item.node.ndparams or {}),
+                            "Custom node parameters"),
+        "powered": ("Powered", constants.QFT_BOOL, _NodePowered,
+                    "Whether node is thought to be powered on"),
+        "hv_state": ("HypervisorState", constants.QFT_OTHER,
+                     lambda item: _MaybeUnavail(item.node.hv_state),
+                     "Hypervisor state"),
+        "disk_state": ("DiskState", constants.QFT_OTHER,
+                       lambda item: _MaybeUnavail(item.node.disk_state),
+                       "Disk state"),
+    }
+    table.update(_NDParamFields(lambda item: item.NDParams()))
+    table.update(_ObjectFields("Node", lambda item: item.node))
+    table.update(_NodeLiveFields())
+    return table
+
+
+NODE_FIELDS = _BuildNodeFields()
+# Fields whose values come from the nodes (node_info RPC)
+NODE_LIVE_FIELDS = frozenset(_NodeLiveFields())
+# Fields compared by name component in filters (MatchHostname)
+NODE_HOSTNAME_FIELDS = frozenset(["name"])
+
+
+# Node groups -----------------------------------------------------------------
+
+class GroupQueryData:
+    """What the group fields are computed from, gathered once per query.
+
+    ``nodes``/``instances`` map group UUIDs to the (sorted) names of the
+    group's nodes and of the instances whose primary node is in it.
+    """
+
+    def __init__(self, groups: list[objects.NodeGroup],
+                 cluster: objects.Cluster, nodes: dict[str, list[str]],
+                 instances: dict[str, list[str]]):
+        self.groups = groups
+        self.cluster = cluster
+        self.nodes = nodes
+        self.instances = instances
+
+    def Items(self) -> list["GroupItem"]:
+        return [GroupItem(self, group) for group in self.groups]
+
+
+class GroupItem:
+    """One row of a group query: the group and the query's data."""
+
+    __slots__ = ("ctx", "group")
+
+    def __init__(self, ctx: GroupQueryData, group: objects.NodeGroup):
+        self.ctx = ctx
+        self.group = group
+
+    def NDParams(self) -> dict:
+        return self.ctx.cluster.SimpleFillND(self.group.ndparams)
+
+
+def _BuildGroupFields() -> FieldTable:
+    def attr(name: str) -> Callable[[GroupItem], Any]:
+        return lambda item: getattr(item.group, name)
+
+    def members(kind: str) -> Callable[[GroupItem], list[str]]:
+        return lambda item: list(getattr(item.ctx, kind).get(
+            item.group.uuid, []))
+
+    table: FieldTable = {
+        "name": ("Group", constants.QFT_TEXT, attr("name"), "Group name"),
+        "alloc_policy": ("AllocPolicy", constants.QFT_TEXT,
+                         attr("alloc_policy"), "Allocation policy for group"),
+        "node_cnt": ("Nodes", constants.QFT_NUMBER,
+                     lambda item: len(members("nodes")(item)),
+                     "Number of nodes"),
+        "node_list": ("NodeList", constants.QFT_OTHER, members("nodes"),
+                      "List of nodes"),
+        "pinst_cnt": ("Instances", constants.QFT_NUMBER,
+                      lambda item: len(members("instances")(item)),
+                      "Number of primary instances"),
+        "pinst_list": ("InstanceList", constants.QFT_OTHER,
+                       members("instances"), "List of primary instances"),
+        "ndparams": ("NDParams", constants.QFT_OTHER,
+                     lambda item: item.NDParams(), "Node parameters"),
+        "custom_ndparams": ("CustomNDParams", constants.QFT_OTHER,
+                            lambda item: dict(item.group.ndparams or {}),
+                            "Custom node parameters"),
+        "diskparams": ("DiskParameters", constants.QFT_OTHER,
+                       lambda item: item.ctx.cluster.SimpleFillDP(
+                           item.group.diskparams),
+                       "Disk parameters (merged)"),
+        "custom_diskparams": ("CustomDiskParameters", constants.QFT_OTHER,
+                              lambda item: dict(item.group.diskparams or {}),
+                              "Custom disk parameters"),
+        "ipolicy": ("InstancePolicy", constants.QFT_OTHER,
+                    lambda item: item.ctx.cluster.SimpleFillIPolicy(
+                        item.group.ipolicy),
+                    "Instance policy limitations (merged)"),
+        "custom_ipolicy": ("CustomInstancePolicy", constants.QFT_OTHER,
+                           lambda item: dict(item.group.ipolicy or {}),
+                           "Custom instance policy limitations"),
+    }
+    table.update(_NDParamFields(lambda item: item.NDParams()))
+    table.update(_ObjectFields("Group", lambda item: item.group))
+    return table
+
+
+GROUP_FIELDS = _BuildGroupFields()

@@ -57,6 +57,11 @@ def _TestDelayTimeout(duration: float) -> float:
     return max(float(duration), 0.0) + 5
 
 
+def _RunCommandTimeout(command: str) -> float:
+    """The node gives up on the command first and reports that."""
+    return constants.NODE_COMMAND_TIMEOUT + 30
+
+
 def _A(name: str, encoding: str | None = None) -> RpcArg:
     return RpcArg(name, encoding)
 
@@ -97,6 +102,51 @@ CALLS: tuple[RpcCall, ...] = (
     RpcCall("node_leave_cluster", (), constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Remove the cluster configuration, certificates and job queue"
             " from the node, then stop the node daemon"),
+    RpcCall("master_info", (), constants.RPC_TMO_URGENT, CALL_MULTI,
+            "What the node knows of the master role: the master it believes"
+            " in, its config serial and its highest job id (master voting)"),
+    RpcCall("node_stop_master", (), constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Stop the master daemon on the node (master failover)"),
+    RpcCall("node_start_master", (), constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Start the master daemon on the node again (an aborted master"
+            " failover)"),
+    RpcCall("node_activate_master_ip", (_A("master_params"),),
+            constants.RPC_TMO_FAST, CALL_SINGLE,
+            "Add the master IP to the master network device; master_params"
+            " has ip, netmask, netdev and ip_family"),
+    RpcCall("node_deactivate_master_ip", (_A("master_params"),),
+            constants.RPC_TMO_FAST, CALL_SINGLE,
+            "Remove the master IP from the master network device"),
+    RpcCall("node_demote_from_mc", (), constants.RPC_TMO_FAST, CALL_SINGLE,
+            "Remove the copies of the configuration and job queue that a"
+            " master candidate keeps (the node stops being one)"),
+    RpcCall("node_verify", (_A("checks"), _A("cluster_name")),
+            constants.RPC_TMO_NORMAL, CALL_MULTI,
+            "Collect what cluster verification compares: checks maps"
+            " constants.NV_* keys to their parameters (the virtual paths"
+            " to checksum for NV_FILELIST)"),
+    RpcCall("run_command", (_A("command"),), _RunCommandTimeout,
+            CALL_MULTI,
+            "Run a shell command on the node (gnt-cluster command); returns"
+            " [exit code, output]"),
+    RpcCall("copyfile_upload",
+            (_A("file_name", ENC_VPATH), _A("content", ENC_CONTENT),
+             _A("mode")),
+            constants.RPC_TMO_NORMAL, CALL_MULTI,
+            "Write a file below one of the node's allowed copyfile prefixes"
+            " (gnt-cluster copyfile)"),
 )
+
+# Procedures the node daemon serves before it belongs to a cluster, to any
+# client (the join key's secret authorises the caller)
+JOIN_CALLS: tuple[RpcCall, ...] = (
+    RpcCall("node_join", (_A("secret"), _A("files"), _A("ssconf")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Install the cluster's certificate and secrets (files maps"
+            " virtual path to [mode, content]) and ssconf, then restart the"
+            " node daemon as a cluster member"),
+)
+JOIN_CALLS_BY_NAME: dict[str, RpcCall] = {call.name: call
+                                          for call in JOIN_CALLS}
 
 CALLS_BY_NAME: dict[str, RpcCall] = {call.name: call for call in CALLS}

@@ -344,15 +344,6 @@ def test_pid_file_lock_refuses_second_noded(cluster):
     assert node.NodedPid() == pid
 
 
-def test_noded_without_certificate():
-    with testutils_node.TestCluster() as test_cluster:
-        node = test_cluster.AddNode("nocert", with_cert=False)
-        result = node.Run(node.NodedCommand())
-        assert result.returncode == 1
-        assert "certificate" in result.stderr
-        assert node.NodedPid() == 0
-
-
 def test_node_leave_cluster():
     with testutils_node.TestCluster(1) as test_cluster:
         node = test_cluster.nodes[0]

@@ -1,8 +1,9 @@
-"""A real one-node virtual cluster for integration tests.
+"""A real virtual cluster for integration tests.
 
-The node gets its own root directory (``<tmp>/<node name>``), a random
-127.x.y.z address and a hosts file; ``gnt-cluster init`` starts real noded
-and masterd processes, which are stopped by PID when the test ends.
+Each node gets its own root directory (``<tmp>/<node name>``), its own
+127.x.y.z address and the shared hosts file; ``gnt-cluster init`` starts
+real noded and masterd processes, which are stopped by PID when the test
+ends. ``AddNode`` prepares further nodes and starts their noded.
 """
 
 import os
@@ -15,6 +16,7 @@ import tempfile
 import time
 
 from ganeti import pathutils
+from ganeti.utils import process
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(TOP, "scripts")
@@ -43,33 +45,31 @@ def RandomLoopbackNet() -> str:
     return "127.%d.%d" % (random.randint(1, 254), random.randint(1, 254))
 
 
-class VirtualCluster:
+class VirtualNode:
     """One node of a virtual cluster, driven through the real commands."""
 
-    def __init__(self, node_name: str = "node1.example.test",
-                 cluster_name: str = "cluster.example.test"):
-        self.base = tempfile.mkdtemp(prefix="gnt", dir="/tmp")
-        self.node = node_name
-        self.cluster_name = cluster_name
-        net = RandomLoopbackNet()
-        self.node_ip = net + ".1"
-        self.cluster_ip = net + ".100"
-        self.root = os.path.join(self.base, node_name)
-        os.makedirs(self.root)
-        self.hosts_file = os.path.join(self.base, "hosts")
-        with open(self.hosts_file, "w", encoding="utf-8") as fobj:
-            fobj.write("%s %s\n%s %s\n" % (self.node_ip, node_name,
-                                           self.cluster_ip, cluster_name))
+    def __init__(self, cluster: "VirtualCluster", name: str, ip: str):
+        self.cluster = cluster
+        self.node = name
+        self.node_ip = ip
+        # Network namespace the node's commands run in (None: the host's)
+        self.netns: str | None = None
+        self.root = os.path.join(cluster.base, name)
+        os.makedirs(self.root, exist_ok=True)
         self.env = dict(os.environ)
         self.env.update({
             "GANETI_ROOTDIR": self.root,
-            "GANETI_HOSTNAME": node_name,
-            "GANETI_HOSTS_FILE": self.hosts_file,
+            "GANETI_HOSTNAME": name,
+            "GANETI_HOSTS_FILE": cluster.hosts_file,
             "PATH": os.pathsep.join([SCRIPTS, DAEMONS,
                                      os.path.dirname(sys.executable),
                                      os.environ.get("PATH", "")]),
         })
         self.env.pop("FORCE_LUXI_SOCKET", None)
+
+    @property
+    def name(self) -> str:
+        return self.node
 
     def Path(self, *parts: str) -> str:
         """A path below the node root (parts relative to /)."""
@@ -87,23 +87,22 @@ class VirtualCluster:
     def master_socket(self) -> str:
         return self.NodePath(pathutils.MASTER_SOCKET)
 
-    def Run(self, *args: str, check: bool = True,
-            timeout: float = 60) -> subprocess.CompletedProcess:
+    def Run(self, *args: str, check: bool = True, timeout: float = 60,
+            input: str | None = None) -> subprocess.CompletedProcess:
         """Run a command (gnt-*, daemon-util, ...) as this node."""
-        result = subprocess.run(list(args), env=self.env, cwd=self.base,
-                                capture_output=True, text=True,
-                                timeout=timeout, check=False)
+        if self.netns:
+            args = ("ip", "netns", "exec", self.netns) + args
+        result = subprocess.run(list(args), env=self.env,
+                                cwd=self.cluster.base, capture_output=True,
+                                text=True, timeout=timeout, check=False,
+                                input=input)
         if check and result.returncode != 0:
-            raise AssertionError("%s failed (%d):\nstdout: %s\nstderr: %s" %
-                                 (" ".join(args), result.returncode,
-                                  result.stdout, result.stderr))
+            raise AssertionError("%s on %s failed (%d):\nstdout: %s\n"
+                                 "stderr: %s" %
+                                 (" ".join(args), self.node,
+                                  result.returncode, result.stdout,
+                                  result.stderr))
         return result
-
-    def Init(self, *extra: str) -> None:
-        self.Run("gnt-cluster", "init", "--master-netdev=lo",
-                 "--file-storage-dir=" +
-                 self.NodePath(pathutils.DEFAULT_FILE_STORAGE_DIR),
-                 *extra, self.cluster_name)
 
     def Pid(self, daemon: str) -> int:
         try:
@@ -118,29 +117,176 @@ class VirtualCluster:
         from ganeti import luxi
         return luxi.Client(address=self.master_socket)
 
-    def StartMasterd(self) -> subprocess.CompletedProcess:
-        return self.Run("daemon-util", "start", "ganeti-masterd")
+    def StartMasterd(self, *args: str,
+                     check: bool = True) -> subprocess.CompletedProcess:
+        return self.Run("daemon-util", "start", "ganeti-masterd", *args,
+                        check=check)
+
+    def StartNoded(self) -> subprocess.CompletedProcess:
+        return self.Run("daemon-util", "start", "ganeti-noded")
 
     def KillDaemon(self, daemon: str, sig: int = signal.SIGKILL) -> None:
+        """Signal a daemon and wait (up to 15 s, then SIGKILL) until it ends.
+        """
         pid = self.Pid(daemon)
-        if not pid:
-            return
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.02)
-        os.kill(pid, signal.SIGKILL)
+        if pid:
+            process.KillProcess(pid, sig, timeout=15)
+
+    def IsRunning(self, daemon: str) -> bool:
+        return process.IsProcessAlive(self.Pid(daemon))
+
+    def StopAll(self) -> None:
+        """Stop every daemon of the node by PID."""
+        for pid_file in PID_FILES:
+            self.KillDaemon(pid_file[:-len(".pid")], signal.SIGTERM)
+
+
+class VirtualCluster(VirtualNode):
+    """A virtual cluster; the object itself is its first node.
+
+    Commands run through the cluster object run as the first node (the
+    initial master); ``nodes`` maps every node's name to its VirtualNode.
+    """
+
+    def __init__(self, node_name: str = "node1.example.test",
+                 cluster_name: str = "cluster.example.test"):
+        self.base = tempfile.mkdtemp(prefix="gnt", dir="/tmp")
+        self.cluster_name = cluster_name
+        self.net = RandomLoopbackNet()
+        self.cluster_ip = self.net + ".100"
+        self.hosts_file = os.path.join(self.base, "hosts")
+        self._hosts = [(self.cluster_ip, cluster_name)]
+        self.nodes: dict[str, VirtualNode] = {}
+        VirtualNode.__init__(self, self, node_name, self.net + ".1")
+        self._Register(self)
+
+    def _Register(self, node: VirtualNode) -> None:
+        self.nodes[node.node] = node
+        self._hosts.append((node.node_ip, node.node))
+        with open(self.hosts_file + ".tmp", "w", encoding="utf-8") as fobj:
+            fobj.writelines("%s %s\n" % entry for entry in self._hosts)
+        os.rename(self.hosts_file + ".tmp", self.hosts_file)
+
+    def NewNode(self, name: str) -> VirtualNode:
+        """Create a node's root and address (no daemon started yet)."""
+        node = VirtualNode(self, name, "%s.%d" % (self.net,
+                                                  len(self.nodes) + 1))
+        self._Register(node)
+        return node
+
+    def AddNode(self, name: str, *extra: str, join: bool = True
+                ) -> VirtualNode:
+        """Create a node, start its noded and ``gnt-node add`` it.
+
+        With ``join``, the node joins with the key its noded printed;
+        otherwise it gets the cluster certificate copied beforehand (the
+        admin's manual set-up).
+        """
+        node = self.NewNode(name)
+        if not join:
+            cert = node.NodePath(pathutils.NODED_CERT_FILE)
+            os.makedirs(os.path.dirname(cert), exist_ok=True)
+            shutil.copy(self.NodePath(pathutils.NODED_CERT_FILE), cert)
+        node.StartNoded()
+        if join:
+            with open(node.NodePath(pathutils.NODED_JOIN_KEY_FILE),
+                      encoding="ascii") as fobj:
+                extra = ("--join-key=" + fobj.read().strip(), ) + extra
+        self.Run("gnt-node", "add", *extra, name)
+        return node
+
+    def Init(self, *extra: str) -> None:
+        self.Run("gnt-cluster", "init", "--master-netdev=lo",
+                 "--file-storage-dir=" +
+                 self.NodePath(pathutils.DEFAULT_FILE_STORAGE_DIR),
+                 *extra, self.cluster_name)
 
     def Cleanup(self) -> None:
-        """Stop every daemon of the node by PID and remove its files."""
-        for pid_file in PID_FILES:
-            daemon = pid_file[:-len(".pid")]
-            self.KillDaemon(daemon, signal.SIGTERM)
+        """Stop every daemon of every node by PID and remove the files."""
+        for node in self.nodes.values():
+            node.StopAll()
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+class NetnsCluster(VirtualCluster):
+    """A virtual cluster whose nodes live in network namespaces.
+
+    The nodes' ``eth0`` devices hang off one bridge on the host, with
+    addresses in a random 10.x.y.0/24, so addresses (the master IP) can
+    move between nodes as between machines. Needs root; the constructor
+    raises ``NetnsUnavailable`` where namespaces can't be made.
+    """
+
+    def __init__(self, node_name: str = "node1.example.test",
+                 cluster_name: str = "cluster.example.test"):
+        self.tag = "%04x" % random.randint(0, 0xffff)
+        self.bridge = "gbr" + self.tag
+        self._namespaces: list[str] = []
+        self._Ip("link", "add", self.bridge, "type", "bridge")
+        try:
+            self._Ip("link", "set", self.bridge, "up")
+            VirtualCluster.__init__(self, node_name, cluster_name)
+        except NetnsUnavailable:
+            self._DeleteNetworks()
+            if hasattr(self, "base"):
+                shutil.rmtree(self.base, ignore_errors=True)
+            raise
+
+    @staticmethod
+    def _Ip(*args: str) -> None:
+        result = subprocess.run(("ip", ) + args, capture_output=True,
+                                text=True, check=False)
+        if result.returncode != 0:
+            raise NetnsUnavailable("ip %s: %s" % (" ".join(args),
+                                                  result.stderr.strip()))
+
+    def _Register(self, node: VirtualNode) -> None:
+        if not hasattr(self, "_subnet"):
+            self._subnet = "10.%d.%d" % (random.randint(1, 254),
+                                          random.randint(1, 254))
+            self.net = self._subnet
+            self.cluster_ip = self._subnet + ".100"
+            self._hosts = [(self.cluster_ip, self.cluster_name)]
+        node.node_ip = "%s.%d" % (self._subnet, len(self.nodes) + 1)
+        node.netns = "gns%s-%d" % (self.tag, len(self.nodes) + 1)
+        veth = "gve%s%d" % (self.tag, len(self.nodes) + 1)
+        self._Ip("netns", "add", node.netns)
+        self._namespaces.append(node.netns)
+        self._Ip("link", "add", veth, "type", "veth", "peer", "name", "eth0",
+                 "netns", node.netns)
+        self._Ip("link", "set", veth, "master", self.bridge, "up")
+        self._Ip("-n", node.netns, "address", "add", node.node_ip + "/24",
+                 "dev", "eth0")
+        self._Ip("-n", node.netns, "link", "set", "eth0", "up")
+        self._Ip("-n", node.netns, "link", "set", "lo", "up")
+        VirtualCluster._Register(self, node)
+
+    def Addresses(self, node: VirtualNode) -> list[str]:
+        """The IPv4 addresses on a node's eth0."""
+        result = subprocess.run(["ip", "-n", node.netns, "-o", "-4",
+                                 "address", "show", "dev", "eth0"],
+                                capture_output=True, text=True, check=True)
+        return [line.split()[3].split("/")[0]
+                for line in result.stdout.splitlines()]
+
+    def Init(self, *extra: str) -> None:
+        self.Run("gnt-cluster", "init", "--master-netdev=eth0",
+                 "--master-netmask=24",
+                 "--file-storage-dir=" +
+                 self.NodePath(pathutils.DEFAULT_FILE_STORAGE_DIR),
+                 *extra, self.cluster_name)
+
+    def Cleanup(self) -> None:
+        VirtualCluster.Cleanup(self)
+        self._DeleteNetworks()
+
+    def _DeleteNetworks(self) -> None:
+        for netns in self._namespaces:
+            subprocess.run(["ip", "netns", "delete", netns],
+                           capture_output=True, check=False)
+        subprocess.run(["ip", "link", "delete", self.bridge],
+                       capture_output=True, check=False)
+
+
+class NetnsUnavailable(Exception):
+    """Network namespaces (or the bridge) cannot be created here."""

@@ -1,13 +1,18 @@
 """gnt-cluster: cluster-wide administration."""
 
+import os
+import stat
 import sys
 from typing import Any
 
-from ganeti import bootstrap, cli, constants, errors, opcodes, serializer
+from ganeti import (backend, bootstrap, cli, constants, errors, opcodes,
+                    serializer, ssconf)
 from ganeti.cli_opts import (
-    ArgChoice, ArgUnknown, BACKEND_OPT, HVLIST_OPT, OpcodeOption,
+    ArgChoice, ArgCommand, ArgFile, ArgUnknown, BACKEND_OPT, CONFIRM_OPT,
+    NODE_LIST_OPT, VERBOSE_OPT, HVLIST_OPT, OpcodeOption,
     PRIORITY_OPT, DRY_RUN_OPT, SUBMIT_OPT, PRINT_JOBID_OPT, TAG_SRC_OPT,
     YES_DOIT_OPT, cli_option)
+from ganeti.rpc import node as rpc_node
 
 _SetParams = opcodes.OpClusterSetParams
 
@@ -43,6 +48,9 @@ NICPARAMS_OPT = OpcodeOption(_SetParams, "nicparams", "-N",
                              "--nic-parameters", default={})
 NDPARAMS_OPT = OpcodeOption(_SetParams, "ndparams", "--node-parameters",
                             default={})
+NOVOTING_OPT = cli_option("--no-voting", dest="no_voting", default=False,
+                          action="store_true",
+                          help="Skip node agreement check (dangerous)")
 SECONDARY_IP_OPT = cli_option("-s", "--secondary-ip", dest="secondary_ip",
                               default=None, metavar="ADDRESS",
                               help="Secondary IP address of the master")
@@ -106,6 +114,44 @@ def ShowClusterVersion(opts: Any, args: list[str]) -> int:
 def ShowClusterMaster(opts: Any, args: list[str]) -> int:
     """Print the master node's name (from ssconf, works without masterd)."""
     cli.ToStdout("%s", bootstrap.GetMasterName())
+    return constants.EXIT_SUCCESS
+
+
+def MasterFailover(opts: Any, args: list[str]) -> int:
+    """Make this node (a master candidate) the master."""
+    if opts.no_voting and not opts.yes_do_it:
+        usertext = ("This will perform the failover even if most other nodes"
+                    " are down, or if this node is outdated. This is"
+                    " dangerous as it can lead to a non-consistent cluster."
+                    " Check the gnt-cluster(8) man page before proceeding."
+                    " Continue?")
+        if not cli.AskUser(usertext):
+            return constants.EXIT_CONFIRMATION
+    try:
+        bootstrap.MasterFailover(no_voting=opts.no_voting,
+                                 feedback_fn=cli.ToStdout)
+    except errors.NotMasterError as err:
+        cli.ToStderr("Failover refused: %s", err)
+        return constants.EXIT_FAILURE
+    return constants.EXIT_SUCCESS
+
+
+def ActivateMasterIp(opts: Any, args: list[str]) -> int:
+    """Add the master IP on the master node."""
+    cli.SubmitOpCode(opcodes.OpClusterActivateMasterIp(), opts=opts)
+    return constants.EXIT_SUCCESS
+
+
+def DeactivateMasterIp(opts: Any, args: list[str]) -> int:
+    """Remove the master IP from the master node (asks first)."""
+    if not opts.confirm:
+        usertext = ("This will disable the master IP. All the open"
+                    " connections to the master IP will be closed. To"
+                    " reach the master you will need to use its node IP."
+                    " Continue?")
+        if not cli.AskUser(usertext):
+            return constants.EXIT_CONFIRMATION
+    cli.SubmitOpCode(opcodes.OpClusterDeactivateMasterIp(), opts=opts)
     return constants.EXIT_SUCCESS
 
 
@@ -275,6 +321,181 @@ def DumpClusterInfo(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
+_Verify = opcodes.OpClusterVerify
+ERROR_CODES_OPT = OpcodeOption(_Verify, "error_codes", "--error-codes")
+DEBUG_SIMERR_OPT = OpcodeOption(_Verify, "debug_simulate_errors",
+                                "--debug-simulate-errors")
+# Repeatable, each one code or a comma-separated list of codes
+IGNORE_ERRORS_OPT = OpcodeOption(_Verify, "ignore_errors", "-I",
+                                 "--ignore-errors", action="append",
+                                 type="list", metavar="CODE[,CODE...]")
+NODEGROUP_OPT = OpcodeOption(_Verify, "group_name", "-g", "--node-group",
+                             metavar="<nodegroup>")
+SHOW_MACHINE_OPT = cli_option("-M", dest="show_machine_names", default=False,
+                              action="store_true",
+                              help="Show machine name for every line in"
+                              " output")
+FAILURE_ONLY_OPT = cli_option("--failure-only", default=False,
+                              action="store_true",
+                              help="Hide successful results and show"
+                              " failures only (determined by the exit code)")
+
+
+def VerifyCluster(opts: Any, args: list[str]) -> int:
+    """Run the verification jobs and show their findings.
+
+    Exit 1 if a job failed or found an error (warnings don't count).
+    """
+    cl = cli.GetClient()
+    op = opcodes.OpClusterVerify(
+        verbose=opts.verbose, error_codes=opts.error_codes,
+        debug_simulate_errors=opts.debug_simulate_errors,
+        ignore_errors=[code for codes in opts.ignore_errors
+                       for code in codes],
+        group_name=opts.group_name)
+    result = cli.SubmitOpCode(op, cl=cl, opts=opts)
+    jex = cli.JobExecutor(cl=cl, opts=opts)
+    for status, job_id in result["jobs"]:
+        jex.AddJobId(None, status, job_id)
+    results = jex.GetResults()
+    bad_jobs = sum(1 for success, _ in results if not success)
+    bad_results = sum(1 for success, op_results in results
+                      if success and not (len(op_results) == 1 and
+                                          op_results[0]))
+    if bad_jobs:
+        cli.ToStdout("%s job(s) failed while verifying the cluster.",
+                     bad_jobs)
+    if bad_jobs or bad_results:
+        return constants.EXIT_FAILURE
+    return constants.EXIT_SUCCESS
+
+
+def _ExpandNodeName(name: str, known: list[str]) -> str:
+    """A node given by full or unique short name (before the first dot)."""
+    if name in known:
+        return name
+    matches = [node for node in known if node.startswith(name + ".")]
+    if len(matches) != 1:
+        raise errors.OpPrereqError("Node '%s' not known" % name,
+                                   errors.ECODE_NOENT)
+    return matches[0]
+
+
+def _NodeRunner(names: list[str], with_master: bool
+                ) -> tuple[list[str], str, rpc_node.RpcRunner]:
+    """Online nodes (all or ``names``), the master and an RPC runner.
+
+    Runs on the master, which holds the cluster certificate, and takes
+    the nodes and their addresses from ssconf, so no daemon but the
+    nodes' noded is needed. Offline nodes are skipped with a note.
+    """
+    ss = ssconf.SimpleStore()
+    try:
+        master, myself = ssconf.GetMasterAndMyself(ss)
+        known = ss.GetNodeList()
+        offline = set(ss.GetOfflineNodeList())
+        addresses = dict(line.split(" ", 1)
+                         for line in ss.GetNodePrimaryIPList())
+    except errors.ConfigurationError as err:
+        raise errors.OpPrereqError("This node is not part of a cluster: %s"
+                                   % err, errors.ECODE_ENVIRON) from err
+    if master != myself:
+        raise errors.OpPrereqError("This command must run on the master"
+                                   " node (%s)" % master,
+                                   errors.ECODE_ENVIRON)
+    wanted = set(_ExpandNodeName(name, known) for name in names)
+    selected = [node for node in known if not wanted or node in wanted]
+    skipped = [node for node in selected if node in offline]
+    if skipped:
+        cli.ToStderr("Note: skipping offline node(s): %s",
+                     ", ".join(skipped))
+    nodes = [node for node in selected if node not in offline and
+             (with_master or node != master)]
+    return nodes, master, rpc_node.RpcRunner(
+        rpc_node.StaticResolver(addresses, offline))
+
+
+_COMMAND_SEPARATOR = "-" * 48
+
+
+def _PrintCommandResult(opts: Any, name: str, exit_code: int,
+                        output: str) -> None:
+    cli.ToStdout(_COMMAND_SEPARATOR)
+    if opts.show_machine_names:
+        for line in output.splitlines():
+            cli.ToStdout("%s: %s", name, line)
+    else:
+        cli.ToStdout("node: %s", name)
+        cli.ToStdout("%s", output)
+    cli.ToStdout("return code = %s", exit_code)
+
+
+def RunClusterCommand(opts: Any, args: list[str]) -> int:
+    """Run a shell command on the nodes, showing each node's output.
+
+    The master runs it last (after the others, which run in parallel), so
+    that a command disrupting it doesn't cut the others short. Exit 1 if
+    a node could not be reached; the commands' own exit codes are only
+    shown.
+    """
+    command = " ".join(args)
+    nodes, master, runner = _NodeRunner(opts.nodes, True)
+    others = [node for node in nodes if node != master]
+    last = [master] if master in nodes else []
+    try:
+        results = runner.call_run_command(others, command) if others else {}
+        if last:
+            results.update(runner.call_run_command(last, command))
+    finally:
+        runner.close()
+    exit_code = constants.EXIT_SUCCESS
+    for name in others + last:
+        result = results[name]
+        if result.fail_msg:
+            cli.ToStdout(_COMMAND_SEPARATOR)
+            cli.ToStdout("node: %s", name)
+            cli.ToStdout("Failure while running the command: %s",
+                         result.fail_msg)
+            exit_code = constants.EXIT_FAILURE
+            continue
+        node_exit_code, output = result.payload
+        if opts.failure_only and node_exit_code == constants.EXIT_SUCCESS:
+            continue
+        _PrintCommandResult(opts, name, node_exit_code, output)
+    return exit_code
+
+
+def ClusterCopyFile(opts: Any, args: list[str]) -> int:
+    """Copy a file (content and mode) to the other online nodes.
+
+    Only paths allowed by the master's and each node's copyfile allow-list
+    (pathutils.COPYFILE_PATHS_FILE) are written. Exit 1 if any copy
+    failed.
+    """
+    filename = os.path.abspath(args[0])
+    if not os.path.isfile(filename):
+        raise errors.OpPrereqError("No such filename '%s'" % filename,
+                                   errors.ECODE_INVAL)
+    vpath = rpc_node.EncodeVirtualPath(filename)
+    backend.CheckCopyfileTarget(vpath)
+    with open(filename, "rb") as fobj:
+        content = fobj.read()
+        mode = stat.S_IMODE(os.fstat(fobj.fileno()).st_mode)
+    nodes, _, runner = _NodeRunner(opts.nodes, False)
+    try:
+        results = (runner.call_copyfile_upload(nodes, vpath, content, mode)
+                   if nodes else {})
+    finally:
+        runner.close()
+    exit_code = constants.EXIT_SUCCESS
+    for name in nodes:
+        if results[name].fail_msg:
+            cli.ToStderr("Copy of file %s to node %s failed: %s", filename,
+                         name, results[name].fail_msg)
+            exit_code = constants.EXIT_FAILURE
+    return exit_code
+
+
 _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
 
 commands = {
@@ -286,7 +507,13 @@ commands = {
     "redist-conf": (RedistributeConfig, [], _JOB_OPTS, "",
                     "Forces a push of the configuration file and ssconf"
                     " files to the nodes in the cluster"),
+    "master-failover": (MasterFailover, [], [NOVOTING_OPT, YES_DOIT_OPT], "",
+                        "Makes the current node the master"),
     "master-ping": (MasterPing, [], [], "", "Checks if the master is alive"),
+    "activate-master-ip": (ActivateMasterIp, [], [], "",
+                           "Activates the master IP"),
+    "deactivate-master-ip": (DeactivateMasterIp, [], [CONFIRM_OPT], "",
+                             "Deactivates the master IP"),
     "version": (ShowClusterVersion, [], [], "",
                 "Shows the cluster version"),
     "getmaster": (ShowClusterMaster, [], [], "",
@@ -313,6 +540,17 @@ commands = {
                "[<opts>...]", "Alters the parameters of the cluster"),
     "dump-info": (DumpClusterInfo, [], [], "",
                   "Print the cluster information as JSON"),
+    "verify": (VerifyCluster, [],
+               [VERBOSE_OPT, DEBUG_SIMERR_OPT, ERROR_CODES_OPT, PRIORITY_OPT,
+                NODEGROUP_OPT, IGNORE_ERRORS_OPT],
+               "", "Does a check on the cluster configuration"),
+    "command": (RunClusterCommand, [ArgCommand(min=1)],
+                [NODE_LIST_OPT, SHOW_MACHINE_OPT, FAILURE_ONLY_OPT],
+                "[-n node...] <command>",
+                "Runs a command on all (or only some) nodes"),
+    "copyfile": (ClusterCopyFile, [ArgFile(min=1, max=1)], [NODE_LIST_OPT],
+                 "[-n node...] <filename>",
+                 "Copies a file to all (or only some) nodes"),
 }
 
 aliases = {"masterfailover": "master-failover", "show": "info"}

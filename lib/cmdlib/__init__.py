@@ -1,16 +1,24 @@
-"""Logical Units: one class per opcode (``OpXxx`` runs ``LUXxx``)."""
+"""Logical Units: one class per opcode (``OpXxx`` runs ``LUXxx``).
+
+Every module of this package is searched for LU classes, so a new module
+of LUs needs no registration.
+"""
+
+import importlib
+import pkgutil
 
 from ganeti import errors
-from ganeti.cmdlib import cluster, misc, tags  # noqa: F401
 from ganeti.cmdlib.base import LogicalUnit
 
 
 def _CollectLUs() -> dict[str, type]:
     result = {}
-    for module in (cluster, misc, tags):
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module("%s.%s" % (__name__, info.name))
         for name, obj in vars(module).items():
             if (name.startswith("LU") and isinstance(obj, type) and
-                    issubclass(obj, LogicalUnit)):
+                    issubclass(obj, LogicalUnit) and
+                    obj.__module__ == module.__name__):
                 result[name] = obj
     return result
 

@@ -5,6 +5,7 @@ from typing import Any, Callable
 
 from ganeti import constants, errors, locking, objects
 from ganeti.cmdlib.base import ForceParamDict, NoHooksLU
+from ganeti.cmdlib.node import AdjustCandidatePool
 
 # QueryClusterInfo keys taken verbatim from the cluster object
 _CLUSTER_ATTRS = [
@@ -111,7 +112,7 @@ class LUClusterDestroy(NoHooksLU):
 
 
 class LUClusterRedistConf(NoHooksLU):
-    """Write the configuration again, which pushes it to all nodes."""
+    """Push the configuration, ssconf and cluster files to all nodes again."""
 
     REQ_BGL = False
 
@@ -121,6 +122,7 @@ class LUClusterRedistConf(NoHooksLU):
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> None:
         self.cfg.Update(self.cfg.GetClusterInfo(), feedback_fn)
+        self.context.replicator.Redistribute(feedback_fn)
 
 
 _SIMPLE_PARAMS = ["candidate_pool_size", "max_running_jobs",
@@ -170,5 +172,45 @@ class LUClusterSetParams(NoHooksLU):
         if self.op.ndparams:
             cluster.ndparams.update(self.op.ndparams)
         self.cfg.Update(cluster, feedback_fn)
+        if self.op.candidate_pool_size is not None:
+            # A bigger pool is filled now; a smaller one only reports the
+            # surplus (candidates are never demoted automatically)
+            AdjustCandidatePool(self, [])
         if self.op.max_running_jobs is not None:
             self.context.jobqueue.WakeWorkers()
+
+
+def MasterIpParams(cfg: Any) -> dict:
+    """What the master IP procedures need, from the configuration."""
+    cluster = cfg.GetClusterInfo()
+    return {"ip": cluster.master_ip, "netmask": cluster.master_netmask,
+            "netdev": cluster.master_netdev,
+            "ip_family": cluster.primary_ip_family}
+
+
+class LUClusterActivateMasterIp(NoHooksLU):
+    """Add the master IP on the master node."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        self.rpc.call_node_activate_master_ip(
+            self.cfg.GetMasterNode(), MasterIpParams(self.cfg)).Raise(
+                "Could not activate the master IP")
+
+
+class LUClusterDeactivateMasterIp(NoHooksLU):
+    """Remove the master IP from the master node."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        self.rpc.call_node_deactivate_master_ip(
+            self.cfg.GetMasterNode(), MasterIpParams(self.cfg)).Raise(
+                "Could not deactivate the master IP")

@@ -13,11 +13,12 @@ import socketserver
 import threading
 from typing import Any
 
-from ganeti import (config, constants, daemon, errors, locking, luxi, mcpu,
-                    netutils, opcodes, pathutils, query, utils, vcluster)
+from ganeti import (bootstrap, config, constants, daemon, errors, locking, luxi, mcpu,
+                    netutils, objects, opcodes, pathutils, query, utils)
 from ganeti import jqueue
 from ganeti.cmdlib import cluster as cmdlib_cluster
 from ganeti.jqueue import jobs as jqueue_jobs
+from ganeti.masterd import replication
 from ganeti.rpc import node as rpc_node
 
 
@@ -31,11 +32,14 @@ class GanetiContext:
             cfg.GetNodeList(), list(cfg.GetAllNodeGroupsInfo()),
             cfg.GetInstanceList(), [])
         self.rpc = rpc_node.RpcRunner(self._ResolveNodes)
-        self._last_ssconf: dict | None = None
-        cfg.AddWriteHook(self._ConfigWritten)
-        self.jobqueue = jqueue.JobQueue(self, queue_dir=queue_dir,
-                                        replicate_fn=self._ReplicateFile,
-                                        rename_fn=self._ReplicateRenames)
+        self.replicator = replication.Replicator(
+            cfg, self.rpc, cfg.GetMasterNode(), queue_dir=queue_dir,
+            is_drained=lambda: self.jobqueue.IsDrained())
+        cfg.AddWriteHook(self.replicator.ConfigChanged)
+        self.jobqueue = jqueue.JobQueue(
+            self, queue_dir=queue_dir,
+            replicate_fn=self.replicator.ReplicateQueueFile,
+            rename_fn=self.replicator.ReplicateQueueRenames)
 
     def _ResolveNodes(self, names: list[str]) -> list[tuple]:
         result = []
@@ -48,58 +52,33 @@ class GanetiContext:
             result.append((node.name, node.primary_ip, node.offline))
         return result
 
-    def OtherCandidates(self) -> list[str]:
-        """Online master candidates other than this node (replication)."""
-        return [node.uuid for node in self.cfg.GetAllNodesInfo().values()
-                if node.master_candidate and not node.offline and
-                node.name != self.my_name]
+    # Node membership (called by the node LUs, which hold the BGL) -------------
+    def AddNode(self, node: objects.Node) -> None:
+        """Add a node to the config and locks, and bring its copies up."""
+        self.cfg.AddNode(node)
+        for level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
+            self.glm.add(level, node.uuid)
+        self.SyncNode(node.uuid)
 
-    def LogReplication(self, what: str, results: dict) -> None:
-        failed = [res.node for res in results.values() if res.fail_msg]
-        if not failed:
-            return
-        if 2 * len(failed) >= len(results):
-            logging.error("Replication of %s failed on %d of %d master"
-                          " candidates: %s", what, len(failed), len(results),
-                          ", ".join(failed))
-        else:
-            logging.warning("Replication of %s failed on %s", what,
-                            ", ".join(failed))
+    def ReaddNode(self, node: objects.Node) -> None:
+        """A re-added node (already updated in the config) gets everything."""
+        self.SyncNode(node.uuid)
 
-    def _ReplicateFile(self, path: str, data: str) -> None:
-        nodes = self.OtherCandidates()
-        if nodes:
-            results = self.rpc.call_jobqueue_update(
-                nodes, vcluster.MakeVirtualPath(path),
-                [constants.RPC_ENCODING_NONE, data])
-            self.LogReplication(path, results)
+    def RemoveNode(self, node_uuid: str) -> None:
+        """Drop a node from the config and its locks."""
+        self.cfg.RemoveNode(node_uuid)
+        for level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
+            self.glm.remove(level, node_uuid)
 
-    def _ReplicateRenames(self, renames: list[tuple[str, str]]) -> None:
-        nodes = self.OtherCandidates()
-        if nodes:
-            results = self.rpc.call_jobqueue_rename(
-                nodes, [[vcluster.MakeVirtualPath(old),
-                         vcluster.MakeVirtualPath(new)]
-                        for old, new in renames])
-            self.LogReplication("job renames", results)
+    def SyncNode(self, node_uuid: str,
+                 timeout: float = constants.RPC_TMO_URGENT) -> None:
+        """Push config, queue (for candidates) and ssconf to a node now.
 
-    def _ConfigWritten(self, cfg: config.ConfigWriter, serial: int) -> None:
-        """Push config.data to candidates and ssconf (if changed) to nodes."""
-        nodes = self.OtherCandidates()
-        if nodes:
-            data = utils.ReadFile(pathutils.CLUSTER_CONF_FILE)
-            results = self.rpc.call_upload_file(
-                nodes, vcluster.MakeVirtualPath(pathutils.CLUSTER_CONF_FILE),
-                [constants.RPC_ENCODING_NONE, data],
-                constants.CONFIG_FILE_MODE)
-            self.LogReplication("config.data", results)
-        ssconf = cfg.GetSsconfValues()
-        if ssconf != self._last_ssconf:
-            online = cfg.GetOnlineNodeList()
-            results = self.rpc.call_write_ssconf_files(online, ssconf)
-            self.LogReplication("ssconf", results)
-            if all(not res.fail_msg for res in results.values()):
-                self._last_ssconf = ssconf
+        If the push fails it is retried in the background; the caller goes
+        on (the node is just not up to date yet).
+        """
+        if not self.replicator.SyncNode(node_uuid):
+            self.replicator.WaitSynced(timeout, node_uuid)
 
 
 class LuxiHandler:
@@ -158,11 +137,7 @@ class LuxiHandler:
             raise errors.OpPrereqError("Drain flag must be a boolean",
                                        errors.ECODE_INVAL)
         self.queue.SetDrainFlag(drain)
-        nodes = self.context.OtherCandidates()
-        if nodes:
-            self.context.LogReplication(
-                "drain flag",
-                self.context.rpc.call_jobqueue_set_drain_flag(nodes, drain))
+        self.context.replicator.ReplicateDrainFlag(drain)
         return True
 
     def _QueryConfigValues(self, fields: list) -> list:
@@ -186,29 +161,28 @@ class LuxiHandler:
     def _Query(self, what: str, fields: list, qfilter: Any) -> dict:
         if what == constants.QR_LOCK:
             return self.context.glm.QueryLocks(fields)
-        try:
-            # Job rows are read under each job's lock: only states already
-            # written to disk are reported
-            return query.Query(jqueue_jobs.JOB_FIELDS, self._Jobs(what),
-                               fields, qfilter,
-                               item_lock=lambda job: job.lock)
-        except errors.ParameterError as err:
-            raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
+        if what == constants.QR_JOB:
+            try:
+                # Job rows are read under each job's lock: only states
+                # already written to disk are reported
+                return query.Query(jqueue_jobs.JOB_FIELDS, self._Jobs(),
+                                   fields, qfilter,
+                                   item_lock=lambda job: job.lock)
+            except errors.ParameterError as err:
+                raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
+        return mcpu.ExecuteWithoutQueue(self.context, opcodes.OpQuery(
+            what=what, fields=fields, qfilter=qfilter))
 
     def _QueryFields(self, what: str, fields: list | None) -> dict:
         if what == constants.QR_LOCK:
             return {"fields": self.context.glm.QueryLocks(
                 fields or ["name", "mode", "owner", "pending"])["fields"]}
-        self._Jobs(what, load=False)
-        return query.QueryFields(jqueue_jobs.JOB_FIELDS, fields)
+        if what == constants.QR_JOB:
+            return query.QueryFields(jqueue_jobs.JOB_FIELDS, fields)
+        return mcpu.ExecuteWithoutQueue(self.context, opcodes.OpQueryFields(
+            what=what, fields=fields))
 
-    def _Jobs(self, what: str, load: bool = True) -> list:
-        """The live jobs, for the one queryable resource besides locks."""
-        if what != constants.QR_JOB:
-            raise errors.OpPrereqError("Resource '%s' cannot be queried yet" %
-                                       what, errors.ECODE_INVAL)
-        if not load:
-            return []
+    def _Jobs(self) -> list:
         jobs = [self.queue.GetJob(i) for i in self.queue.GetJobIds()]
         return [job for job in jobs if job]
 
@@ -294,9 +268,15 @@ class _LuxiServer(socketserver.ThreadingMixIn,
 
 
 def CheckMasterd(options: Any, args: list) -> None:
-    """Refuse to start on a node that is not the master."""
+    """Start only on the master, and only if the nodes agree.
+
+    Without --no-voting, a majority of the nodes must name this node as
+    master and none may hold a newer config or job queue (see
+    bootstrap.CheckMasterVotes).
+    """
     if args:
-        raise errors.GenericError("Usage: ganeti-masterd [-f] [-d]")
+        raise errors.GenericError("Usage: ganeti-masterd [-f] [-d]"
+                                  " [--no-voting [--yes-do-it]]")
     if not os.path.exists(pathutils.CLUSTER_CONF_FILE):
         raise errors.ConfigurationError(
             "Cluster configuration %s not found; is this node part of a"
@@ -304,9 +284,18 @@ def CheckMasterd(options: Any, args: list) -> None:
     cfg = config.ConfigWriter(accept_foreign=True)
     my_name = netutils.GetMyName()
     if cfg.GetMasterNodeName() != my_name:
-        raise errors.GenericError(
+        raise errors.NotMasterError(
             "This is not the master node: the configuration names '%s' as"
             " master, this node is '%s'" % (cfg.GetMasterNodeName(), my_name))
+    if options.no_voting:
+        if not options.yes_do_it:
+            raise errors.GenericError(
+                "--no-voting starts the master daemon even if the other"
+                " nodes disagree, which can lead to two masters; add"
+                " --yes-do-it if you are sure")
+        logging.warning("Starting without voting (--no-voting)")
+        return
+    bootstrap.CheckMasterVotes(cfg, my_name)
 
 
 def PrepMasterd(options: Any, args: list) -> dict:
@@ -336,13 +325,23 @@ def ExecMasterd(options: Any, args: list, prep: dict,
         server.server_close()
         utils.RemoveFile(server.server_address)
     prep["context"].jobqueue.Shutdown()
+    prep["context"].replicator.Shutdown()
     logging.info("Master daemon stopped")
 
 
 def main() -> None:
     parser = optparse.OptionParser(
-        description="Ganeti master daemon", usage="%prog [-f] [-d]",
+        description="Ganeti master daemon",
+        usage="%prog [-f] [-d] [--no-voting [--yes-do-it]]",
         version="%%prog (ganeti) %s" % constants.RELEASE_VERSION)
+    parser.add_option("--no-voting", dest="no_voting", action="store_true",
+                      default=False,
+                      help="Do not check that the nodes agree on this node"
+                      " being the master and start the daemon"
+                      " unconditionally")
+    parser.add_option("--yes-do-it", dest="yes_do_it", action="store_true",
+                      default=False,
+                      help="Confirm --no-voting (non-interactive)")
     daemon.GenericMain(constants.MASTERD, parser, CheckMasterd, PrepMasterd,
                        ExecMasterd)
 

@@ -12,12 +12,14 @@ import logging
 import optparse
 import os
 import signal
+import sys
 import threading
 from typing import Any, Callable
 
 from cryptography import x509 as cx509
 
-from ganeti import backend, constants, daemon, errors, pathutils, rpc_defs
+from ganeti import (backend, constants, daemon, errors, netutils, pathutils,
+                    rpc_defs)
 from ganeti import http as ghttp
 from ganeti import serializer
 from ganeti.http import server
@@ -87,19 +89,93 @@ def MakeRequestHandler(daemon_pid: int) -> Callable:
     return _Handle
 
 
+def MakeJoinRequestHandler(daemon_pid: int) -> Callable:
+    """The request handler of a node not yet in a cluster.
+
+    Only the join procedures are served. A successful join tells the
+    daemon (SIGUSR1) to come back as a cluster member.
+    """
+
+    def _Handle(method: str, path: str, _headers,
+                body: bytes) -> tuple[int, dict[str, str], bytes]:
+        call = rpc_defs.JOIN_CALLS_BY_NAME.get(path[1:] if path[:1] == "/"
+                                               else None)
+        if call is None:
+            raise ghttp.HttpForbidden("This node is not in a cluster yet;"
+                                      " only joining is possible")
+        if method != ghttp.HTTP_POST:
+            raise ghttp.HttpMethodNotAllowed(
+                headers={ghttp.HTTP_ALLOW: ghttp.HTTP_POST})
+        try:
+            args = serializer.LoadJson(body)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise ghttp.HttpBadRequest("Invalid JSON body: %s" % err) from err
+        if not isinstance(args, list):
+            raise ghttp.HttpBadRequest("The body must be a JSON list of"
+                                       " arguments")
+        answer, _ = RunProcedure(call, args, daemon_pid)
+        if answer[0]:
+            os.kill(daemon_pid, signal.SIGUSR1)
+        return 200, {**_JSON_HEADERS, ghttp.HTTP_CONNECTION: "close"}, \
+            serializer.DumpJsonBytes(answer)
+
+    return _Handle
+
+
+def GetJoinKey() -> str:
+    """The join key of this node: its join certificate's pin and a secret.
+
+    Created once, when noded first starts outside a cluster, and kept
+    until the node joins, so the admin can read it again
+    (``pathutils.NODED_JOIN_KEY_FILE``).
+    """
+    if not os.path.isfile(pathutils.NODED_JOIN_CERT_FILE):
+        io.RemoveFile(pathutils.NODED_JOIN_KEY_FILE)
+        x509.GenerateSelfSignedSslCert(pathutils.NODED_JOIN_CERT_FILE,
+                                       common_name="ganeti-node-join")
+    try:
+        return io.ReadFile(pathutils.NODED_JOIN_KEY_FILE).strip()
+    except FileNotFoundError:
+        pass
+    pin = x509.GetPublicKeyPin(io.ReadFile(pathutils.NODED_JOIN_CERT_FILE))
+    key = "%s:%s" % (pin, os.urandom(16).hex())
+    io.WriteFile(pathutils.NODED_JOIN_KEY_FILE, data=key + "\n",
+                 mode=constants.SECURE_FILE_MODE)
+    return key
+
+
+def _IsMember() -> bool:
+    return os.path.isfile(pathutils.NODED_CERT_FILE)
+
+
 def CheckNoded(_options: optparse.Values, args: list[str]) -> None:
-    """Refuse to start without a usable cluster certificate."""
+    """Check the certificate; outside a cluster, show the join key.
+
+    A node that is not in a cluster serves only the join: the admin passes
+    the key printed here to ``gnt-node add --join-key`` on the master.
+    """
     if args:
         raise errors.GenericError("Unexpected arguments: %s" % " ".join(args))
-    if not os.path.isfile(pathutils.NODED_CERT_FILE):
-        raise errors.GenericError(
-            "The node certificate %s is missing; this node is not part of a"
-            " cluster" % pathutils.NODED_CERT_FILE)
-    x509.GetCertificateDigest(io.ReadFile(pathutils.NODED_CERT_FILE))
+    if _IsMember():
+        x509.GetCertificateDigest(io.ReadFile(pathutils.NODED_CERT_FILE))
+        return
+    key = GetJoinKey()
+    sys.stderr.write(
+        "This node is not in a cluster yet; its node daemon only accepts a"
+        " join.\nTo add it, run on the master node:\n"
+        "  gnt-node add --join-key=%s %s\n" % (key, netutils.GetMyName()))
 
 
 def PrepNoded(options: optparse.Values, _args: list[str]) -> server.HttpServer:
     """Bind the listening socket (failures reach the starting process)."""
+    if not _IsMember():
+        logging.info("Not in a cluster: serving the join only (join key in"
+                     " %s)", pathutils.NODED_JOIN_KEY_FILE)
+        return server.HttpServer(
+            options.bind_address, options.port,
+            MakeJoinRequestHandler(os.getpid()),
+            ssl_cert_file=pathutils.NODED_JOIN_CERT_FILE,
+            require_client_cert=False, mode=server.MODE_FORK)
     digest = x509.GetCertificateDigest(io.ReadFile(pathutils.NODED_CERT_FILE))
 
     def _VerifyClient(cert: cx509.Certificate, _openssl_ok: bool) -> bool:
@@ -118,15 +194,24 @@ def PrepNoded(options: optparse.Values, _args: list[str]) -> server.HttpServer:
         verify_fn=_VerifyClient, mode=server.MODE_FORK)
 
 
-def ExecNoded(_options: optparse.Values, _args: list[str],
+def ExecNoded(options: optparse.Values, args: list[str],
               http_server: server.HttpServer,
               stop_event: threading.Event) -> None:
-    """Serve until asked to stop."""
-    address, port = http_server.server_address
-    logging.info("Serving on %s port %d", address, port)
-    http_server.start()
-    stop_event.wait()
-    http_server.shutdown()
+    """Serve until asked to stop; after a join, serve as a member."""
+    joined = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda _signum, _frame: joined.set())
+    while True:
+        address, port = http_server.server_address
+        logging.info("Serving on %s port %d", address, port)
+        http_server.start()
+        while not stop_event.is_set() and not joined.is_set():
+            stop_event.wait(0.2)
+        http_server.shutdown()
+        if stop_event.is_set() or not _IsMember():
+            return
+        joined.clear()
+        logging.info("Joined a cluster, restarting as a member")
+        http_server = PrepNoded(options, args)
 
 
 def main() -> None:

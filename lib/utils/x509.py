@@ -6,6 +6,7 @@ the CA both sides verify the other against. pyOpenSSL can no longer build
 certificates (its X509Req/sign API is gone), hence ``cryptography`` here.
 """
 
+import base64
 import datetime
 
 from cryptography import x509
@@ -110,6 +111,22 @@ def GetCertificateDigest(cert_pem: str | bytes | x509.Certificate) -> str:
     if not isinstance(cert_pem, x509.Certificate):
         cert_pem = LoadCertificate(cert_pem)
     return cert_pem.fingerprint(hashes.SHA256()).hex()
+
+
+def GetPublicKeyPin(cert_pem: str | bytes | x509.Certificate) -> str:
+    """SHA-256 of the certificate's public key (SPKI), base64-encoded.
+
+    This is the form of libcurl's pinned public keys (``sha256//<pin>``);
+    it identifies a key independently of the certificate around it.
+    """
+    if not isinstance(cert_pem, x509.Certificate):
+        cert_pem = LoadCertificate(cert_pem)
+    spki = cert_pem.public_key().public_bytes(
+        serialization.Encoding.DER,
+        serialization.PublicFormat.SubjectPublicKeyInfo)
+    digest = hashes.Hash(hashes.SHA256())
+    digest.update(spki)
+    return base64.b64encode(digest.finalize()).decode("ascii")
 
 
 def GetCertificateExpiry(cert_pem: str | bytes) -> float:

@@ -1,0 +1,175 @@
+"""gnt-group: add, remove, rename, list and change node groups."""
+
+from typing import Any
+
+from ganeti import cli, constants, opcodes
+from ganeti.cli_opts import (
+    ARGS_MANY_GROUPS, ARGS_ONE_GROUP, ArgGroup, ArgNode, ArgUnknown,
+    DRY_RUN_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, NOHDR_OPT,
+    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SUBMIT_OPT,
+    TAG_SRC_OPT, VERBOSE_OPT)
+from ganeti.client.gnt_node import (FormatParamsDictInfo, PrintGenericInfo,
+                                    QueryRows)
+
+_SetParams = opcodes.OpGroupSetParams
+
+# Ganeti's default list of fields for "list"
+_LIST_DEF_FIELDS = ["name", "node_cnt", "pinst_cnt", "alloc_policy",
+                    "ndparams"]
+
+# Subcommands taking default arguments from GNT_GROUP_<CMD>
+_ENV_OVERRIDE = frozenset(["list"])
+
+ALLOC_POLICY_OPT = OpcodeOption(_SetParams, "alloc_policy", "--alloc-policy",
+                                type="choice",
+                                choices=list(constants.VALID_ALLOC_POLICIES),
+                                metavar="<policy>")
+NDPARAMS_OPT = OpcodeOption(_SetParams, "ndparams", "--node-parameters",
+                            default={})
+DISKPARAMS_OPT = OpcodeOption(_SetParams, "diskparams", "-D",
+                              "--disk-parameters", type="identkeyval",
+                              action="append", default=[],
+                              metavar="TEMPLATE:KEY=VALUE,...")
+
+_JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
+
+
+def _DiskParams(opts: Any) -> dict | None:
+    return dict(opts.diskparams) or None
+
+
+def AddGroup(opts: Any, args: list[str]) -> int:
+    op = opcodes.OpGroupAdd(group_name=args[0], alloc_policy=opts.alloc_policy,
+                            ndparams=opts.ndparams or None,
+                            diskparams=_DiskParams(opts))
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def AssignNodes(opts: Any, args: list[str]) -> int:
+    op = opcodes.OpGroupAssignNodes(group_name=args[0], nodes=args[1:],
+                                    force=opts.force)
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def _FmtDict(data: dict) -> str:
+    if not data:
+        return "(empty)"
+    return ", ".join("%s=%s" % (key, value) for key, value in data.items())
+
+
+def ListGroups(opts: Any, args: list[str]) -> int:
+    fields = cli.ParseFields(opts.output, _LIST_DEF_FIELDS)
+    fmtoverride = {
+        "node_list": (",".join, False),
+        "pinst_list": (",".join, False),
+        "ndparams": (_FmtDict, False),
+    }
+    return cli.GenericList(constants.QR_GROUP, fields, args, None,
+                           opts.separator, not opts.no_headers,
+                           format_override=fmtoverride, verbose=opts.verbose,
+                           force_filter=opts.force_filter)
+
+
+def ListGroupFields(opts: Any, args: list[str]) -> int:
+    return cli.GenericListFields(constants.QR_GROUP, args, opts.separator,
+                                 not opts.no_headers)
+
+
+def SetGroupParams(opts: Any, args: list[str]) -> int:
+    """Change a group's parameters; print what changed."""
+    if opts.alloc_policy is None and not opts.ndparams and \
+            not opts.diskparams:
+        cli.ToStderr("Please give at least one of the parameters.")
+        return constants.EXIT_FAILURE
+    op = opcodes.OpGroupSetParams(group_name=args[0],
+                                  alloc_policy=opts.alloc_policy,
+                                  ndparams=opts.ndparams or None,
+                                  diskparams=_DiskParams(opts))
+    result = cli.SubmitOrSend(op, opts)
+    if result:
+        cli.ToStdout("Modified node group %s", args[0])
+        for param, value in result:
+            cli.ToStdout(" - %-5s -> %s", param, value)
+    return constants.EXIT_SUCCESS
+
+
+def RemoveGroup(opts: Any, args: list[str]) -> int:
+    cli.SubmitOrSend(opcodes.OpGroupRemove(group_name=args[0]), opts)
+    return constants.EXIT_SUCCESS
+
+
+def RenameGroup(opts: Any, args: list[str]) -> int:
+    group_name, new_name = args
+    cli.SubmitOrSend(opcodes.OpGroupRename(group_name=group_name,
+                                           new_name=new_name), opts)
+    return constants.EXIT_SUCCESS
+
+
+_INFO_FIELDS = ["name", "ndparams", "custom_ndparams", "diskparams",
+                "custom_diskparams", "ipolicy", "custom_ipolicy"]
+
+
+def GroupInfo(opts: Any, args: list[str]) -> int:
+    """Show the groups' parameters, marking inherited values."""
+    infos = []
+    for (name, ndparams, custom_ndparams, diskparams, custom_diskparams,
+         ipolicy, custom_ipolicy) in QueryRows(constants.QR_GROUP,
+                                               _INFO_FIELDS, args):
+        infos.append([
+            ("Node group", name),
+            ("Node parameters",
+             FormatParamsDictInfo(custom_ndparams or {}, ndparams or {})),
+            ("Disk parameters",
+             FormatParamsDictInfo(custom_diskparams or {},
+                                  diskparams or {})),
+            ("Instance policy",
+             FormatParamsDictInfo(custom_ipolicy or {}, ipolicy or {})),
+        ])
+    PrintGenericInfo(infos)
+    return constants.EXIT_SUCCESS
+
+
+commands = {
+    "add": (AddGroup, ARGS_ONE_GROUP,
+            [ALLOC_POLICY_OPT, NDPARAMS_OPT, DISKPARAMS_OPT] + _JOB_OPTS,
+            "<group_name>", "Add a new node group to the cluster"),
+    "assign-nodes": (AssignNodes, [ArgGroup(min=1, max=1), ArgNode(min=1)],
+                     [FORCE_OPT] + _JOB_OPTS, "<group_name> <node>...",
+                     "Assign nodes to a group"),
+    "list": (ListGroups, ARGS_MANY_GROUPS,
+             [NOHDR_OPT, SEP_OPT, FIELDS_OPT, VERBOSE_OPT, FORCE_FILTER_OPT],
+             "[<group_name>...]",
+             "Lists the node groups in the cluster. The available fields can"
+             " be shown using the \"list-fields\" command (see the man page"
+             " for details). The default list is (in order): %s." %
+             ", ".join(_LIST_DEF_FIELDS)),
+    "list-fields": (ListGroupFields, [ArgUnknown()], [NOHDR_OPT, SEP_OPT],
+                    "[fields...]",
+                    "Lists all available fields for node groups"),
+    "modify": (SetGroupParams, ARGS_ONE_GROUP,
+               [ALLOC_POLICY_OPT, NDPARAMS_OPT, DISKPARAMS_OPT] + _JOB_OPTS,
+               "<group_name>", "Alters the parameters of a node group"),
+    "remove": (RemoveGroup, ARGS_ONE_GROUP, _JOB_OPTS,
+               "[--dry-run] <group-name>",
+               "Remove an (empty) node group from the cluster"),
+    "rename": (RenameGroup, [ArgGroup(min=2, max=2)], _JOB_OPTS,
+               "[--dry-run] <group-name> <new-name>", "Rename a node group"),
+    "info": (GroupInfo, ARGS_MANY_GROUPS, [], "[<group_name>...]",
+             "Show group information"),
+    "list-tags": (cli.ListTags, ARGS_ONE_GROUP, [], "<group_name>",
+                  "List the tags of the given group"),
+    "add-tags": (cli.AddTags, [ArgGroup(min=1, max=1), ArgUnknown()],
+                 [TAG_SRC_OPT] + _JOB_OPTS, "<group_name> tag...",
+                 "Add tags to the given group"),
+    "remove-tags": (cli.RemoveTags, [ArgGroup(min=1, max=1), ArgUnknown()],
+                    [TAG_SRC_OPT] + _JOB_OPTS, "<group_name> tag...",
+                    "Remove tags from the given group"),
+}
+
+
+def Main() -> int:
+    return cli.GenericMain(commands,
+                           override={"tag_type": constants.TAG_NODEGROUP},
+                           env_override=_ENV_OVERRIDE)

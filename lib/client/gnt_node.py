@@ -1,0 +1,256 @@
+"""gnt-node: add, remove, list and change nodes."""
+
+from typing import Any
+
+from ganeti import cli, config, constants, opcodes
+from ganeti.cli_opts import (
+    ARGS_MANY_NODES, ARGS_ONE_NODE, ArgHost, ArgNode, ArgUnknown,
+    DRY_RUN_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, NOHDR_OPT,
+    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SUBMIT_OPT,
+    TAG_SRC_OPT, UNITS_OPT, VERBOSE_OPT)
+
+_Add = opcodes.OpNodeAdd
+_SetParams = opcodes.OpNodeSetParams
+
+# Ganeti's default list of fields for "list"
+_LIST_DEF_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree",
+                    "pinst_cnt", "sinst_cnt"]
+
+# Subcommands taking default arguments from GNT_NODE_<CMD>
+_ENV_OVERRIDE = frozenset(["list"])
+
+_YES_NO = "yes|no"
+
+# Options derived from the opcode declarations
+SECONDARY_IP_OPT = OpcodeOption(_Add, "secondary_ip", "-s", "--secondary-ip",
+                                metavar="ADDRESS")
+READD_OPT = OpcodeOption(_Add, "readd", "--readd")
+NODEGROUP_OPT = OpcodeOption(_Add, "group", "-g", "--node-group",
+                             metavar="GROUP")
+JOIN_KEY_OPT = OpcodeOption(_Add, "join_key", "--join-key", metavar="KEY")
+ADD_NDPARAMS_OPT = OpcodeOption(_Add, "ndparams", "--node-parameters",
+                                default={})
+CAPAB_MASTER_OPT = OpcodeOption(_SetParams, "master_capable",
+                                "--master-capable", type="bool",
+                                action="store", metavar=_YES_NO)
+CAPAB_VM_OPT = OpcodeOption(_SetParams, "vm_capable", "--vm-capable",
+                            type="bool", action="store", metavar=_YES_NO)
+MC_OPT = OpcodeOption(_SetParams, "master_candidate", "-C",
+                      "--master-candidate", type="bool", action="store",
+                      metavar=_YES_NO)
+OFFLINE_OPT = OpcodeOption(_SetParams, "offline", "-O", "--offline",
+                           type="bool", action="store", metavar=_YES_NO)
+DRAINED_OPT = OpcodeOption(_SetParams, "drained", "-D", "--drained",
+                           type="bool", action="store", metavar=_YES_NO)
+AUTO_PROMOTE_OPT = OpcodeOption(_SetParams, "auto_promote",
+                                "--auto-promote")
+NEW_SECONDARY_IP_OPT = OpcodeOption(_SetParams, "secondary_ip", "-s",
+                                    "--secondary-ip", metavar="ADDRESS")
+NDPARAMS_OPT = OpcodeOption(_SetParams, "ndparams", "--node-parameters",
+                            default={})
+NODE_POWERED_OPT = OpcodeOption(_SetParams, "powered", "--node-powered",
+                                type="bool", action="store", metavar=_YES_NO)
+
+_JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
+
+
+# Generic information output (Ganeti's cli.PrintGenericInfo) ----------------
+
+def FormatParamsDictInfo(custom: dict, actual: dict) -> dict:
+    """Effective parameters for display: own values as they are, inherited
+    ones as "default (<value>)"."""
+    result = {}
+    for key, value in actual.items():
+        if isinstance(value, dict) and value:
+            result[key] = FormatParamsDictInfo(custom.get(key) or {}, value)
+        elif key in custom:
+            result[key] = str(custom[key])
+        else:
+            result[key] = "default (%s)" % (value, )
+    return result
+
+
+def _SerializeInfo(lines: list[str], data: Any, level: int,
+                   prefix: str) -> None:
+    """Append ``data`` in Ganeti's YAML-like "info" layout.
+
+    ``prefix`` is what precedes the first line (the key, or the list
+    dash); lists of pairs are ordered mappings.
+    """
+    indent = "  " * level
+    if isinstance(data, list) and data and isinstance(data[0], tuple):
+        items = data
+    elif isinstance(data, dict) and data:
+        items = sorted(data.items())
+    elif isinstance(data, list) and data:
+        if prefix:
+            lines.append(prefix.rstrip())
+            prefix = indent
+        for item in data:
+            _SerializeInfo(lines, item, level + 1, prefix + "- ")
+            prefix = indent
+        return
+    elif isinstance(data, (list, dict)):
+        lines.append(prefix)
+        return
+    else:
+        lines.append("%s%s" % (prefix, data))
+        return
+    if prefix.strip().endswith(":"):
+        lines.append(prefix.rstrip())
+        prefix = indent
+    for key, value in items:
+        _SerializeInfo(lines, value, level + 1, "%s%s: " % (prefix, key))
+        prefix = indent
+
+
+def PrintGenericInfo(data: list) -> None:
+    """Print a list of objects, each a list of (key, value) pairs."""
+    lines: list[str] = []
+    _SerializeInfo(lines, data, 0, "")
+    for line in lines:
+        cli.ToStdout("%s", line)
+
+
+def QueryRows(resource: str, fields: list[str], names: list[str]) -> list:
+    """Rows of plain values (None where a value is missing) of the named
+    objects, all if no names are given."""
+    result = cli.GetClient().Query(resource, fields,
+                                   cli.MakeFilter(names or None, False))
+    return [[value if status == constants.RS_NORMAL else None
+             for status, value in row] for row in result["data"]]
+
+
+# Commands --------------------------------------------------------------------
+
+def AddNode(opts: Any, args: list[str]) -> int:
+    """Add a node (or re-add one with --readd)."""
+    op = opcodes.OpNodeAdd(node_name=args[0], secondary_ip=opts.secondary_ip,
+                           readd=opts.readd, group=opts.group,
+                           master_capable=opts.master_capable,
+                           vm_capable=opts.vm_capable,
+                           ndparams=opts.ndparams or None,
+                           join_key=opts.join_key)
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def RemoveNode(opts: Any, args: list[str]) -> int:
+    cli.SubmitOrSend(opcodes.OpNodeRemove(node_name=args[0]), opts)
+    return constants.EXIT_SUCCESS
+
+
+def ListNodes(opts: Any, args: list[str]) -> int:
+    fields = cli.ParseFields(opts.output, _LIST_DEF_FIELDS)
+    fmtoverride = dict.fromkeys(["pinst_list", "sinst_list", "tags"],
+                                (",".join, False))
+    return cli.GenericList(constants.QR_NODE, fields, args, opts.units,
+                           opts.separator, not opts.no_headers,
+                           format_override=fmtoverride, verbose=opts.verbose,
+                           force_filter=opts.force_filter)
+
+
+def ListNodeFields(opts: Any, args: list[str]) -> int:
+    return cli.GenericListFields(constants.QR_NODE, args, opts.separator,
+                                 not opts.no_headers)
+
+
+_INFO_FIELDS = ["name", "pip", "sip", "pinst_list", "sinst_list",
+                "master_candidate", "drained", "offline", "master_capable",
+                "vm_capable", "powered", "group", "ndparams",
+                "custom_ndparams"]
+
+
+def _FormatNodeInfo(row: list) -> list[tuple[str, Any]]:
+    (name, primary_ip, secondary_ip, pinst, sinst, is_mc, drained, offline,
+     master_capable, vm_capable, powered, group, ndparams,
+     custom_ndparams) = row
+    info = [("Node name", name), ("primary ip", primary_ip),
+            ("secondary ip", secondary_ip), ("master candidate", is_mc),
+            ("drained", drained), ("offline", offline)]
+    if powered is not None:
+        info.append(("powered", powered))
+    info += [("master_capable", master_capable),
+             ("vm_capable", vm_capable), ("group", group)]
+    if vm_capable:
+        info += [("primary for instances", config.NiceSort(pinst or [])),
+                 ("secondary for instances", config.NiceSort(sinst or []))]
+    info.append(("node parameters",
+                 FormatParamsDictInfo(custom_ndparams or {},
+                                      ndparams or {})))
+    return info
+
+
+def ShowNodeConfig(opts: Any, args: list[str]) -> int:
+    """Show the nodes' flags, addresses, instances and parameters."""
+    PrintGenericInfo([_FormatNodeInfo(row) for row in
+                      QueryRows(constants.QR_NODE, _INFO_FIELDS, args)])
+    return constants.EXIT_SUCCESS
+
+
+def SetNodeParams(opts: Any, args: list[str]) -> int:
+    """Change a node's flags and parameters; print what changed."""
+    changes = [opts.master_candidate, opts.drained, opts.offline,
+               opts.master_capable, opts.vm_capable, opts.secondary_ip,
+               opts.ndparams or None, opts.powered]
+    if all(change is None for change in changes):
+        cli.ToStderr("Please give at least one of the parameters.")
+        return constants.EXIT_FAILURE
+    op = opcodes.OpNodeSetParams(
+        node_name=args[0], master_candidate=opts.master_candidate,
+        offline=opts.offline, drained=opts.drained,
+        master_capable=opts.master_capable, vm_capable=opts.vm_capable,
+        secondary_ip=opts.secondary_ip, force=opts.force,
+        ndparams=opts.ndparams or None, auto_promote=opts.auto_promote,
+        powered=opts.powered)
+    result = cli.SubmitOrSend(op, opts)
+    if result:
+        cli.ToStdout("Modified node %s", args[0])
+        for param, value in result:
+            cli.ToStdout(" - %-5s -> %s", param, value)
+    return constants.EXIT_SUCCESS
+
+
+commands = {
+    "add": (AddNode, [ArgHost(min=1, max=1)],
+            [SECONDARY_IP_OPT, READD_OPT, NODEGROUP_OPT, CAPAB_MASTER_OPT,
+             CAPAB_VM_OPT, ADD_NDPARAMS_OPT, JOIN_KEY_OPT] + _JOB_OPTS,
+            "[-s ip] [--readd] [-g group] [--join-key key] <node_name>",
+            "Add a node to the cluster"),
+    "remove": (RemoveNode, ARGS_ONE_NODE, _JOB_OPTS, "<node_name>",
+               "Removes a node from the cluster"),
+    "list": (ListNodes, ARGS_MANY_NODES,
+             [NOHDR_OPT, SEP_OPT, UNITS_OPT, FIELDS_OPT, VERBOSE_OPT,
+              FORCE_FILTER_OPT],
+             "[nodes...]",
+             "Lists the nodes in the cluster. The available fields can be"
+             " shown using the \"list-fields\" command (see the man page for"
+             " details). The default field list is (in order): %s." %
+             ", ".join(_LIST_DEF_FIELDS)),
+    "list-fields": (ListNodeFields, [ArgUnknown()], [NOHDR_OPT, SEP_OPT],
+                    "[fields...]", "Lists all available fields for nodes"),
+    "info": (ShowNodeConfig, ARGS_MANY_NODES, [], "[<node_name>...]",
+             "Show information about the node(s)"),
+    "modify": (SetNodeParams, ARGS_ONE_NODE,
+               [FORCE_OPT, MC_OPT, DRAINED_OPT, OFFLINE_OPT,
+                CAPAB_MASTER_OPT, CAPAB_VM_OPT, NEW_SECONDARY_IP_OPT,
+                AUTO_PROMOTE_OPT, NDPARAMS_OPT, NODE_POWERED_OPT] +
+               _JOB_OPTS,
+               "<node_name>", "Alters the parameters of a node"),
+    "list-tags": (cli.ListTags, ARGS_ONE_NODE, [], "<node_name>",
+                  "List the tags of the given node"),
+    "add-tags": (cli.AddTags, [ArgNode(min=1, max=1), ArgUnknown()],
+                 [TAG_SRC_OPT] + _JOB_OPTS, "<node_name> tag...",
+                 "Add tags to the given node"),
+    "remove-tags": (cli.RemoveTags, [ArgNode(min=1, max=1), ArgUnknown()],
+                    [TAG_SRC_OPT] + _JOB_OPTS, "<node_name> tag...",
+                    "Remove tags from the given node"),
+}
+
+aliases = {"show": "info"}
+
+
+def Main() -> int:
+    return cli.GenericMain(commands, aliases=aliases,
+                           override={"tag_type": constants.TAG_NODE},
+                           env_override=_ENV_OVERRIDE)

@@ -1,0 +1,551 @@
+"""LUs verifying the cluster: configuration, certificates and nodes.
+
+OpClusterVerify only submits the jobs doing the work: one checking the
+cluster-wide configuration (OpClusterVerifyConfig) and one per node group
+(OpClusterVerifyGroup), which asks every node of the group for versions,
+time and file checksums and compares the answers with each other and with
+the master's own state. Findings go to the job log in Ganeti's format;
+an LU's result is False when it found an error.
+"""
+
+import datetime
+import hashlib
+import time
+from typing import Any, Callable, NamedTuple
+
+from ganeti import (constants, errors, locking, objects, opcodes, pathutils,
+                    utils, vcluster)
+from ganeti.cmdlib.base import NoHooksLU, ResultWithJobs
+from ganeti.utils import x509
+
+# How often a group's data is gathered again when the configuration
+# changed meanwhile (the nodes' copies may then mix old and new)
+_GATHER_ATTEMPTS = 3
+
+
+def FormatFinding(ecode: tuple[str, str, str], item: str | None, msg: str,
+                  severity: str, error_codes: bool) -> str:
+    """One finding as Ganeti prints it in the job log.
+
+    With ``error_codes`` the machine-readable form
+    ``severity:code:kind:item:message`` (an item-less finding shows
+    "None", as in Ganeti), else ``severity: kind item: message``.
+    """
+    kind, code, _ = ecode
+    if error_codes:
+        text = "%s:%s:%s:%s:%s" % (severity, code, kind, item, msg)
+    else:
+        text = "%s: %s%s: %s" % (severity, kind, " %s" % item if item else "",
+                                 msg)
+    return "  - %s" % text
+
+
+def CheckIgnoredCodes(codes: list[str]) -> None:
+    """Refuse unknown codes in ignore_errors (they would hide nothing)."""
+    unknown = sorted(set(codes) - constants.CV_ALL_ECODES_STRINGS)
+    if unknown:
+        raise errors.OpPrereqError(
+            "Unknown verification error code(s): %s (known: %s)" %
+            (", ".join(unknown),
+             ", ".join(sorted(constants.CV_ALL_ECODES_STRINGS))),
+            errors.ECODE_INVAL)
+
+
+def _FormatTime(value: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
+
+
+def VerifyCertificate(filename: str,
+                      now: float | None = None) -> tuple[str | None,
+                                                         str | None]:
+    """Check one of the cluster certificate files.
+
+    Returns ``(severity, message)``: an error when the file can't be read
+    or parsed, the certificate has expired or expires within
+    SSL_CERT_EXPIRATION_ERROR days, a warning when it is not yet valid or
+    expires within SSL_CERT_EXPIRATION_WARN days, else ``(None, None)``.
+    The other nodes' clocks may be ahead by NODE_MAX_CLOCK_SKEW, so the
+    check looks that far into the future.
+    """
+    vpath = vcluster.MakeVirtualPath(filename)
+    try:
+        pem = utils.ReadFile(filename, binary=True)
+    except OSError as err:
+        return constants.CV_ERROR, "Can't read '%s': %s" % (vpath, err)
+    try:
+        cert = x509.LoadCertificate(pem)
+    except errors.X509CertError as err:
+        return constants.CV_ERROR, ("Failed to load X509 certificate %s: %s"
+                                    % (vpath, err.args[-1]))
+    if now is None:
+        now = time.time()
+    now += constants.NODE_MAX_CLOCK_SKEW
+    not_before = cert.not_valid_before_utc.timestamp()
+    not_after = cert.not_valid_after_utc.timestamp()
+    severity = None
+    if not_after < now:
+        severity = constants.CV_ERROR
+        msg = "Certificate is expired (valid from %s to %s)" % (
+            _FormatTime(not_before), _FormatTime(not_after))
+    elif not_before > now:
+        severity = constants.CV_WARNING
+        msg = "Certificate not yet valid (valid from %s)" % \
+            _FormatTime(not_before)
+    else:
+        remaining = datetime.timedelta(seconds=not_after - now).days
+        msg = "Certificate expires in about %d days" % remaining
+        if remaining <= constants.SSL_CERT_EXPIRATION_ERROR:
+            severity = constants.CV_ERROR
+        elif remaining <= constants.SSL_CERT_EXPIRATION_WARN:
+            severity = constants.CV_WARNING
+    if severity is None:
+        return None, None
+    return severity, "While verifying %s: %s" % (vpath, msg)
+
+
+def CandidatePoolProblems(cfg: Any) -> list[str]:
+    """Problems of the master candidate pool, in Ganeti's words.
+
+    Ganeti's config.VerifyConfig reports these; the pool may fall short
+    when nodes went offline or were drained while no other node could be
+    promoted.
+    """
+    problems = []
+    nodes = cfg.GetAllNodesInfo()
+    master = nodes.get(cfg.GetMasterNode())
+    if master is not None and not master.master_candidate:
+        problems.append("Master node is not a master candidate")
+    current, wanted, _ = cfg.GetMasterCandidateStats()
+    if current < wanted:
+        problems.append("Not enough master candidates: actual %d, target %d"
+                        % (current, wanted))
+    for node in sorted(nodes.values(), key=lambda n: n.name):
+        if [node.master_candidate, node.drained, node.offline].count(True) > 1:
+            problems.append("Node %s state is invalid: master_candidate=%s,"
+                            " drain=%s, offline=%s" %
+                            (node.name, node.master_candidate, node.drained,
+                             node.offline))
+    return problems
+
+
+class _VerifyErrors:
+    """Reporting of findings, shared by the verifying LUs.
+
+    Expects ``self.op`` (error_codes, ignore_errors, debug_simulate_errors)
+    and, during Exec, ``self._feedback_fn``; sets ``self.bad`` when an
+    error (not a warning) was reported.
+    """
+
+    op: Any
+    bad = False
+    _feedback_fn: Callable[[str], None]
+
+    def _Error(self, ecode: tuple[str, str, str], item: str | None,
+               msg: str, *args: Any, code: str = constants.CV_ERROR) -> None:
+        """Report a finding; codes in ignore_errors become warnings."""
+        if ecode[1] in self.op.ignore_errors:
+            code = constants.CV_WARNING
+        if args:
+            msg = msg % args
+        self._feedback_fn(FormatFinding(ecode, item, msg, code,
+                                        self.op.error_codes))
+        if code == constants.CV_ERROR:
+            self.bad = True
+
+    def _ErrorIf(self, cond: Any, ecode: tuple[str, str, str],
+                 item: str | None, msg: str, *args: Any,
+                 code: str = constants.CV_ERROR) -> None:
+        """Report a finding if ``cond`` holds (always when simulating)."""
+        if bool(cond) or self.op.debug_simulate_errors:
+            self._Error(ecode, item, msg, *args, code=code)
+
+
+def _SetVerifyParams(op: opcodes.OpCode, source: Any) -> None:
+    op.debug_simulate_errors = source.debug_simulate_errors
+    op.error_codes = source.error_codes
+    op.verbose = source.verbose
+
+
+class LUClusterVerify(NoHooksLU):
+    """Submit the jobs verifying the cluster.
+
+    Without a group, the configuration job comes first and every group
+    job depends on it, so the output keeps Ganeti's order.
+    """
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        CheckIgnoredCodes(self.op.ignore_errors)
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
+        jobs = []
+        if self.op.group_name:
+            groups = [self.op.group_name]
+        else:
+            groups = list(self.cfg.GetAllNodeGroupsInfo())
+            config_op = opcodes.OpClusterVerifyConfig(
+                ignore_errors=self.op.ignore_errors)
+            _SetVerifyParams(config_op, self.op)
+            jobs.append([config_op])
+        for group in groups:
+            op = opcodes.OpClusterVerifyGroup(
+                group_name=group, ignore_errors=self.op.ignore_errors,
+                skip_checks=self.op.skip_checks,
+                verify_clutter=self.op.verify_clutter)
+            if not self.op.group_name:
+                # Relative to this job: the configuration job is the first
+                op.depends = [[-len(jobs), []]]
+            _SetVerifyParams(op, self.op)
+            jobs.append([op])
+        return ResultWithJobs(jobs)
+
+
+class LUClusterVerifyConfig(NoHooksLU, _VerifyErrors):
+    """Verify the cluster-wide configuration and the certificates."""
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        CheckIgnoredCodes(self.op.ignore_errors)
+
+    def ExpandNames(self) -> None:
+        # Shared locks on everything: no operation is half done meanwhile
+        self.needed_locks = dict.fromkeys(locking.LEVELS[1:],
+                                          locking.ALL_SET)
+        self.share_locks = dict.fromkeys(locking.LEVELS, 1)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> bool:
+        self.bad = False
+        self._feedback_fn = feedback_fn
+
+        feedback_fn("* Verifying cluster config")
+        for msg in self.cfg.VerifyConfig() + CandidatePoolProblems(self.cfg):
+            self._ErrorIf(True, constants.CV_ECLUSTERCFG, None, msg)
+
+        feedback_fn("* Verifying cluster certificate files")
+        for filename in (pathutils.NODED_CERT_FILE, pathutils.RAPI_CERT_FILE):
+            severity, msg = VerifyCertificate(filename)
+            self._ErrorIf(severity, constants.CV_ECLUSTERCERT, None, msg,
+                          code=severity or constants.CV_ERROR)
+
+        feedback_fn("* Verifying all nodes belong to an existing group")
+        groups = self.cfg.GetAllNodeGroupsInfo()
+        nodes = self.cfg.GetAllNodesInfo()
+        instances = self.cfg.GetAllInstancesInfo().values()
+        dangling = sorted((node for node in nodes.values()
+                           if node.group not in groups),
+                          key=lambda node: node.name)
+        dangling_text = ", ".join(
+            "%s (%s)" % (node.name, ", ".join(sorted(
+                inst.name for inst in instances
+                if inst.primary_node == node.uuid)))
+            for node in dangling)
+        self._ErrorIf(dangling, constants.CV_ECLUSTERDANGLINGNODES, None,
+                      "the following nodes (and their instances) belong to a"
+                      " non existing group: %s", dangling_text)
+        homeless = sorted(inst.name for inst in instances
+                          if inst.primary_node not in nodes)
+        self._ErrorIf(homeless, constants.CV_ECLUSTERDANGLINGINST, None,
+                      "the following instances have a non-existing"
+                      " primary-node: %s", ", ".join(homeless))
+        return not self.bad
+
+
+class _FileSpec(NamedTuple):
+    """Which nodes must have a file, and what it must contain.
+
+    ``expected`` is the checksum the content must have (computed from the
+    configuration); without it, the copies must only agree.
+    """
+    candidates_only: bool = False
+    optional: bool = False
+    expected: str | None = None
+
+
+def _Checksum(data: str) -> str:
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def ComputeVerifyFiles(cluster: objects.Cluster,
+                       ssconf_values: dict[str, str]) -> dict[str, _FileSpec]:
+    """The files compared across nodes, by local path.
+
+    Certificates and secrets must be identical on all nodes, config.data
+    on the master candidates; the RAPI users file and, with file storage,
+    the allowed storage paths may be absent, but then on every node. The
+    ssconf files must hold what the configuration says.
+    """
+    files = {
+        pathutils.NODED_CERT_FILE: _FileSpec(),
+        pathutils.RAPI_CERT_FILE: _FileSpec(),
+        pathutils.CLUSTER_DOMAIN_SECRET_FILE: _FileSpec(),
+        pathutils.RAPI_USERS_FILE: _FileSpec(optional=True),
+        pathutils.CLUSTER_CONF_FILE: _FileSpec(candidates_only=True),
+    }
+    if {constants.DT_FILE, constants.DT_SHARED_FILE} & \
+            set(cluster.enabled_disk_templates):
+        files[pathutils.FILE_STORAGE_PATHS_FILE] = _FileSpec(optional=True)
+    for key, value in ssconf_values.items():
+        files[pathutils.SsconfFileName(key)] = _FileSpec(
+            expected=_Checksum(value))
+    return files
+
+
+def _NodeNames(nodes: dict[str, objects.Node], uuids: Any) -> str:
+    return ", ".join(sorted(nodes[uuid].name for uuid in uuids))
+
+
+class LUClusterVerifyGroup(NoHooksLU, _VerifyErrors):
+    """Verify the nodes of one node group."""
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        CheckIgnoredCodes(self.op.ignore_errors)
+
+    def ExpandNames(self) -> None:
+        self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
+        self.needed_locks = {
+            locking.LEVEL_NODEGROUP: [self.group_uuid],
+            locking.LEVEL_NODE: [],
+        }
+        self.share_locks = dict.fromkeys(locking.LEVELS, 1)
+
+    def DeclareLocks(self, level: int) -> None:
+        if level == locking.LEVEL_NODE:
+            # The members may change until the group lock is held
+            self.needed_locks[locking.LEVEL_NODE] = \
+                self.cfg.GetNodeGroup(self.group_uuid).members
+
+    def CheckPrereq(self) -> None:
+        self.group_info = self.cfg.GetNodeGroup(self.group_uuid)
+        self.all_node_info = self.cfg.GetAllNodesInfo()
+        members = set(self.group_info.members)
+        unlocked = members - self.glm.list_owned(locking.LEVEL_NODE)
+        if unlocked:
+            raise errors.OpPrereqError(
+                "Missing lock for nodes: %s" %
+                _NodeNames(self.all_node_info, unlocked), errors.ECODE_STATE)
+        self.my_node_info = {uuid: self.all_node_info[uuid]
+                             for uuid in members}
+
+    def _GatherData(self, online: list[str], extra: list[str]) -> tuple:
+        """Ask the nodes what is compared.
+
+        ``online`` answer everything, ``extra`` (the master, when outside
+        the group) only the file checksums. Returns the files to compare,
+        the answers of ``online``, those plus ``extra`` and the time window
+        bracketing the nodes' clocks. Nodes written to during the calls
+        may hold a mix of old and new copies, so a configuration change
+        meanwhile makes the nodes be asked again.
+        """
+        cluster_name = self.cfg.GetClusterName()
+        for _ in range(_GATHER_ATTEMPTS):
+            serial = self.cfg.GetConfigSerial()
+            files = ComputeVerifyFiles(self.cfg.GetClusterInfo(),
+                                       self.cfg.GetSsconfValues())
+            file_list = [vcluster.MakeVirtualPath(path)
+                         for path in sorted(files)]
+            checks = {
+                constants.NV_FILELIST: file_list,
+                constants.NV_VERSION: None,
+                constants.NV_TIME: None,
+            }
+            start = time.time()
+            nvinfo = self.rpc.call_node_verify(online, checks, cluster_name)
+            end = time.time()
+            vf_nvinfo = dict(nvinfo)
+            if extra:
+                vf_nvinfo.update(self.rpc.call_node_verify(
+                    extra, {constants.NV_FILELIST: file_list}, cluster_name))
+            if self.cfg.GetConfigSerial() == serial:
+                break
+        return files, nvinfo, vf_nvinfo, start, end
+
+    def _VerifyNode(self, ninfo: objects.Node, nresult: Any) -> bool:
+        """Check the answer's form and the versions; True if usable."""
+        test = not nresult or not isinstance(nresult, dict)
+        self._ErrorIf(test, constants.CV_ENODERPC, ninfo.name,
+                      "unable to verify node: no data returned")
+        if test:
+            return False
+        remote_version = nresult.get(constants.NV_VERSION)
+        test = not (isinstance(remote_version, (list, tuple)) and
+                    len(remote_version) == 2)
+        self._ErrorIf(test, constants.CV_ENODERPC, ninfo.name,
+                      "connection to node returned invalid data")
+        if test:
+            return False
+        test = remote_version[0] != constants.PROTOCOL_VERSION
+        self._ErrorIf(test, constants.CV_ENODEVERSION, ninfo.name,
+                      "incompatible protocol versions: master %s, node %s",
+                      constants.PROTOCOL_VERSION, remote_version[0])
+        if test:
+            return False
+        self._ErrorIf(remote_version[1] != constants.RELEASE_VERSION,
+                      constants.CV_ENODEVERSION, ninfo.name,
+                      "software version mismatch: master %s, node %s",
+                      constants.RELEASE_VERSION, remote_version[1],
+                      code=constants.CV_WARNING)
+        return True
+
+    def _VerifyNodeTime(self, ninfo: objects.Node, nresult: dict,
+                        start: float, end: float) -> None:
+        """The node's clock must be within the skew of the call's window."""
+        ntime = nresult.get(constants.NV_TIME)
+        if isinstance(ntime, bool) or not isinstance(ntime, (int, float)):
+            self._ErrorIf(True, constants.CV_ENODETIME, ninfo.name,
+                          "Node returned invalid time")
+            return
+        if ntime < start - constants.NODE_MAX_CLOCK_SKEW:
+            diff = "%.01fs" % abs(start - ntime)
+        elif ntime > end + constants.NODE_MAX_CLOCK_SKEW:
+            diff = "%.01fs" % abs(ntime - end)
+        else:
+            diff = None
+        self._ErrorIf(diff is not None, constants.CV_ENODETIME, ninfo.name,
+                      "Node time diverges by at least %s from master node"
+                      " time", diff)
+
+    def _VerifyFiles(self, nodes: list[objects.Node], master_uuid: str,
+                     nvinfo: dict, files: dict[str, _FileSpec]) -> None:
+        """Compare the file checksums the nodes reported."""
+        names = self.all_node_info
+        ignore_nodes = set()
+        # path -> checksum -> node UUIDs having that content
+        fileinfo: dict[str, dict[str, set[str]]] = {path: {}
+                                                    for path in files}
+        for node in nodes:
+            if node.offline:
+                ignore_nodes.add(node.uuid)
+                continue
+            result = nvinfo[node.uuid]
+            node_files = None
+            if not result.fail_msg and isinstance(result.payload, dict):
+                node_files = result.payload.get(constants.NV_FILELIST)
+            test = not (node_files and isinstance(node_files, dict))
+            self._ErrorIf(test, constants.CV_ENODEFILECHECK, node.name,
+                          "Node did not return file checksum data")
+            if test:
+                ignore_nodes.add(node.uuid)
+                continue
+            for vpath, checksum in node_files.items():
+                path = vcluster.LocalizeVirtualPath(vpath)
+                if path in fileinfo and checksum:
+                    fileinfo[path].setdefault(checksum, set()).add(node.uuid)
+
+        for path in sorted(files):
+            spec = files[path]
+            vpath = vcluster.MakeVirtualPath(path)
+            checksums = fileinfo[path]
+            with_file = set().union(*checksums.values()) - ignore_nodes
+            expected_nodes = {
+                node.uuid for node in nodes
+                if not spec.candidates_only or node.master_candidate or
+                node.uuid == master_uuid} - ignore_nodes
+            missing = expected_nodes - with_file
+            if spec.optional:
+                self._ErrorIf(missing and missing != expected_nodes,
+                              constants.CV_ECLUSTERFILECHECK, None,
+                              "File %s is optional, but it must exist on all"
+                              " or no nodes (not found on %s)", vpath,
+                              _NodeNames(names, missing))
+            else:
+                self._ErrorIf(missing, constants.CV_ECLUSTERFILECHECK, None,
+                              "File %s is missing from node(s) %s", vpath,
+                              _NodeNames(names, missing))
+                unexpected = with_file - expected_nodes
+                self._ErrorIf(unexpected, constants.CV_ECLUSTERFILECHECK,
+                              None, "File %s should not exist on node(s) %s",
+                              vpath, _NodeNames(names, unexpected))
+            if spec.expected is not None:
+                differing = {uuid for checksum, uuids in checksums.items()
+                             if checksum != spec.expected
+                             for uuid in uuids} - ignore_nodes
+                self._ErrorIf(differing, constants.CV_ECLUSTERFILECHECK,
+                              None, "File %s differs from the cluster"
+                              " configuration on node(s) %s", vpath,
+                              _NodeNames(names, differing))
+                continue
+            variants = ["variant %d on %s" % (idx + 1,
+                                              _NodeNames(names, uuids))
+                        for idx, (_, uuids) in
+                        enumerate(sorted(checksums.items()))]
+            self._ErrorIf(len(checksums) > 1, constants.CV_ECLUSTERFILECHECK,
+                          None, "File %s found with %s different checksums"
+                          " (%s)", vpath, len(checksums), "; ".join(variants))
+
+    def _VerifyOtherNotes(self, n_offline: int, n_drained: int,
+                          i_offline: int) -> None:
+        self._feedback_fn("* Other Notes")
+        if i_offline:
+            self._feedback_fn("  - NOTICE: %d offline instance(s) found." %
+                              i_offline)
+        if n_offline:
+            self._feedback_fn("  - NOTICE: %d offline node(s) found." %
+                              n_offline)
+        if n_drained:
+            self._feedback_fn("  - NOTICE: %d drained node(s) found." %
+                              n_drained)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> bool:
+        feedback_fn("* Verifying group '%s'" % self.group_info.name)
+        if not self.my_node_info:
+            feedback_fn("* Empty node group, skipping verification")
+            return True
+        self.bad = False
+        self._feedback_fn = feedback_fn
+        verbose = self.op.verbose
+        master_uuid = self.cfg.GetMasterNode()
+        nodes = sorted(self.my_node_info.values(), key=lambda n: n.name)
+        online = [node.uuid for node in nodes if not node.offline]
+        # File comparisons need the master's copies as a reference
+        extra = [] if master_uuid in self.my_node_info else [master_uuid]
+
+        feedback_fn("* Gathering data (%d nodes)" % len(nodes))
+        if extra:
+            feedback_fn("* Gathering information about the master node")
+        files, nvinfo, vf_nvinfo, start, end = self._GatherData(online, extra)
+
+        feedback_fn("* Verifying configuration file consistency")
+        self._VerifyFiles(nodes + [self.all_node_info[uuid] for uuid in extra],
+                          master_uuid, vf_nvinfo, files)
+
+        feedback_fn("* Verifying node status")
+        n_offline = n_drained = 0
+        for node in nodes:
+            if node.offline:
+                if verbose:
+                    feedback_fn("* Skipping offline node %s" % node.name)
+                n_offline += 1
+                continue
+            if node.uuid == master_uuid:
+                ntype = "master"
+            elif node.master_candidate:
+                ntype = "master candidate"
+            elif node.drained:
+                ntype = "drained"
+                n_drained += 1
+            else:
+                ntype = "regular"
+            if verbose:
+                feedback_fn("* Verifying node %s (%s)" % (node.name, ntype))
+            msg = nvinfo[node.uuid].fail_msg
+            self._ErrorIf(msg, constants.CV_ENODERPC, node.name,
+                          "while contacting node: %s", msg)
+            if msg:
+                continue
+            nresult = nvinfo[node.uuid].payload
+            if self._VerifyNode(node, nresult):
+                self._VerifyNodeTime(node, nresult, start, end)
+
+        i_offline = sum(
+            1 for inst in self.cfg.GetAllInstancesInfo().values()
+            if inst.primary_node in self.my_node_info and
+            inst.admin_state == objects.ADMINST_OFFLINE)
+        self._VerifyOtherNotes(n_offline, n_drained, i_offline)
+        return not self.bad

@@ -1,0 +1,297 @@
+"""LUs adding, changing, renaming and removing node groups.
+
+Every node belongs to exactly one group; the cluster always has at least
+one (``default``, created by init). Groups are locked by UUID, so a rename
+needs no lock change.
+"""
+
+from typing import Any, Callable
+
+from ganeti import config, constants, errors, locking, objects
+from ganeti.cmdlib.base import ExpandNodeUuidAndName, ForceParamDict, NoHooksLU
+from ganeti.cmdlib.node import GetUpdatedParams
+
+
+def _LookupGroup(cfg: Any, name: str) -> str | None:
+    try:
+        return cfg.LookupNodeGroup(name)
+    except errors.OpPrereqError:
+        return None
+
+
+def _CheckDiskParams(diskparams: dict) -> None:
+    try:
+        objects.CheckDiskParams(diskparams, "group disk")
+    except errors.TypeEnforcementError as err:
+        raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
+
+
+def _CheckIPolicy(cluster: objects.Cluster, ipolicy: dict) -> None:
+    """The group's overrides must be valid, and so must the merged policy."""
+    try:
+        objects.CheckIPolicy(ipolicy, complete=False)
+        objects.CheckIPolicy(cluster.SimpleFillIPolicy(ipolicy),
+                             complete=True)
+    except errors.TypeEnforcementError as err:
+        raise errors.OpPrereqError("Invalid instance policy: %s" % err,
+                                   errors.ECODE_INVAL)
+
+
+def _UpdatedDiskParams(old: dict, changes: dict) -> dict:
+    """Per-template disk parameters with each template's changes applied."""
+    result = {template: dict(params) for template, params in old.items()}
+    for template, params in changes.items():
+        if template not in objects.DISK_PARAMETERS:
+            raise errors.OpPrereqError("Unknown disk template %r in disk"
+                                       " parameters" % template,
+                                       errors.ECODE_INVAL)
+        result[template] = GetUpdatedParams(
+            old.get(template), params, objects.DISK_PARAMETERS[template],
+            "%s disk" % template)
+        if not result[template]:
+            del result[template]
+    return result
+
+
+def _UpdatedIPolicy(old: dict, changes: dict) -> dict:
+    """A group's policy overrides with ``changes``; None/"default" reset."""
+    result = dict(old)
+    for key, value in changes.items():
+        if value is None or value == constants.VALUE_DEFAULT:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result
+
+
+class LUGroupAdd(NoHooksLU):
+    """Add a node group."""
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        if self.op.ndparams:
+            self.op.ndparams = ForceParamDict(objects.ND_PARAMETERS,
+                                              self.op.ndparams, "group node")
+        if self.op.diskparams:
+            self.op.diskparams = _UpdatedDiskParams({}, self.op.diskparams)
+            _CheckDiskParams(self.op.diskparams)
+
+    def ExpandNames(self) -> None:
+        # The new group's lock is created (held) in Exec
+        self.needed_locks = {}
+
+    def CheckPrereq(self) -> None:
+        existing = _LookupGroup(self.cfg, self.op.group_name)
+        if existing is not None:
+            raise errors.OpPrereqError("Desired group name '%s' already exists"
+                                       " as a node group (UUID: %s)" %
+                                       (self.op.group_name, existing),
+                                       errors.ECODE_EXISTS)
+        if self.op.ipolicy:
+            _CheckIPolicy(self.cfg.GetClusterInfo(), self.op.ipolicy)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        group = objects.NodeGroup(
+            name=self.op.group_name, uuid=self.cfg.GenerateUniqueID(),
+            alloc_policy=(self.op.alloc_policy or
+                          constants.ALLOC_POLICY_PREFERRED),
+            ndparams=self.op.ndparams or {},
+            diskparams=self.op.diskparams or {},
+            ipolicy=self.op.ipolicy or {},
+            hv_state_static=self.op.hv_state or {},
+            disk_state_static=self.op.disk_state or {})
+        # Lock first: once the group is in the configuration, other jobs
+        # may want to lock it
+        self.glm.add(locking.LEVEL_NODEGROUP, group.uuid, acquired=True)
+        try:
+            self.cfg.AddNodeGroup(group, feedback_fn)
+        except Exception:
+            self.glm.remove(locking.LEVEL_NODEGROUP, group.uuid)
+            raise
+
+
+class LUGroupAssignNodes(NoHooksLU):
+    """Move nodes into a group.
+
+    Moving a node whose instances then have nodes in several groups
+    ("split" DRBD instances) needs ``force``.
+    """
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
+        pairs = [ExpandNodeUuidAndName(self.cfg, None, name)
+                 for name in self.op.nodes]
+        self.op.node_uuids = list(dict.fromkeys(uuid for uuid, _ in pairs))
+        self.op.nodes = [name for _, name in pairs]
+        self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid],
+                             locking.LEVEL_NODE: self.op.node_uuids}
+
+    def _SourceGroups(self) -> set[str]:
+        return {self.cfg.GetNodeInfo(uuid).group
+                for uuid in self.op.node_uuids}
+
+    def DeclareLocks(self, level: int) -> None:
+        if level == locking.LEVEL_NODEGROUP:
+            # Not locked yet, so checked again in CheckPrereq
+            self.needed_locks[level] = sorted({self.group_uuid} |
+                                              self._SourceGroups())
+
+    def CheckPrereq(self) -> None:
+        expected = {self.group_uuid} | self._SourceGroups()
+        owned = self.glm.list_owned(locking.LEVEL_NODEGROUP)
+        if not expected <= owned:
+            raise errors.OpPrereqError(
+                "Nodes changed groups since locks were acquired, current"
+                " groups are '%s', used to be '%s'; retry the operation" %
+                (", ".join(sorted(expected)), ", ".join(sorted(owned))),
+                errors.ECODE_STATE)
+        new_splits, previous_splits = self._SplitInstances()
+        if not new_splits:
+            return
+        names = ", ".join(config.NiceSort(new_splits))
+        if not self.op.force:
+            raise errors.OpPrereqError("The following instances get split by"
+                                       " this change and --force was not"
+                                       " given: %s" % names,
+                                       errors.ECODE_STATE)
+        self.LogWarning("This operation will split the following instances:"
+                        " %s", names)
+        if previous_splits:
+            self.LogWarning("In addition, these already-split instances"
+                            " continue to be split across groups: %s",
+                            ", ".join(config.NiceSort(previous_splits)))
+
+    def _SplitInstances(self) -> tuple[list[str], list[str]]:
+        """Names of the DRBD instances newly split by the move, and of
+        those split before that stay split."""
+        nodes = self.cfg.GetAllNodesInfo()
+        moved = set(self.op.node_uuids)
+        new_splits, previous_splits = [], []
+        for uuid, inst in self.cfg.GetAllInstancesInfo().items():
+            if self.cfg.GetInstanceDiskTemplate(uuid) != constants.DT_DRBD8:
+                continue
+            inst_nodes = self.cfg.GetInstanceNodes(uuid)
+            before = {nodes[node].group for node in inst_nodes}
+            after = {self.group_uuid if node in moved else nodes[node].group
+                     for node in inst_nodes}
+            if len(after) > 1:
+                (previous_splits if len(before) > 1
+                 else new_splits).append(inst.name)
+        return new_splits, previous_splits
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        self.cfg.AssignGroupNodes([(uuid, self.group_uuid)
+                                   for uuid in self.op.node_uuids],
+                                  feedback_fn)
+
+
+class LUGroupSetParams(NoHooksLU):
+    """Change a group's allocation policy and parameters.
+
+    Returns the changed parameters as ``(name, new value)`` pairs.
+    """
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        changes = [self.op.ndparams, self.op.diskparams, self.op.alloc_policy,
+                   self.op.hv_state, self.op.disk_state, self.op.ipolicy]
+        if all(change is None for change in changes):
+            raise errors.OpPrereqError("Please pass at least one"
+                                       " modification", errors.ECODE_INVAL)
+
+    def ExpandNames(self) -> None:
+        self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
+        self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid]}
+
+    def CheckPrereq(self) -> None:
+        self.group = self.cfg.GetNodeGroup(self.group_uuid)
+        if self.op.ndparams:
+            self.new_ndparams = GetUpdatedParams(
+                self.group.ndparams, self.op.ndparams,
+                objects.ND_PARAMETERS, "group node")
+        if self.op.diskparams:
+            self.new_diskparams = _UpdatedDiskParams(
+                self.group.diskparams or {}, self.op.diskparams)
+            _CheckDiskParams(self.new_diskparams)
+        if self.op.ipolicy:
+            self.new_ipolicy = _UpdatedIPolicy(self.group.ipolicy or {},
+                                               self.op.ipolicy)
+            _CheckIPolicy(self.cfg.GetClusterInfo(), self.new_ipolicy)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> list:
+        group = self.group
+        result: list[tuple[str, Any]] = []
+        if self.op.ndparams:
+            group.ndparams = self.new_ndparams
+            result.append(("ndparams", str(group.ndparams)))
+        if self.op.diskparams:
+            group.diskparams = self.new_diskparams
+            result.append(("diskparams", str(group.diskparams)))
+        if self.op.alloc_policy:
+            group.alloc_policy = self.op.alloc_policy
+            result.append(("alloc_policy", group.alloc_policy))
+        if self.op.hv_state:
+            group.hv_state_static = self.op.hv_state
+        if self.op.disk_state:
+            group.disk_state_static = self.op.disk_state
+        if self.op.ipolicy:
+            group.ipolicy = self.new_ipolicy
+            result.append(("ipolicy", str(group.ipolicy)))
+        self.cfg.Update(group, feedback_fn)
+        return result
+
+
+class LUGroupRemove(NoHooksLU):
+    """Remove an empty group that is not the cluster's last one."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
+        self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid]}
+
+    def CheckPrereq(self) -> None:
+        members = [node.name for node in self.cfg.GetAllNodesInfo().values()
+                   if node.group == self.group_uuid]
+        if members:
+            raise errors.OpPrereqError("Group '%s' not empty, has the"
+                                       " following nodes: %s" %
+                                       (self.op.group_name,
+                                        ", ".join(config.NiceSort(members))),
+                                       errors.ECODE_STATE)
+        if len(self.cfg.GetAllNodeGroupsInfo()) == 1:
+            raise errors.OpPrereqError("Group '%s' is the only group, cannot"
+                                       " be removed" % self.op.group_name,
+                                       errors.ECODE_STATE)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        self.cfg.RemoveNodeGroup(self.group_uuid, feedback_fn)
+        self.remove_locks[locking.LEVEL_NODEGROUP] = [self.group_uuid]
+
+
+class LUGroupRename(NoHooksLU):
+    """Rename a group; returns the new name."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
+        self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid]}
+
+    def CheckPrereq(self) -> None:
+        clash = _LookupGroup(self.cfg, self.op.new_name)
+        if clash is not None:
+            raise errors.OpPrereqError("Desired new name '%s' clashes with"
+                                       " existing node group (UUID: %s)" %
+                                       (self.op.new_name, clash),
+                                       errors.ECODE_EXISTS)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> str:
+        group = self.cfg.GetNodeGroup(self.group_uuid)
+        group.name = self.op.new_name
+        self.cfg.Update(group, feedback_fn)
+        return self.op.new_name

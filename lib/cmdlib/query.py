@@ -1,0 +1,198 @@
+"""LUs answering queries of the node and group resources.
+
+``OpQuery``/``OpQueryFields`` dispatch on the resource to a query class
+that knows the resource's field table and gathers what its fields need:
+config objects always, live node data only when a live field is requested
+or filtered on. masterd runs these opcodes directly (without the queue) for
+the LUXI ``Query``/``QueryFields`` calls.
+"""
+
+from typing import Any, Callable
+
+from ganeti import config, constants, errors, query
+from ganeti.cmdlib.base import NoHooksLU
+from ganeti.rpc import node as rpc_node
+
+
+def _QueryError(err: errors.ParameterError) -> errors.OpPrereqError:
+    return errors.OpPrereqError(str(err), errors.ECODE_INVAL)
+
+
+def _Unique(items: list[Any]) -> list[Any]:
+    return list(dict.fromkeys(items))
+
+
+class _NodeQuery:
+    """The ``node`` resource."""
+
+    FIELDS = query.NODE_FIELDS
+
+    def __init__(self, lu: NoHooksLU):
+        self.cfg = lu.cfg
+        self.rpc = lu.rpc
+        self.lu = lu
+
+    def _Nodes(self, qfilter: Any) -> tuple[list, Any]:
+        """The nodes to look at and the filter still to apply to them."""
+        names = query.RequestedNames(qfilter)
+        if names is None:
+            nodes = sorted(self.cfg.GetAllNodesInfo().values(),
+                           key=lambda node: config.NiceSortKey(node.name))
+            return nodes, qfilter
+        uuids = []
+        for name in names:
+            uuid = self.cfg.ExpandNodeName(name)
+            if uuid is None:
+                raise errors.OpPrereqError("Node '%s' not known" % name,
+                                           errors.ECODE_NOENT)
+            uuids.append(uuid)
+        return [self.cfg.GetNodeInfo(uuid) for uuid in _Unique(uuids)], None
+
+    def _InstanceMaps(self) -> tuple[dict, dict]:
+        primary: dict[str, list[str]] = {}
+        secondary: dict[str, list[str]] = {}
+        for inst_uuid, inst in self.cfg.GetAllInstancesInfo().items():
+            nodes = self.cfg.GetInstanceNodes(inst_uuid)
+            primary.setdefault(nodes[0], []).append(inst.name)
+            for node_uuid in nodes[1:]:
+                secondary.setdefault(node_uuid, []).append(inst.name)
+        for names in list(primary.values()) + list(secondary.values()):
+            names.sort(key=config.NiceSortKey)
+        return primary, secondary
+
+    def _StorageDirs(self) -> list[str] | None:
+        """The file storage directory instances use, if any is enabled."""
+        cluster = self.cfg.GetClusterInfo()
+        templates = cluster.enabled_disk_templates
+        for template, path in (
+                (constants.DT_FILE, cluster.file_storage_dir),
+                (constants.DT_SHARED_FILE, cluster.shared_file_storage_dir)):
+            if template in templates and path:
+                return [rpc_node.EncodeVirtualPath(path)]
+        return None
+
+    def _LiveData(self, nodes: list) -> tuple[dict, bool]:
+        """node_info answers of the online vm_capable nodes that gave one.
+
+        Nodes that fail are left out (their live fields show "no data");
+        offline ones are not contacted at all.
+        """
+        targets = [node.uuid for node in nodes
+                   if node.vm_capable and not node.offline]
+        storage_dirs = self._StorageDirs()
+        if not targets:
+            return {}, storage_dirs is not None
+        hv_names = [self.cfg.GetClusterInfo().primary_hypervisor]
+        results = self.rpc.call_node_info(targets, storage_dirs or [],
+                                          hv_names)
+        live = {}
+        for uuid, result in results.items():
+            if result.fail_msg or not isinstance(result.payload, dict):
+                self.lu.LogWarning("Can't get data for node %s: %s",
+                                   result.node, result.fail_msg)
+                continue
+            live[uuid] = result.payload
+        return live, storage_dirs is not None
+
+    def Query(self, fields: list[str], qfilter: Any) -> dict:
+        nodes, remaining_filter = self._Nodes(qfilter)
+        wanted = set(fields) | query.FilterFields(remaining_filter)
+        live_data, storage = None, False
+        if wanted & query.NODE_LIVE_FIELDS:
+            live_data, storage = self._LiveData(nodes)
+        primary, secondary = self._InstanceMaps()
+        data = query.NodeQueryData(
+            nodes, self.cfg.GetMasterNode(), self.cfg.GetAllNodeGroupsInfo(),
+            self.cfg.GetClusterInfo(), primary, secondary,
+            live_data=live_data, storage=storage)
+        return query.Query(self.FIELDS, data.Items(), fields,
+                           remaining_filter,
+                           hostname_fields=query.NODE_HOSTNAME_FIELDS)
+
+
+class _GroupQuery:
+    """The ``group`` resource."""
+
+    FIELDS = query.GROUP_FIELDS
+
+    def __init__(self, lu: NoHooksLU):
+        self.cfg = lu.cfg
+
+    def _Groups(self, qfilter: Any) -> tuple[list, Any]:
+        names = query.RequestedNames(qfilter)
+        if names is None:
+            groups = sorted(self.cfg.GetAllNodeGroupsInfo().values(),
+                            key=lambda group: config.NiceSortKey(group.name))
+            return groups, qfilter
+        uuids = _Unique([self.cfg.LookupNodeGroup(name) for name in names])
+        return [self.cfg.GetNodeGroup(uuid) for uuid in uuids], None
+
+    def Query(self, fields: list[str], qfilter: Any) -> dict:
+        groups, remaining_filter = self._Groups(qfilter)
+        nodes = self.cfg.GetAllNodesInfo()
+        members: dict[str, list[str]] = {}
+        for node in nodes.values():
+            members.setdefault(node.group, []).append(node.name)
+        instances: dict[str, list[str]] = {}
+        for inst in self.cfg.GetAllInstancesInfo().values():
+            node = nodes.get(inst.primary_node)
+            if node is not None:
+                instances.setdefault(node.group, []).append(inst.name)
+        for names in list(members.values()) + list(instances.values()):
+            names.sort(key=config.NiceSortKey)
+        data = query.GroupQueryData(groups, self.cfg.GetClusterInfo(),
+                                    members, instances)
+        return query.Query(self.FIELDS, data.Items(), fields,
+                           remaining_filter)
+
+
+# Resource name -> query class (constructed with the LU)
+_QUERIES: dict[str, Callable[[NoHooksLU], Any]] = {
+    constants.QR_NODE: _NodeQuery,
+    constants.QR_GROUP: _GroupQuery,
+}
+
+
+def _GetQueryClass(what: str) -> Callable[[NoHooksLU], Any]:
+    try:
+        return _QUERIES[what]
+    except KeyError:
+        raise errors.OpPrereqError("Resource type '%s' unknown" % what,
+                                   errors.ECODE_INVAL) from None
+
+
+class LUQuery(NoHooksLU):
+    """Query a resource; reads one consistent configuration, no locks."""
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        self._impl_class = _GetQueryClass(self.op.what)
+        if self.op.use_locking:
+            raise errors.OpPrereqError("Queries with locking are not"
+                                       " supported", errors.ECODE_INVAL)
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> dict:
+        try:
+            return self._impl_class(self).Query(self.op.fields,
+                                                self.op.qfilter)
+        except errors.ParameterError as err:
+            raise _QueryError(err)
+
+
+class LUQueryFields(NoHooksLU):
+    """Describe the fields of a resource."""
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        self._impl_class = _GetQueryClass(self.op.what)
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> dict:
+        return query.QueryFields(self._impl_class.FIELDS, self.op.fields)

@@ -1,0 +1,1 @@
+"""Master-side machinery used by the master daemon and its LUs."""

@@ -1,0 +1,200 @@
+"""Replication, master voting and master failover on a real 5-node cluster.
+
+Every node is a real noded process with its own root and loopback
+address; nodes join with the key their noded printed. The tests kill
+daemons outright and check that no job and no config change is lost.
+"""
+
+import os
+import signal
+import time
+
+import pytest
+
+from ganeti import constants, pathutils, serializer
+
+from testutils_cluster import VirtualCluster, WaitForJob
+
+NODES = ["node%d.example.test" % i for i in range(2, 6)]
+
+
+@pytest.fixture
+def cluster():
+    cluster = VirtualCluster()
+    try:
+        cluster.Init()
+        for name in NODES:
+            cluster.AddNode(name)
+        yield cluster
+    finally:
+        cluster.Cleanup()
+
+
+def _Master(cluster):
+    """The node whose masterd runs (there must be exactly one)."""
+    running = [node for node in cluster.nodes.values()
+               if node.IsRunning("ganeti-masterd")]
+    assert len(running) == 1, [node.name for node in running]
+    return running[0]
+
+
+def _Submit(node, *args: str) -> int:
+    result = node.Run("gnt-debug", "delay", "--submit", "--print-jobid",
+                      *args)
+    return int(result.stdout.strip())
+
+
+def _QueueFiles(node) -> dict[str, str]:
+    """Live job files and serial of a node's queue copy."""
+    queue = node.queue_dir
+    files = {}
+    for name in os.listdir(queue):
+        if name.startswith("job-") or name == "serial":
+            with open(os.path.join(queue, name), encoding="utf-8") as fobj:
+                files[name] = fobj.read()
+    return files
+
+
+def _ConfigSerial(node) -> int | None:
+    try:
+        with open(node.NodePath(pathutils.CLUSTER_CONF_FILE),
+                  encoding="utf-8") as fobj:
+            return serializer.LoadJson(fobj.read())["serial_no"]
+    except FileNotFoundError:
+        return None
+
+
+def _WaitFor(predicate, timeout: float = 30, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for %s" % what)
+
+
+def _WaitSynced(master, nodes):
+    """Until every given node's copies equal the master's."""
+    def synced():
+        want_queue, want_serial = _QueueFiles(master), _ConfigSerial(master)
+        return all(_QueueFiles(node) == want_queue and
+                   _ConfigSerial(node) == want_serial for node in nodes)
+    _WaitFor(synced, what="replication to %s" %
+             ", ".join(node.name for node in nodes))
+
+
+def _Tags(node) -> list[str]:
+    return node.Run("gnt-cluster", "list-tags").stdout.split()
+
+
+def test_all_nodes_are_candidates_with_copies(cluster):
+    master = _Master(cluster)
+    assert master is cluster
+    result = cluster.Run("gnt-node", "list", "--no-headers", "-o",
+                         "name,role", "--separator=|")
+    roles = dict(line.split("|") for line in result.stdout.splitlines())
+    assert roles[cluster.name] == "M"
+    assert all(roles[name] == "C" for name in NODES)
+    cluster.Run("gnt-debug", "delay", "0.01")
+    _WaitSynced(master, [cluster.nodes[name] for name in NODES])
+
+
+def test_replication_catches_up_after_a_candidate_returns(cluster):
+    victim = cluster.nodes[NODES[1]]
+    victim.KillDaemon("ganeti-noded")
+    job_ids = [_Submit(cluster, "0.01") for _ in range(5)]
+    cluster.Run("gnt-cluster", "add-tags", "while-down")
+    client = cluster.Luxi()
+    for job_id in job_ids:
+        assert WaitForJob(client, job_id) == constants.JOB_STATUS_SUCCESS
+    assert "job-%d" % job_ids[-1] not in _QueueFiles(victim)
+    others = [cluster.nodes[name] for name in NODES if name != victim.name]
+    _WaitSynced(cluster, others)
+    victim.StartNoded()
+    _WaitSynced(cluster, [victim])
+
+
+def test_failover_to_each_candidate_keeps_jobs_and_config(cluster):
+    expected_tags = []
+    finished = []
+    for name in NODES:
+        old = _Master(cluster)
+        tag = "before-" + name.split(".")[0]
+        old.Run("gnt-cluster", "add-tags", tag)
+        expected_tags.append(tag)
+        finished.append(_Submit(old, "0.01"))
+        WaitForJob(old.Luxi(), finished[-1])
+        running = _Submit(old, "30")
+        queued = [_Submit(old, "0.01") for _ in range(2)]
+        new = cluster.nodes[name]
+        _WaitSynced(old, [new])
+        new.Run("gnt-cluster", "master-failover")
+        assert _Master(cluster) is new
+        client = new.Luxi()
+        assert WaitForJob(client, running) == constants.JOB_STATUS_ERROR
+        for job_id in queued + finished:
+            assert WaitForJob(client, job_id) == constants.JOB_STATUS_SUCCESS
+        assert sorted(_Tags(new)) == sorted(expected_tags)
+        assert new.Run("gnt-cluster", "getmaster").stdout.strip() == name
+        # The old master's daemon refuses to come back
+        result = old.StartMasterd(check=False)
+        assert result.returncode != 0
+
+
+def test_failover_after_the_master_dies(cluster):
+    master = cluster
+    master.Run("gnt-cluster", "add-tags", "last-words")
+    job_id = _Submit(master, "0.01")
+    WaitForJob(master.Luxi(), job_id)
+    running = _Submit(master, "60")
+    new = cluster.nodes[NODES[0]]
+    _WaitSynced(master, [new])
+    master.KillDaemon("ganeti-masterd", signal.SIGKILL)
+    master.KillDaemon("ganeti-noded", signal.SIGKILL)
+    result = new.Run("gnt-cluster", "master-failover")
+    assert "could not stop the master daemon" in result.stdout
+    assert _Master(cluster) is new
+    client = new.Luxi()
+    assert WaitForJob(client, running) == constants.JOB_STATUS_ERROR
+    assert WaitForJob(client, job_id) == constants.JOB_STATUS_SUCCESS
+    assert "last-words" in _Tags(new)
+    info = client.QueryJobs([running], ["oplog", "opresult"])[0]
+    assert constants.JOB_LOST_MESSAGE in serializer.DumpJson(info)
+    # The old master comes back: its masterd must not start
+    master.StartNoded()
+    result = master.StartMasterd(check=False)
+    assert result.returncode == constants.EXIT_NOTMASTER, result.stderr
+    # ... and it catches up with the new master's state
+    _WaitSynced(new, [master])
+
+
+def test_stale_candidate_refuses_to_become_master(cluster):
+    stale = cluster.nodes[NODES[3]]
+    stale.KillDaemon("ganeti-noded")
+    cluster.Run("gnt-cluster", "add-tags", "stale-misses-this")
+    serial = _ConfigSerial(cluster)
+    cluster.KillDaemon("ganeti-masterd", signal.SIGKILL)
+    stale.StartNoded()
+    result = stale.Run("gnt-cluster", "master-failover", check=False)
+    assert result.returncode != 0
+    assert "newer configuration" in result.stderr
+    assert _ConfigSerial(stale) < serial
+    # Nobody runs the master role; a fresh candidate can take it
+    fresh = cluster.nodes[NODES[0]]
+    fresh.Run("gnt-cluster", "master-failover")
+    assert _Master(cluster) is fresh
+    assert "stale-misses-this" in _Tags(fresh)
+
+
+def test_masterd_refuses_without_a_majority(cluster):
+    cluster.KillDaemon("ganeti-masterd", signal.SIGTERM)
+    for name in NODES[:3]:
+        cluster.nodes[name].KillDaemon("ganeti-noded")
+    result = cluster.StartMasterd(check=False)
+    assert result.returncode == constants.EXIT_NOTMASTER
+    assert "Not enough nodes agree" in result.stderr
+    result = cluster.StartMasterd("--no-voting", check=False)
+    assert result.returncode != 0
+    assert "--yes-do-it" in result.stderr
+    cluster.StartMasterd("--no-voting", "--yes-do-it")
+    assert _Master(cluster) is cluster

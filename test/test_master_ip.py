@@ -1,0 +1,41 @@
+"""The master IP moves with the master role (nodes in network namespaces).
+
+This is the one test that needs root: each node gets its own network
+namespace, so the master IP is really added to and removed from the
+nodes' eth0. Where namespaces can't be created, it is skipped.
+"""
+
+import os
+
+import pytest
+
+from testutils_cluster import NetnsCluster, NetnsUnavailable
+
+
+@pytest.fixture
+def cluster():
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    try:
+        cluster = NetnsCluster()
+    except NetnsUnavailable as err:
+        pytest.skip("cannot create network namespaces here: %s" % err)
+    try:
+        cluster.Init()
+        cluster.AddNode("node2.example.test")
+        yield cluster
+    finally:
+        cluster.Cleanup()
+
+
+def test_master_ip_follows_the_master(cluster):
+    node2 = cluster.nodes["node2.example.test"]
+    assert cluster.cluster_ip in cluster.Addresses(cluster)
+    assert cluster.cluster_ip not in cluster.Addresses(node2)
+    node2.Run("gnt-cluster", "master-failover")
+    assert cluster.cluster_ip in cluster.Addresses(node2)
+    assert cluster.cluster_ip not in cluster.Addresses(cluster)
+    node2.Run("gnt-cluster", "deactivate-master-ip", "--yes")
+    assert cluster.cluster_ip not in cluster.Addresses(node2)
+    node2.Run("gnt-cluster", "activate-master-ip")
+    assert cluster.cluster_ip in cluster.Addresses(node2)
