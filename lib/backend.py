@@ -440,7 +440,7 @@ def _JoinFiles() -> frozenset[str]:
                       pathutils.CLUSTER_DOMAIN_SECRET_FILE])
 
 
-def node_join(secret: str, files: dict, ssconf: dict) -> None:
+def node_join(secret: str, files: dict, ssconf_values: dict) -> None:
     """Become a cluster member: install what the master sends.
 
     Served only while the node is not in a cluster, to callers that know
@@ -471,12 +471,16 @@ def node_join(secret: str, files: dict, ssconf: dict) -> None:
             _Fail("Invalid file specification for %s", vpath)
         decoded.append((path, spec[0], _DecodeContent(spec[1])))
     decoded.sort(key=lambda item: item[0] == pathutils.NODED_CERT_FILE)
-    write_ssconf_files(ssconf)
+    write_ssconf_files(ssconf_values)
+    storage_dirs = [ssconf_values.get(key) for key in ("file_storage_dir",
+                                                "shared_file_storage_dir")]
+    io.EnsureDirs([(_LocalPath(vpath), 0o750)
+                   for vpath in storage_dirs if vpath])
     for path, mode, data in decoded:
         io.WriteFile(path, data=data, mode=mode)
     io.RemoveFile(pathutils.NODED_JOIN_KEY_FILE)
     io.RemoveFile(pathutils.NODED_JOIN_CERT_FILE)
-    logging.info("Joined the cluster %s", ssconf.get("cluster_name"))
+    logging.info("Joined the cluster %s", ssconf_values.get("cluster_name"))
 
 
 # Cluster verification, gnt-cluster command and copyfile ---------------------

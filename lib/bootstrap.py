@@ -77,12 +77,15 @@ def InitCluster(cluster_name: str, master_netdev: str,
             ("beparams", beparams, objects.BE_PARAMETERS),
             ("nicparams", nicparams, objects.NIC_PARAMETERS),
             ("ndparams", ndparams, objects.ND_PARAMETERS))]
-    file_storage_dir = file_storage_dir or pathutils.DEFAULT_FILE_STORAGE_DIR
-    shared_file_storage_dir = (shared_file_storage_dir or
-                               pathutils.DEFAULT_SHARED_FILE_STORAGE_DIR)
+    # The configuration holds paths as every node sees them (virtual
+    # paths on a virtual cluster, see vcluster)
+    file_storage_dir = rpc_node.EncodeVirtualPath(
+        file_storage_dir or pathutils.DEFAULT_FILE_STORAGE_DIR)
+    shared_file_storage_dir = rpc_node.EncodeVirtualPath(
+        shared_file_storage_dir or pathutils.DEFAULT_SHARED_FILE_STORAGE_DIR)
 
     utils.EnsureDirs(pathutils.GetNodeDirectories() +
-                     [(file_storage_dir, 0o750)])
+                     [(vcluster.LocalizeVirtualPath(file_storage_dir), 0o750)])
     _InitCertificates(cluster_name)
 
     node = objects.Node(name=hostname.name, primary_ip=hostname.ip,

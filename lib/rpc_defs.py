@@ -140,7 +140,7 @@ CALLS: tuple[RpcCall, ...] = (
 # Procedures the node daemon serves before it belongs to a cluster, to any
 # client (the join key's secret authorises the caller)
 JOIN_CALLS: tuple[RpcCall, ...] = (
-    RpcCall("node_join", (_A("secret"), _A("files"), _A("ssconf")),
+    RpcCall("node_join", (_A("secret"), _A("files"), _A("ssconf_values")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Install the cluster's certificate and secrets (files maps"
             " virtual path to [mode, content]) and ssconf, then restart the"

@@ -61,25 +61,35 @@ def RunProcedure(call: rpc_defs.RpcCall, args: list[Any],
                 (call.name, err)], False
 
 
+def _ParseRequest(calls: dict[str, rpc_defs.RpcCall], method: str,
+                  path: str, body: bytes) -> tuple[rpc_defs.RpcCall, list]:
+    """The procedure a request names and its arguments.
+
+    Raises HttpNotFound for a procedure not in ``calls``.
+    """
+    call = calls.get(path[1:] if path[:1] == "/" else None)
+    if call is None:
+        raise ghttp.HttpNotFound("Unknown procedure %s" % path)
+    if method != ghttp.HTTP_POST:
+        raise ghttp.HttpMethodNotAllowed(
+            headers={ghttp.HTTP_ALLOW: ghttp.HTTP_POST})
+    try:
+        args = serializer.LoadJson(body)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ghttp.HttpBadRequest("Invalid JSON body: %s" % err) from err
+    if not isinstance(args, list):
+        raise ghttp.HttpBadRequest("The body must be a JSON list of"
+                                   " arguments")
+    return call, args
+
+
 def MakeRequestHandler(daemon_pid: int) -> Callable:
     """The HTTP request handler of noded."""
 
     def _Handle(method: str, path: str, _headers,
                 body: bytes) -> tuple[int, dict[str, str], bytes]:
-        call = rpc_defs.CALLS_BY_NAME.get(path[1:] if path[:1] == "/"
-                                          else None)
-        if call is None:
-            raise ghttp.HttpNotFound("Unknown procedure %s" % path)
-        if method != ghttp.HTTP_POST:
-            raise ghttp.HttpMethodNotAllowed(
-                headers={ghttp.HTTP_ALLOW: ghttp.HTTP_POST})
-        try:
-            args = serializer.LoadJson(body)
-        except (ValueError, UnicodeDecodeError) as err:
-            raise ghttp.HttpBadRequest("Invalid JSON body: %s" % err) from err
-        if not isinstance(args, list):
-            raise ghttp.HttpBadRequest("The body must be a JSON list of"
-                                       " arguments")
+        call, args = _ParseRequest(rpc_defs.CALLS_BY_NAME, method, path,
+                                   body)
         answer, stopping = RunProcedure(call, args, daemon_pid)
         headers = _JSON_HEADERS
         if stopping:
@@ -98,21 +108,12 @@ def MakeJoinRequestHandler(daemon_pid: int) -> Callable:
 
     def _Handle(method: str, path: str, _headers,
                 body: bytes) -> tuple[int, dict[str, str], bytes]:
-        call = rpc_defs.JOIN_CALLS_BY_NAME.get(path[1:] if path[:1] == "/"
-                                               else None)
-        if call is None:
-            raise ghttp.HttpForbidden("This node is not in a cluster yet;"
-                                      " only joining is possible")
-        if method != ghttp.HTTP_POST:
-            raise ghttp.HttpMethodNotAllowed(
-                headers={ghttp.HTTP_ALLOW: ghttp.HTTP_POST})
         try:
-            args = serializer.LoadJson(body)
-        except (ValueError, UnicodeDecodeError) as err:
-            raise ghttp.HttpBadRequest("Invalid JSON body: %s" % err) from err
-        if not isinstance(args, list):
-            raise ghttp.HttpBadRequest("The body must be a JSON list of"
-                                       " arguments")
+            call, args = _ParseRequest(rpc_defs.JOIN_CALLS_BY_NAME, method,
+                                       path, body)
+        except ghttp.HttpNotFound:
+            raise ghttp.HttpForbidden("This node is not in a cluster yet;"
+                                      " only joining is possible") from None
         answer, _ = RunProcedure(call, args, daemon_pid)
         if answer[0]:
             os.kill(daemon_pid, signal.SIGUSR1)
