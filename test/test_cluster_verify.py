@@ -504,3 +504,17 @@ def test_unreachable_node(vcluster):
         node3.StartNoded()
     result, _ = _Verify(vcluster)
     assert result.returncode == 0, result.stdout
+
+
+def test_redist_conf_repairs_damaged_copies(vcluster):
+    node2, node3 = vcluster.nodes[NODE2], vcluster.nodes[NODE3]
+    for node, path in ((node3, pathutils.SsconfFileName("node_list")),
+                       (node2, pathutils.CLUSTER_CONF_FILE),
+                       (node3, pathutils.RAPI_CERT_FILE)):
+        with open(node.NodePath(path), "ab") as fobj:
+            fobj.write(b"\n# damaged\n")
+    result, _ = _Verify(vcluster)
+    assert result.returncode == 1
+    vcluster.Run("gnt-cluster", "redist-conf")
+    result, messages = _Verify(vcluster)
+    assert result.returncode == 0, _Findings(messages)
