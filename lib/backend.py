@@ -342,19 +342,19 @@ def master_info() -> dict[str, Any]:
 
 
 def node_stop_master() -> None:
-    """Stop the master daemon (it may already be stopped)."""
-    result = process.RunCmd([pathutils.DAEMON_UTIL, "stop",
-                             constants.MASTERD])
-    if result.failed:
-        _Fail("Could not stop the master daemon: %s", result.output.strip())
+    """Stop the master daemons, RAPI then masterd (either may be stopped)."""
+    for name in constants.MASTER_DAEMONS[::-1]:
+        result = process.RunCmd([pathutils.DAEMON_UTIL, "stop", name])
+        if result.failed:
+            _Fail("Could not stop %s: %s", name, result.output.strip())
 
 
 def node_start_master() -> None:
-    """Start the master daemon (it votes before it serves)."""
-    result = process.RunCmd([pathutils.DAEMON_UTIL, "start",
-                             constants.MASTERD])
-    if result.failed:
-        _Fail("Could not start the master daemon: %s", result.output.strip())
+    """Start the master daemons (masterd votes before it serves)."""
+    for name in constants.MASTER_DAEMONS:
+        result = process.RunCmd([pathutils.DAEMON_UTIL, "start", name])
+        if result.failed:
+            _Fail("Could not start %s: %s", name, result.output.strip())
 
 
 def _CheckMasterParams(params: Any) -> tuple[str, int, str]:

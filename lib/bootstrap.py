@@ -123,12 +123,14 @@ def InitCluster(cluster_name: str, master_netdev: str,
         logging.error("Could not activate the master IP: %s", err)
     logging.info("Cluster %s initialised, starting daemons", cluster_name)
     RunDaemonUtil("start", constants.NODED)
-    RunDaemonUtil("start", constants.MASTERD)
+    for name in constants.MASTER_DAEMONS:
+        RunDaemonUtil("start", name)
 
 
 def FinalizeClusterDestroy(master_name: str) -> None:
     """Stop masterd, then make the master leave the cluster via noded."""
-    RunDaemonUtil("stop", constants.MASTERD)
+    for name in constants.MASTER_DAEMONS[::-1]:
+        RunDaemonUtil("stop", name)
     cfg = config.ConfigWriter(offline=True)
     try:
         backend.node_deactivate_master_ip(
@@ -353,6 +355,7 @@ def MasterFailover(no_voting: bool = False,
     feedback_fn("Starting the master daemon on %s" % my_name)
     args = ["--no-voting", "--yes-do-it"] if no_voting else []
     RunDaemonUtil("start", constants.MASTERD, *args)
+    RunDaemonUtil("start", constants.RAPI)
 
 
 def CheckTakeover(cfg: config.ConfigWriter, my_name: str) -> None:

@@ -20,7 +20,7 @@ import time
 from optparse import OptionParser, TitledHelpFormatter
 from typing import Any, Callable, Iterable, Sequence
 
-from ganeti import constants, errors, luxi, opcodes, pathutils
+from ganeti import constants, errors, luxi, opcodes, pathutils, qlang
 from ganeti.cli_opts import *  # noqa: F401,F403 (re-exported API)
 from ganeti.cli_opts import COMMON_OPTS, ArgCommand
 
@@ -34,10 +34,6 @@ _RS_DESCRIPTION = {
     constants.RS_OFFLINE: ("(offline)", "*"),
     constants.RS_UNAVAIL: ("(unavail)", "-"),
 }
-
-# Characters that make a single list argument a filter expression
-_FILTER_DETECTION_CHARS = frozenset("()=/!~'\"\\<>" + " \t\n\r\x0b\x0c")
-_GLOB_DETECTION_CHARS = frozenset("*?")
 
 # Binary and subcommand being run, for the reason trail
 _invocation: tuple[str, str] | None = None
@@ -918,241 +914,6 @@ def _WarnUnknownFields(fdefs: list[dict]) -> bool:
     return False
 
 
-def _GlobToRegex(pattern: str) -> str:
-    # Host-name glob: "node*" matches "node1" and "node1.example.com"
-    parts = []
-    for char in pattern:
-        if char == "*":
-            parts.append(".*")
-        elif char == "?":
-            parts.append(".")
-        else:
-            parts.append(re.escape(char))
-    return "^%s(|\\..*)$" % "".join(parts)
-
-
-class _FilterParser:
-    """Parser of the query language's text form into its wire form.
-
-    Grammar (Ganeti's, see ``man ganeti``): conditions ``field == value``
-    (also ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``), ``value [not] in
-    field``, ``field =~ m/regex/flags`` (``!~``), ``field =* "glob"``
-    (``!*``) and a bare ``field`` (boolean), combined with ``not``, ``and``,
-    ``or`` and parentheses. Values are quoted strings or integers.
-    """
-
-    _FIELD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_/.]*")
-    _NUMBER_RE = re.compile(r"[-+]?[0-9]+")
-    _BINOPS = ("==", "!=", "<=", ">=", "=~", "!~", "=*", "!*", "<", ">", "=")
-    _REGEX_DELIMS = "/#^|"
-    _REGEX_FLAGS = "is"
-    _KEYWORDS = frozenset(["and", "or", "not", "in"])
-
-    def __init__(self, text: str):
-        self.text = text
-        self.pos = 0
-
-    def Fail(self, msg: str) -> None:
-        raise errors.QueryFilterParseError(
-            "%s (at character %d)" % (msg, self.pos + 1), self.text,
-            " " * self.pos + "^")
-
-    def _SkipSpace(self) -> None:
-        while self.pos < len(self.text) and self.text[self.pos].isspace():
-            self.pos += 1
-
-    def _Peek(self, token: str) -> bool:
-        self._SkipSpace()
-        return self.text.startswith(token, self.pos)
-
-    def _Keyword(self, word: str) -> bool:
-        self._SkipSpace()
-        match = self._FIELD_RE.match(self.text, self.pos)
-        if match and match.group(0) == word:
-            self.pos = match.end()
-            return True
-        return False
-
-    def Parse(self) -> list:
-        result = self._Or()
-        self._SkipSpace()
-        if self.pos != len(self.text):
-            self.Fail("unexpected text")
-        return result
-
-    def _Or(self) -> list:
-        parts = [self._And()]
-        while self._Keyword("or"):
-            parts.append(self._And())
-        return parts[0] if len(parts) == 1 else ["|"] + parts
-
-    def _And(self) -> list:
-        parts = [self._Not()]
-        while self._Keyword("and"):
-            parts.append(self._Not())
-        return parts[0] if len(parts) == 1 else ["&"] + parts
-
-    def _Not(self) -> list:
-        if self._Keyword("not"):
-            return ["!", self._Not()]
-        if self._Peek("("):
-            self.pos += 1
-            result = self._Or()
-            if not self._Peek(")"):
-                self.Fail("expected ')'")
-            self.pos += 1
-            return result
-        return self._Condition()
-
-    def _Quoted(self) -> str | None:
-        self._SkipSpace()
-        if self.pos >= len(self.text) or self.text[self.pos] not in "'\"":
-            return None
-        quote = self.text[self.pos]
-        chars = []
-        idx = self.pos + 1
-        while idx < len(self.text):
-            char = self.text[idx]
-            if char == "\\" and idx + 1 < len(self.text):
-                chars.append(self.text[idx + 1])
-                idx += 2
-            elif char == quote:
-                self.pos = idx + 1
-                return "".join(chars)
-            else:
-                chars.append(char)
-                idx += 1
-        self.Fail("unterminated string")
-        return None
-
-    def _Value(self) -> str | int | None:
-        quoted = self._Quoted()
-        if quoted is not None:
-            return quoted
-        match = self._NUMBER_RE.match(self.text, self.pos)
-        if match:
-            self.pos = match.end()
-            return int(match.group(0))
-        return None
-
-    def _Field(self) -> str:
-        self._SkipSpace()
-        match = self._FIELD_RE.match(self.text, self.pos)
-        if not match or match.group(0) in self._KEYWORDS:
-            self.Fail("expected a field name")
-        self.pos = match.end()
-        return match.group(0)
-
-    def _Regex(self) -> str:
-        self._SkipSpace()
-        if self.text.startswith("m", self.pos):
-            self.pos += 1
-        if self.pos >= len(self.text) or \
-                self.text[self.pos] not in self._REGEX_DELIMS:
-            self.Fail("expected a regular expression like m/.../")
-        delim = self.text[self.pos]
-        chars = []
-        idx = self.pos + 1
-        while idx < len(self.text) and self.text[idx] != delim:
-            if self.text.startswith("\\" + delim, idx):
-                chars.append(delim)
-                idx += 2
-            else:
-                chars.append(self.text[idx])
-                idx += 1
-        if idx >= len(self.text):
-            self.Fail("unterminated regular expression")
-        idx += 1
-        flags = []
-        while idx < len(self.text) and self.text[idx] in self._REGEX_FLAGS:
-            flags.append(self.text[idx])
-            idx += 1
-        self.pos = idx
-        regex = "".join(chars)
-        if flags:
-            regex = "(?%s)%s" % ("".join(sorted(set(flags))), regex)
-        return regex
-
-    def _Condition(self) -> list:
-        self._SkipSpace()
-        value = self._Value()
-        if value is not None:
-            negate = self._Keyword("not")
-            if not self._Keyword("in"):
-                self.Fail("expected 'in'")
-            cond = ["=[]", self._Field(), value]
-            return ["!", cond] if negate else cond
-        field = self._Field()
-        self._SkipSpace()
-        op = next((op for op in self._BINOPS
-                   if self.text.startswith(op, self.pos)), None)
-        if op is None:
-            return ["?", field]
-        self.pos += len(op)
-        if op in ("=~", "!~"):
-            cond = ["=~", field, self._Regex()]
-        elif op in ("=*", "!*"):
-            glob = self._Quoted()
-            if glob is None:
-                self.Fail("expected a quoted glob pattern")
-            cond = ["=~", field, _GlobToRegex(glob)]
-        else:
-            value = self._Value()
-            if value is None:
-                self.Fail("expected a quoted string or a number")
-            return ["==" if op == "=" else op, field, value]
-        return ["!", cond] if op.startswith("!") else cond
-
-
-def ParseQueryFilter(text: str) -> list:
-    """Parse a filter in the text form of the query language.
-
-    ``name =~ m/^web/ and not (status == "running")`` becomes
-    ``["&", ["=~", "name", "^web"], ["!", ["==", "status", "running"]]]``.
-    Raises QueryFilterParseError pointing at the problem.
-    """
-    return _FilterParser(text).Parse()
-
-
-def MakeFilter(args: list[str] | None, force_filter: bool,
-               namefield: str | None = None,
-               isnumeric: bool = False) -> list | None:
-    """Query filter from list arguments: names, globs or one filter text.
-
-    A single argument containing filter syntax (or any argument with
-    ``-F``) is parsed as a query-language expression (ParseQueryFilter).
-    """
-    namefield = namefield or "name"
-    if force_filter or (args and len(args) == 1 and
-                        _FILTER_DETECTION_CHARS.intersection(args[0])):
-        if not args or len(args) != 1:
-            raise errors.OpPrereqError("Exactly one argument must be given as"
-                                       " a filter", errors.ECODE_INVAL)
-        return ParseQueryFilter(args[0])
-    if not args:
-        return None
-    parts: list = ["|"]
-    for arg in args:
-        if isnumeric:
-            try:
-                parts.append(["==", namefield, int(arg)])
-            except ValueError as err:
-                raise errors.OpPrereqError("Invalid job ID passed: %s" % err,
-                                           errors.ECODE_INVAL) from err
-        elif _GLOB_DETECTION_CHARS.intersection(arg):
-            parts.append(["=~", namefield, _GlobToRegex(arg)])
-        else:
-            parts.append(["==", namefield, arg])
-    return parts
-
-
-def MakeSimpleFilter(namefield: str, values: Iterable | None) -> list | None:
-    """``namefield`` equal to any of ``values`` (None if there are none)."""
-    if not values:
-        return None
-    return ["|"] + [["==", namefield, value] for value in values]
-
-
 def GenericList(resource: str, fields: list[str], names: list[str] | None,
                 unit: str | None, separator: str | None, header: bool,
                 cl: luxi.Client | None = None,
@@ -1161,14 +922,17 @@ def GenericList(resource: str, fields: list[str], names: list[str] | None,
                 qfilter: list | None = None, isnumeric: bool = False) -> int:
     """Query ``resource`` over LUXI and print a table; return exit code.
 
-    Unknown fields are reported and give EXIT_UNKNOWN_FIELD (14).
+    ``names`` are the command's arguments: names, globs or one filter text
+    (qlang.MakeFilter); ``qfilter`` (e.g. from a status option) further
+    restricts the rows. Unknown fields are reported and give
+    EXIT_UNKNOWN_FIELD (14).
     """
-    namefilter = MakeFilter(names or None, force_filter,
-                            namefield=namefield, isnumeric=isnumeric)
+    namefilter = qlang.MakeFilter(names or None, force_filter,
+                                  namefield=namefield, isnumeric=isnumeric)
     if qfilter is None:
         qfilter = namefilter
     elif namefilter is not None:
-        qfilter = ["&", namefilter, qfilter]
+        qfilter = [qlang.OP_AND, namefilter, qfilter]
     if cl is None:
         cl = GetClient()
     response = cl.Query(resource, fields, qfilter)

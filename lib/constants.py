@@ -34,6 +34,8 @@ NODED = "ganeti-noded"
 RAPI = "ganeti-rapi"
 MAINTD = "ganeti-maintd"
 DAEMONS = frozenset([MASTERD, NODED, RAPI, MAINTD])
+# What runs on the master only, in start order
+MASTER_DAEMONS = (MASTERD, RAPI)
 
 DEFAULT_NODED_PORT = 1811
 DEFAULT_MAINTD_PORT = 1816
@@ -140,6 +142,9 @@ QR_JOB = "job"
 QR_EXPORT = "export"
 QR_NETWORK = "network"
 QR_FILTER = "filter"
+# Resources RAPI's /2/query serves (those of LUXI's Query)
+QR_VIA_RAPI = frozenset([QR_INSTANCE, QR_NODE, QR_GROUP, QR_EXPORT,
+                         QR_NETWORK, QR_LOCK, QR_JOB, QR_FILTER])
 
 QFT_UNKNOWN = "unknown"
 QFT_TEXT = "text"

@@ -13,10 +13,13 @@ items are built by ``NodeQueryData`` and ``GroupQueryData``.
 """
 
 import contextlib
+import json
+import math
+import operator
 import re
 from typing import Any, Callable, Collection, ContextManager, Iterable
 
-from ganeti import constants, errors, objects
+from ganeti import constants, errors, objects, qlang
 
 FieldTable = dict[str, tuple[str, str, Callable[[Any], Any], str]]
 
@@ -54,12 +57,6 @@ def QueryFields(table: FieldTable, fields: list[str] | None) -> dict:
     return {"fields": [FieldDefinition(name, table) for name in fields]}
 
 
-_COMPARISONS = {
-    "<": lambda a, b: a < b, ">": lambda a, b: a > b,
-    "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
-}
-
-
 def MatchHostname(name: Any, wanted: Any) -> bool:
     """Whether host ``name`` is ``wanted`` or starts with its components.
 
@@ -72,92 +69,254 @@ def MatchHostname(name: Any, wanted: Any) -> bool:
     return name == wanted or name.startswith(wanted + ".")
 
 
-def _Leaf(get: Callable[[Any], Any],
-          test: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    """A condition on one field; a missing value passes it."""
-    def predicate(item: Any) -> bool:
-        value = get(item)
-        if isinstance(value, FieldStatus):
-            return True
-        return test(value)
-    return predicate
+_ORDERINGS = {
+    qlang.OP_LT: operator.lt, qlang.OP_LE: operator.le,
+    qlang.OP_GT: operator.gt, qlang.OP_GE: operator.ge,
+}
+
+# Which values (_ValueClass) the fields of a kind hold; fields of the
+# other kinds (QFT_OTHER) are checked value by value
+_KIND_CLASS = {
+    constants.QFT_TEXT: "text",
+    constants.QFT_BOOL: "bool",
+    constants.QFT_NUMBER: "number",
+    constants.QFT_NUMBER_FLOAT: "number",
+    constants.QFT_UNIT: "number",
+    constants.QFT_TIMESTAMP: "number",
+}
+_CLASS_DESCRIPTIONS = {"bool": "a boolean", "number": "a number",
+                       "text": "a string"}
+
+
+def _ValueClass(value: Any) -> str | None:
+    """"text", "number" or "bool": the values ``value`` compares with
+    (None for lists, dicts and null, which compare with nothing)."""
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return None
+
+
+def _Json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def _Seconds(value: Any) -> Any:
+    """A timestamp (seconds or ``[seconds, microseconds]``) as whole
+    seconds: timestamps compare on seconds only, as in Ganeti."""
+    if isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    if _ValueClass(value) == "number":
+        return math.floor(value)
+    return value
+
+
+class _FilterCompiler:
+    """Compiles wire-form filters over one field table (CompileFilter)."""
+
+    def __init__(self, table: FieldTable, hostname_fields: Collection[str]):
+        self.table = table
+        self.hostname_fields = hostname_fields
+
+    def Compile(self, part: Any, depth: int) -> Callable[[Any], bool]:
+        if not isinstance(part, list) or not part or \
+                not isinstance(part[0], str):
+            raise errors.ParameterError(
+                "Invalid filter part %s: expected a list starting with an"
+                " operator" % _Json(part))
+        if depth >= qlang.MAX_DEPTH:
+            raise errors.ParameterError("Filter nested more than %d levels"
+                                        " deep" % qlang.MAX_DEPTH)
+        op, args = part[0], part[1:]
+        if op in (qlang.OP_AND, qlang.OP_OR):
+            subs = [self.Compile(sub, depth + 1) for sub in args]
+            combine = all if op == qlang.OP_AND else any
+            return lambda item: combine(sub(item) for sub in subs)
+        if op == qlang.OP_NOT:
+            self._CheckArity(part, 1)
+            inner = self.Compile(args[0], depth + 1)
+            return lambda item: not inner(item)
+        if op == qlang.OP_TRUE:
+            self._CheckArity(part, 1)
+            return self._Leaf(part, self._Truth(part))
+        if op in (qlang.OP_EQUAL, qlang.OP_EQUAL_LEGACY, qlang.OP_NOT_EQUAL):
+            self._CheckArity(part, 2)
+            equal = self._Leaf(part, self._Equality(part))
+            if op == qlang.OP_NOT_EQUAL:
+                return lambda item: not equal(item)
+            return equal
+        if op in _ORDERINGS:
+            self._CheckArity(part, 2)
+            return self._Leaf(part, self._Ordering(part))
+        if op == qlang.OP_REGEXP:
+            self._CheckArity(part, 2)
+            return self._Leaf(part, self._Regexp(part))
+        if op in (qlang.OP_CONTAINS, qlang.OP_NOT_CONTAINS):
+            self._CheckArity(part, 2)
+            contains = self._Leaf(part, self._Contains(part))
+            if op == qlang.OP_NOT_CONTAINS:
+                return lambda item: not contains(item)
+            return contains
+        raise errors.ParameterError("Unknown operator '%s' in filter %s" %
+                                    (op, _Json(part)))
+
+    @staticmethod
+    def _CheckArity(part: list, count: int) -> None:
+        if len(part) - 1 != count:
+            raise errors.ParameterError(
+                "Operator '%s' takes %d operand(s), got %d in filter %s" %
+                (part[0], count, len(part) - 1, _Json(part)))
+
+    def _Kind(self, part: list) -> str:
+        name = part[1]
+        if not isinstance(name, str) or name not in self.table:
+            raise errors.ParameterError("Unknown field %s in filter %s" %
+                                        (_Json(name), _Json(part)))
+        return self.table[name][1]
+
+    def _Leaf(self, part: list, test: Callable[[Any], bool]
+              ) -> Callable[[Any], bool]:
+        """A condition on the field ``part[1]``; a missing value (non-normal
+        status, or null) passes it, as in Ganeti."""
+        name = part[1]
+        get = self.table[name][2]
+        timestamp = self.table[name][1] == constants.QFT_TIMESTAMP
+
+        def predicate(item: Any) -> bool:
+            value = get(item)
+            if value is None or isinstance(value, FieldStatus):
+                return True
+            return test(_Seconds(value) if timestamp else value)
+        return predicate
+
+    @staticmethod
+    def _MismatchError(part: list, value: Any) -> errors.ParameterError:
+        """Error for an item whose value does not suit the condition."""
+        return errors.ParameterError(
+            "Cannot compare value %s of field '%s' with %s in filter %s" %
+            (_Json(value), part[1], _Json(part[2]), _Json(part)))
+
+    def _Truth(self, part: list) -> Callable[[Any], bool]:
+        kind = self._Kind(part)
+        if kind not in (constants.QFT_BOOL, constants.QFT_OTHER):
+            raise errors.ParameterError(
+                "Field '%s' (type %s) is not a boolean in filter %s" %
+                (part[1], kind, _Json(part)))
+
+        def test(value: Any) -> bool:
+            if not isinstance(value, bool):
+                raise errors.ParameterError(
+                    "Unexpected value %s of field '%s' in boolean filter %s"
+                    % (_Json(value), part[1], _Json(part)))
+            return value
+        return test
+
+    def _ComparedClass(self, part: list, allowed: Collection[str]) -> str:
+        """The class of the condition's value, checked against the field's.
+        """
+        kind, value = self._Kind(part), part[2]
+        value_class = _ValueClass(value)
+        if value_class not in allowed:
+            raise errors.ParameterError(
+                "Invalid value %s in filter %s: expected %s" %
+                (_Json(value), _Json(part),
+                 " or ".join(_CLASS_DESCRIPTIONS[name]
+                             for name in sorted(allowed))))
+        field_class = _KIND_CLASS.get(kind)
+        if field_class is not None and field_class != value_class:
+            raise errors.ParameterError(
+                "Cannot compare field '%s' (type %s) with %s in filter %s" %
+                (part[1], kind, _Json(value), _Json(part)))
+        return value_class
+
+    def _Equality(self, part: list) -> Callable[[Any], bool]:
+        value_class = self._ComparedClass(part, ("bool", "number", "text"))
+        wanted = part[2]
+        hostname = part[1] in self.hostname_fields
+
+        def test(value: Any) -> bool:
+            if _ValueClass(value) != value_class:
+                raise self._MismatchError(part, value)
+            if hostname:
+                return MatchHostname(value, wanted)
+            return value == wanted
+        return test
+
+    def _Ordering(self, part: list) -> Callable[[Any], bool]:
+        value_class = self._ComparedClass(part, ("number", "text"))
+        compare, wanted = _ORDERINGS[part[0]], part[2]
+
+        def test(value: Any) -> bool:
+            if _ValueClass(value) != value_class:
+                raise self._MismatchError(part, value)
+            return compare(value, wanted)
+        return test
+
+    def _Regexp(self, part: list) -> Callable[[Any], bool]:
+        kind = self._Kind(part)
+        if kind not in (constants.QFT_TEXT, constants.QFT_OTHER):
+            raise errors.ParameterError(
+                "Field '%s' (type %s) cannot match a regular expression in"
+                " filter %s" % (part[1], kind, _Json(part)))
+        if not isinstance(part[2], str):
+            raise errors.ParameterError(
+                "Invalid regular expression %s in filter %s: expected a"
+                " string" % (_Json(part[2]), _Json(part)))
+        try:
+            regexp = re.compile(part[2])
+        except re.error as err:
+            raise errors.ParameterError(
+                "Invalid regular expression %s in filter %s: %s" %
+                (_Json(part[2]), _Json(part), err)) from None
+
+        def test(value: Any) -> bool:
+            if not isinstance(value, str):
+                raise errors.ParameterError(
+                    "Field '%s' has the non-string value %s, which cannot"
+                    " match the regular expression in filter %s" %
+                    (part[1], _Json(value), _Json(part)))
+            return regexp.search(value) is not None
+        return test
+
+    def _Contains(self, part: list) -> Callable[[Any], bool]:
+        kind, wanted = self._Kind(part), part[2]
+        if kind != constants.QFT_OTHER:
+            raise errors.ParameterError(
+                "Field '%s' (type %s) is not a list in filter %s" %
+                (part[1], kind, _Json(part)))
+        wanted_class = _ValueClass(wanted)
+        if wanted_class is None:
+            raise errors.ParameterError(
+                "Invalid value %s in filter %s: expected a string, a number"
+                " or a boolean" % (_Json(wanted), _Json(part)))
+
+        def test(value: Any) -> bool:
+            if not isinstance(value, (list, tuple)):
+                raise errors.ParameterError(
+                    "Field '%s' has the non-list value %s in filter %s" %
+                    (part[1], _Json(value), _Json(part)))
+            return any(_ValueClass(elem) == wanted_class and elem == wanted
+                       for elem in value)
+        return test
 
 
 def CompileFilter(table: FieldTable, qfilter: Any,
                   hostname_fields: Collection[str] = ()
                   ) -> Callable[[Any], bool]:
-    """Turn a wire-form filter into a predicate over items.
+    """Turn a wire-form filter (§5.1) into a predicate over items.
 
     Equality on a field in ``hostname_fields`` matches by name component
-    (MatchHostname). Errors name the offending part of the filter, so a
-    user can fix it.
+    (MatchHostname). Malformed filters, unknown fields and values that do
+    not suit a field's kind raise ParameterError here; values of untyped
+    (QFT_OTHER) fields that do not suit the condition raise it when an item
+    is tested. Every message names the offending part of the filter.
     """
     if qfilter is None:
         return lambda _: True
-    if not isinstance(qfilter, list) or not qfilter:
-        raise errors.ParameterError("Invalid filter part %r: expected a"
-                                    " non-empty list" % (qfilter, ))
-    op, args = qfilter[0], qfilter[1:]
-
-    def getter(name: Any) -> Callable[[Any], Any]:
-        if not isinstance(name, str) or name not in table:
-            raise errors.ParameterError("Unknown field %r in filter %r" %
-                                        (name, qfilter))
-        return table[name][2]
-
-    def arity(count: int) -> None:
-        if len(args) != count:
-            raise errors.ParameterError(
-                "Filter operator %r takes %d argument(s), got %d in %r" %
-                (op, count, len(args), qfilter))
-
-    if op in ("&", "|"):
-        parts = [CompileFilter(table, sub, hostname_fields) for sub in args]
-        combine = all if op == "&" else any
-        return lambda item: combine(part(item) for part in parts)
-    if op == "!":
-        arity(1)
-        inner = CompileFilter(table, args[0], hostname_fields)
-        return lambda item: not inner(item)
-    if op == "?":
-        arity(1)
-        return _Leaf(getter(args[0]), bool)
-    if op in ("=", "==", "!="):
-        arity(2)
-        get, value = getter(args[0]), args[1]
-        if args[0] in hostname_fields:
-            equal = _Leaf(get, lambda field: MatchHostname(field, value))
-        else:
-            equal = _Leaf(get, lambda field: field == value)
-        if op == "!=":
-            return lambda item: not equal(item)
-        return equal
-    if op in _COMPARISONS:
-        arity(2)
-        get, value, cmp = getter(args[0]), args[1], _COMPARISONS[op]
-        if not isinstance(value, (int, float, str)):
-            raise errors.ParameterError("Cannot compare with %r in %r" %
-                                        (value, qfilter))
-        return _Leaf(get, lambda field: cmp(field, value))
-    if op == "=~":
-        arity(2)
-        get = getter(args[0])
-        try:
-            rex = re.compile(args[1])
-        except (re.error, TypeError) as err:
-            raise errors.ParameterError("Invalid regular expression %r in"
-                                        " %r: %s" % (args[1], qfilter, err))
-        return _Leaf(get, lambda field: (isinstance(field, str) and
-                                         rex.search(field) is not None))
-    if op in ("=[]", "!=[]"):
-        arity(2)
-        get, value = getter(args[0]), args[1]
-        contains = _Leaf(get, lambda field: value in (field or []))
-        if op == "!=[]":
-            return lambda item: not contains(item)
-        return contains
-    raise errors.ParameterError("Unknown filter operator %r in %r" %
-                                (op, qfilter))
+    return _FilterCompiler(table, hostname_fields).Compile(qfilter, 0)
 
 
 def FilterFields(qfilter: Any) -> set[str]:
@@ -170,7 +329,7 @@ def FilterFields(qfilter: Any) -> set[str]:
     if not isinstance(qfilter, list) or not qfilter:
         return result
     op, args = qfilter[0], qfilter[1:]
-    if op in ("&", "|", "!"):
+    if op in (qlang.OP_AND, qlang.OP_OR, qlang.OP_NOT):
         for sub in args:
             result |= FilterFields(sub)
     elif args and isinstance(args[0], str):
@@ -187,11 +346,12 @@ def RequestedNames(qfilter: Any, namefield: str = "name") -> list[str] | None:
     """
     if not isinstance(qfilter, list) or not qfilter:
         return None
-    parts = qfilter[1:] if qfilter[0] == "|" else [qfilter]
+    parts = qfilter[1:] if qfilter[0] == qlang.OP_OR else [qfilter]
     names = []
     for part in parts:
         if not (isinstance(part, list) and len(part) == 3 and
-                part[0] in ("=", "==") and part[1] == namefield and
+                part[0] in (qlang.OP_EQUAL, qlang.OP_EQUAL_LEGACY) and
+                part[1] == namefield and
                 isinstance(part[2], str)):
             return None
         names.append(part[2])

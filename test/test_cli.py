@@ -286,61 +286,6 @@ def test_ask_user():
         cli.AskUser("Q", choices=[("?", 1, "bad")])
 
 
-def test_make_filter():
-    assert cli.MakeFilter(None, False) is None
-    assert cli.MakeFilter(["a", "b"], False) == \
-        ["|", ["==", "name", "a"], ["==", "name", "b"]]
-    assert cli.MakeFilter(["1", "2"], False, namefield="id",
-                          isnumeric=True) == \
-        ["|", ["==", "id", 1], ["==", "id", 2]]
-    (_, part) = cli.MakeFilter(["node*"], False)
-    assert part[:2] == ["=~", "name"]
-    with pytest.raises(errors.OpPrereqError):
-        cli.MakeFilter(["x"], False, isnumeric=True)
-    with pytest.raises(errors.OpPrereqError):
-        cli.MakeFilter(["a", "b"], True)
-
-
-@pytest.mark.parametrize("text, expected", [
-    ('name == "a"', ["==", "name", "a"]),
-    ("id = 5", ["==", "id", 5]),
-    ("x < -3", ["<", "x", -3]),
-    ("x >= 2 and y <= 'z'", ["&", [">=", "x", 2], ["<=", "y", "z"]]),
-    ('status != "x" and (a or not b)',
-     ["&", ["!=", "status", "x"], ["|", ["?", "a"], ["!", ["?", "b"]]]]),
-    ("a and b and c", ["&", ["?", "a"], ["?", "b"], ["?", "c"]]),
-    ("a or b and c", ["|", ["?", "a"], ["&", ["?", "b"], ["?", "c"]]]),
-    ('"t1" in tags', ["=[]", "tags", "t1"]),
-    ('"t1" not in tags', ["!", ["=[]", "tags", "t1"]]),
-    (r"name =~ m/^web\d+/i", ["=~", "name", r"(?i)^web\d+"]),
-    (r"name !~ #a\#b#", ["!", ["=~", "name", "a#b"]]),
-    ('pnode =* "node1*"', ["=~", "pnode", r"^node1.*(|\..*)$"]),
-    ("disk.size/0 > 1024", [">", "disk.size/0", 1024]),
-    ('name == "it\'s \\"x\\""', ["==", "name", "it's \"x\""]),
-])
-def test_parse_query_filter(text, expected):
-    assert cli.ParseQueryFilter(text) == expected
-
-
-@pytest.mark.parametrize("text", [
-    "name ==", "(a", 'name = "x', "and", "a b", "5 in", "name =~ abc",
-    "name =~ m/abc", 'name =* x', "",
-])
-def test_parse_query_filter_errors(text):
-    with pytest.raises(errors.QueryFilterParseError) as info:
-        cli.ParseQueryFilter(text)
-    code, message = cli.FormatError(info.value)
-    assert code == 1
-    assert message.startswith("Error while parsing query filter: ")
-    assert message.endswith("^")
-
-
-def test_make_filter_detects_expressions():
-    assert cli.MakeFilter(['status == "running"'], False) == \
-        ["==", "status", "running"]
-    assert cli.MakeFilter(["master"], True) == ["?", "master"]
-
-
 # GenericMain -----------------------------------------------------------------
 
 class _Toy:

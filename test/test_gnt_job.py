@@ -122,7 +122,8 @@ def test_list_filter_expression(queue, capsys):
     assert _Run("list", "--no-headers", "-o", "id",
                 'status == "running" or id > 3') == 0
     assert capsys.readouterr().out.split() == ["2", "4"]
-    assert _Run("list", "--no-headers", "-o", "id", "-F", "id") == 0
+    assert _Run("list", "--no-headers", "-o", "id", "-F",
+                "not archived") == 0
     assert capsys.readouterr().out.split() == ["1", "2", "3", "4"]
     assert _Run("list", "id ==") == 1
     assert "Error while parsing query filter" in capsys.readouterr().err

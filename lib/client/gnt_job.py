@@ -2,7 +2,7 @@
 
 from typing import Any, Callable
 
-from ganeti import cli, constants, errors, luxi
+from ganeti import cli, constants, errors, luxi, qlang
 from ganeti.cli_opts import (
     ArgJobId, ArgSuggest, ArgUnknown, FIELDS_OPT, FORCE_FILTER_OPT,
     FORCE_OPT, NOHDR_OPT, PRIORITY_OPT, SEP_OPT, VERBOSE_OPT, YES_DOIT_OPT,
@@ -51,6 +51,7 @@ def _FormatTimestamps(value: list) -> str:
 
 _JOB_LIST_FORMAT = {
     "summary": (_FormatSummary, False),
+    "waiting_for": (lambda value: value or "-", False),
 }
 _JOB_LIST_FORMAT.update(dict.fromkeys(
     ["opstart", "opexec", "opend"], (_FormatTimestamps, False)))
@@ -67,8 +68,8 @@ def _ParseJobIds(args: list[str]) -> list[int]:
 
 
 def _StatusFilter(statuses: frozenset | None) -> list | None:
-    return cli.MakeSimpleFilter("status",
-                                sorted(statuses) if statuses else None)
+    return qlang.MakeSimpleFilter("status",
+                                  sorted(statuses) if statuses else None)
 
 
 def ListJobs(opts: Any, args: list[str]) -> int:
@@ -244,10 +245,10 @@ def ShowJobs(opts: Any, args: list[str]) -> int:
 
     fields = ["id", "status", "ops", "opresult", "opstatus", "oplog",
               "opstart", "opexec", "opend", "received_ts", "start_ts",
-              "end_ts"]
+              "end_ts", "waiting_for"]
     job_ids = _ParseJobIds(args)
     response = cli.GetClient().Query(constants.QR_JOB, fields,
-                                     cli.MakeSimpleFilter("id", job_ids))
+                                     qlang.MakeSimpleFilter("id", job_ids))
     rows = {}
     for row in response["data"]:
         if row[0][0] == constants.RS_NORMAL:
@@ -260,9 +261,12 @@ def ShowJobs(opts: Any, args: list[str]) -> int:
             msg(0, "Job ID %s not found" % job_id)
             continue
         (_, status, ops, opresult, opstatus, oplog, opstart, opexec, opend,
-         recv_ts, start_ts, end_ts) = [value for _, value in row]
+         recv_ts, start_ts, end_ts, waiting_for) = [value for _, value in row]
         msg(0, "- Job ID: %s" % job_id)
         msg(1, "Status: %s" % status)
+        if waiting_for:
+            # A filter rule, rate limit, dependency or lock holds it back
+            msg(1, "Waiting for: %s" % waiting_for)
         if recv_ts is not None:
             msg(1, "Received:         %s" % cli.FormatTimestamp(recv_ts))
         else:

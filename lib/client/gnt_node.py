@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from ganeti import cli, config, constants, opcodes
+from ganeti import cli, config, constants, opcodes, qlang
 from ganeti.cli_opts import (
     ARGS_MANY_NODES, ARGS_ONE_NODE, ArgHost, ArgNode, ArgUnknown,
     DRY_RUN_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, NOHDR_OPT,
@@ -116,7 +116,7 @@ def QueryRows(resource: str, fields: list[str], names: list[str]) -> list:
     """Rows of plain values (None where a value is missing) of the named
     objects, all if no names are given."""
     result = cli.GetClient().Query(resource, fields,
-                                   cli.MakeFilter(names or None, False))
+                                   qlang.MakeFilter(names or None, False))
     return [[value if status == constants.RS_NORMAL else None
              for status, value in row] for row in result["data"]]
 

@@ -26,6 +26,11 @@ _CLUSTER_ATTRS = [
 ]
 
 
+# platform.architecture() runs the "file" command: ask once
+_ARCHITECTURE = ["64bits" if platform.architecture()[0] == "64bit"
+                 else "32bits", platform.machine()]
+
+
 def BuildClusterInfo(cfg: Any) -> dict:
     """The QueryClusterInfo / OP_CLUSTER_QUERY dict (Ganeti's keys)."""
     cluster = cfg.GetClusterInfo()
@@ -36,8 +41,7 @@ def BuildClusterInfo(cfg: Any) -> dict:
         "os_api_version": max(constants.OS_API_VERSIONS),
         "export_version": constants.EXPORT_VERSION,
         "vcs_version": constants.VCS_VERSION,
-        "architecture": ["64bits" if platform.architecture()[0] == "64bit"
-                         else "32bits", platform.machine()],
+        "architecture": list(_ARCHITECTURE),
         "name": cluster.cluster_name,
         "master": cfg.GetMasterNodeName(),
         "default_hypervisor": cluster.primary_hypervisor,

@@ -146,10 +146,32 @@ class _GroupQuery:
                            remaining_filter)
 
 
+class _FilterQuery:
+    """The ``filter`` resource: the job filter rules, in evaluation order.
+
+    Its field table lives with the rule evaluation (jqueue.filters), which
+    is imported late: jqueue needs mcpu, which is still importing cmdlib
+    when this module is loaded.
+    """
+
+    def __init__(self, lu: NoHooksLU):
+        from ganeti.jqueue import filters  # noqa: PLC0415
+        self.cfg = lu.cfg
+        self._get_rules = filters.GetRules
+        self.FIELDS = filters.FILTER_FIELDS
+
+    def Query(self, fields: list[str], qfilter: Any) -> dict:
+        uuids = query.RequestedNames(qfilter, namefield="uuid")
+        rules = self._get_rules(self.cfg, uuids)
+        return query.Query(self.FIELDS, rules, fields,
+                           qfilter if uuids is None else None)
+
+
 # Resource name -> query class (constructed with the LU)
 _QUERIES: dict[str, Callable[[NoHooksLU], Any]] = {
     constants.QR_NODE: _NodeQuery,
     constants.QR_GROUP: _GroupQuery,
+    constants.QR_FILTER: _FilterQuery,
 }
 
 
@@ -195,4 +217,6 @@ class LUQueryFields(NoHooksLU):
         self.needed_locks = {}
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> dict:
-        return query.QueryFields(self._impl_class.FIELDS, self.op.fields)
+        # An instance, since some resources only know their fields then
+        return query.QueryFields(self._impl_class(self).FIELDS,
+                                 self.op.fields)

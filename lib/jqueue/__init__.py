@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from ganeti import constants, errors, mcpu, opcodes, pathutils, serializer
 from ganeti import utils
+from ganeti.jqueue import filters as _filters
 from ganeti.jqueue import jobs as _jobs
 from ganeti.jqueue.jobs import QueuedJob, QueuedOpCode, TimeStampNow
 
@@ -103,6 +104,8 @@ class JobQueue:
         self._dep_waiters: dict[int, set[int]] = {}
         self._running = 0
         self._max_running = self._ReadMaxRunning()
+        # Filter rules and rate limits: which queued jobs may start
+        self._filters = _filters.JobFilters()
         self._shutdown = False
         # Serializes writes of the serial file (outside the queue lock)
         self._serial_lock = threading.Lock()
@@ -114,6 +117,7 @@ class JobQueue:
         self._last_serial = self._ReadSerial()
         with self.lock:
             self._LoadJobs()
+        self.UpdateFilters()
         self._workers = [threading.Thread(target=self._WorkerLoop,
                                           name="jq-worker-%d" % i,
                                           daemon=True)
@@ -300,8 +304,10 @@ class JobQueue:
 
     def SubmitJob(self, ops: Any, to_drained: bool = False) -> int:
         """Validate, store and enqueue one job; returns its id."""
-        (job_id, ) = self._SubmitJobs([self._LoadOps(ops)], to_drained)
-        return job_id
+        (result, ) = self._SubmitJobs([self._LoadOps(ops)], to_drained)
+        if isinstance(result, errors.GenericError):
+            raise result
+        return result
 
     def SubmitManyJobs(self, jobs: Any) -> list:
         """Submit several jobs; per job ``[True, id]`` or ``[False, msg]``.
@@ -316,11 +322,22 @@ class JobQueue:
             except errors.GenericError as err:
                 loaded.append(err)
         good = [ops for ops in loaded if not isinstance(ops, Exception)]
-        ids = iter(self._SubmitJobs(good, False) if good else [])
-        return [[False, str(item)] if isinstance(item, Exception)
-                else [True, next(ids)] for item in loaded]
+        results = iter(self._SubmitJobs(good, False) if good else [])
+        answer = []
+        for item in loaded:
+            if not isinstance(item, Exception):
+                item = next(results)
+            answer.append([False, str(item)] if isinstance(item, Exception)
+                          else [True, item])
+        return answer
 
-    def _SubmitJobs(self, all_ops: list[list], to_drained: bool) -> list[int]:
+    def _SubmitJobs(self, all_ops: list[list],
+                    to_drained: bool) -> list[int | errors.GenericError]:
+        """Store and enqueue jobs; per job its id, or why it was refused.
+
+        A job a REJECT filter rule applies to is refused before it is
+        written (its id stays unused).
+        """
         with self.lock:
             if self._shutdown:
                 raise errors.JobQueueError("Job queue is shutting down")
@@ -329,6 +346,7 @@ class JobQueue:
                                                 " refusing job")
             ids = self._AllocateIds(len(all_ops))
         jobs = []
+        results: list[int | errors.GenericError] = []
         for job_id, ops in zip(ids, all_ops):
             self._ResolveRelativeDeps(job_id, ids, ops)
             for index, op in enumerate(ops):
@@ -337,15 +355,25 @@ class JobQueue:
                                op.OP_ID[3:].lower()),
                     "job=%d;index=%d" % (job_id, index), time.time_ns()]]
             job = QueuedJob(self, job_id, [QueuedOpCode(op) for op in ops])
+            rule = self._filters.RejectingRule(job)
+            if rule is not None:
+                results.append(errors.OpPrereqError(
+                    "Job rejected by filter rule %s" % rule,
+                    errors.ECODE_STATE))
+                continue
             # Durable before anyone learns the id; not yet visible to others
             self._WriteJob(job)
             jobs.append(job)
+            results.append(job_id)
         self._WriteSerial()
         with self.lock:
             for job in jobs:
                 self._jobs[job.id] = job
                 self._Enqueue(job)
-        return ids
+            # A REJECT rule may have been added since the check above
+            rejected = self._RejectedJobs(jobs)
+        self._CancelRejected(rejected)
+        return results
 
     @staticmethod
     def _ResolveRelativeDeps(job_id: int, batch_ids: list[int],
@@ -398,8 +426,67 @@ class JobQueue:
             if priority != job.CalcPriority():
                 heapq.heappush(self._ready, (job.CalcPriority(), job_id))
                 continue
+            if not self._filters.TryStart(job):
+                continue  # held back until its rule or bucket allows it
             return job
         return None
+
+    def _ReadFilterRules(self) -> list:
+        try:
+            return list(self.context.cfg.GetFilterRules().values())
+        except AttributeError:
+            return []
+
+    def UpdateFilters(self) -> None:
+        """Apply the configuration's current filter rules (after a change).
+
+        Held jobs are evaluated again and queued jobs that a REJECT rule
+        now applies to are canceled.
+        """
+        with self.lock:
+            # Read under the lock so that concurrent updates apply in order
+            for job in self._filters.SetRules(self._ReadFilterRules()):
+                self._Enqueue(job)
+            rejected = self._RejectedJobs(list(self._jobs.values()))
+            self._work_cond.notify_all()
+        self._CancelRejected(rejected)
+
+    def HighestJobId(self) -> int:
+        """The last job id allocated (the watermark of a new filter rule)."""
+        with self.lock:
+            return self._last_serial
+
+    def _RejectedJobs(self, jobs: list[QueuedJob]) -> list[tuple]:
+        """``(job, rule uuid)`` of pending jobs to cancel (lock held)."""
+        if not self._filters.has_reject:
+            return []
+        result = []
+        for job in jobs:
+            if job.in_worker or job.CalcStatus() not in (
+                    constants.JOB_STATUS_QUEUED, constants.JOB_STATUS_WAITING):
+                continue
+            rule = self._filters.RejectingRule(job)
+            if rule is not None:
+                result.append((job, rule))
+        return result
+
+    def _CancelRejected(self, rejected: list[tuple]) -> None:
+        """Cancel jobs rejected by a filter rule (queue lock not held).
+
+        A job a worker picked up meanwhile is left to the worker, which
+        checks the rules before each opcode (``in_worker`` is set before
+        the worker takes the job lock).
+        """
+        for job, rule in rejected:
+            with job.lock:
+                if job.in_worker or job.CalcStatus() not in (
+                        constants.JOB_STATUS_QUEUED,
+                        constants.JOB_STATUS_WAITING):
+                    continue
+                self._FinishJobUnlocked(job, constants.OP_STATUS_CANCELED,
+                                        "Job canceled by filter rule %s" %
+                                        rule)
+            self._ReleaseDependents(job)
 
     def _WorkerLoop(self) -> None:
         thread = threading.current_thread()
@@ -427,6 +514,8 @@ class JobQueue:
                 with self.lock:
                     self._running -= 1
                     job.in_worker = False
+                    for held in self._filters.Finished(job):
+                        self._Enqueue(held)
                     # A dependency may have finished while this worker still
                     # held the job; its wake-up was skipped, so re-check
                     if (job.CalcStatus() not in constants.JOBS_FINALIZED and
@@ -436,7 +525,10 @@ class JobQueue:
                     self._work_cond.notify()
 
     def _DependencyState(self, op: QueuedOpCode) -> tuple[str, str | None]:
-        """("ok"|"wait"|"fail", message) for an opcode's dependencies."""
+        """("ok"|"wait"|"fail", message) for an opcode's dependencies.
+
+        The message of "wait" names the job waited for.
+        """
         for dep_id, statuses in (op.input.depends or []):
             dep_id = int(dep_id)
             dep = self._jobs.get(dep_id)
@@ -448,7 +540,7 @@ class JobQueue:
                 dep_status = dep.CalcStatus()
             if dep_status not in constants.JOBS_FINALIZED:
                 self._dep_waiters.setdefault(dep_id, set()).add(op.job_id)
-                return "wait", None
+                return "wait", "job %d" % dep_id
             if statuses and dep_status not in statuses:
                 return "fail", ("Dependency job %d finished with status '%s',"
                                 " not one of '%s' as required" %
@@ -468,12 +560,26 @@ class JobQueue:
             if op.status in constants.OPS_FINALIZED:
                 continue
             with self.lock:
-                state, message = self._DependencyState(op)
+                # Rules added since the job was picked: a PAUSE stops it
+                # before its next opcode (the worker loop then holds it
+                # back until the rule goes), a REJECT cancels it if it has
+                # not started yet
+                paused = self._filters.PausingRule(job) is not None
+                rejected = self._filters.RejectingRule(job)
+                state, message = (("ok", None) if paused
+                                  else self._DependencyState(op))
             with job.lock:
                 if op.status == constants.OP_STATUS_CANCELING:
                     self._FinishJobUnlocked(job, constants.OP_STATUS_CANCELED,
                                             "Job canceled by request")
                     break
+                if rejected is not None and job.start_timestamp is None:
+                    self._FinishJobUnlocked(job, constants.OP_STATUS_CANCELED,
+                                            "Job canceled by filter rule %s"
+                                            % rejected)
+                    break
+                if paused:
+                    return
                 if state == "fail":
                     self._FinishJobUnlocked(job, constants.OP_STATUS_ERROR,
                                             errors.EncodeException(
@@ -481,6 +587,7 @@ class JobQueue:
                     break
                 op.status = constants.OP_STATUS_WAITING
                 if state == "wait":
+                    job.wait_reason = message
                     job.Notify()
                     return
                 op.start_timestamp = TimeStampNow()

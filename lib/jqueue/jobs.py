@@ -104,6 +104,10 @@ class QueuedJob:
         self.log_serial = 0
         self.archived = False
         self.in_worker = False
+        # Scheduler state: the cached filter evaluation (jqueue.filters,
+        # queue lock) and why a pending job is held back (read lock-free)
+        self.filter_state = None
+        self.wait_reason: str | None = None
         # Protects the job's state and its file; waiters sleep on it. The
         # queue lock may be held while taking it, never the other way round.
         self.lock = threading.Lock()
@@ -180,6 +184,33 @@ class QueuedJob:
         return [JOB_FIELDS[name][2](self) for name in fields]
 
 
+def _LocksWaitedFor(job: QueuedJob) -> list[str]:
+    """Names of the locks the job's worker is queued for."""
+    glm = getattr(getattr(job.queue, "context", None), "glm", None)
+    if glm is None:
+        return []
+    owner = "job/%d" % job.id
+    rows = glm.QueryLocks(["name", "pending"])["data"]
+    return [name for (_, name), (_, pending) in rows
+            if any(owner in threads for _, threads in pending)]
+
+
+def _WaitingFor(job: QueuedJob) -> str | None:
+    """What a pending job waits for (the waiting_for field).
+
+    Runs under the job lock, so it only reads what the scheduler recorded
+    (``wait_reason``) and, for a job in a worker, the lock manager.
+    """
+    status = job.CalcStatus()
+    if status not in (constants.JOB_STATUS_QUEUED,
+                      constants.JOB_STATUS_WAITING):
+        return None
+    if job.in_worker:
+        locks = _LocksWaitedFor(job)
+        return ", ".join("lock %s" % name for name in locks) or None
+    return job.wait_reason
+
+
 def _OpsField(attr: str):
     return lambda job: [getattr(op, attr) for op in job.ops]
 
@@ -226,6 +257,12 @@ JOB_FIELDS: dict[str, tuple] = {
                  "Timestamp of job start"),
     "end_ts": ("End", constants.QFT_OTHER, lambda job: job.end_timestamp,
                "Timestamp of job end"),
+    "waiting_for": ("WaitingFor", constants.QFT_TEXT, _WaitingFor,
+                    "Why a pending job does not run: \"filter <uuid>"
+                    " (PAUSE)\", \"rate limit of filter <uuid>\","
+                    " \"rate-limit bucket <reason>\", \"job <id>\" (a"
+                    " dependency) or \"lock <name>\"; null if it is not"
+                    " held back (or only waits for a free job slot)"),
 }
 
 

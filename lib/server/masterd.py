@@ -17,6 +17,7 @@ from ganeti import (bootstrap, config, constants, daemon, errors, locking, luxi,
                     netutils, objects, opcodes, pathutils, query, utils)
 from ganeti import jqueue
 from ganeti.cmdlib import cluster as cmdlib_cluster
+from ganeti.jqueue import filters as jqueue_filters
 from ganeti.jqueue import jobs as jqueue_jobs
 from ganeti.masterd import replication
 from ganeti.rpc import node as rpc_node
@@ -109,6 +110,17 @@ class LuxiHandler:
             luxi.REQ_QUERY: self._Query,
             luxi.REQ_QUERY_FIELDS: self._QueryFields,
             luxi.REQ_PICKUP_JOB: self._PickupJob,
+            # Filter changes bypass the queue, so they work when it is
+            # blocked (design-optables)
+            luxi.REQ_QUERY_FILTERS: lambda uuids, fields:
+                jqueue_filters.QueryFilters(context.cfg, uuids, fields),
+            luxi.REQ_REPLACE_FILTER:
+                lambda uuid, priority, predicates, action, reason:
+                jqueue_filters.ReplaceFilter(context.cfg, self.queue, uuid,
+                                             priority, predicates, action,
+                                             reason),
+            luxi.REQ_DELETE_FILTER: lambda uuid:
+                jqueue_filters.DeleteFilter(context.cfg, self.queue, uuid),
         }
 
     def Dispatch(self, method: str, args: list) -> Any:

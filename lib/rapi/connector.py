@@ -1,0 +1,119 @@
+"""The URI table of the remote API: which resource class serves which path.
+
+Paths are declared once as templates (``/2/nodes/{node_name}``); the
+server matches requests against the regular expressions compiled from
+them and the API description (openapi) lists them as they are. The
+path is matched after percent-decoding; the query string is parsed with
+``urllib.parse.parse_qs``, so every argument's value is a list.
+"""
+
+import re
+import urllib.parse
+
+from ganeti import constants
+from ganeti import http as ghttp
+from ganeti.rapi import rlib2
+
+_NAME_PATTERN = r"[\w\._-]+"
+
+# Template parameter -> pattern its value must match
+PARAM_PATTERNS = {
+    "node_name": _NAME_PATTERN,
+    "group_name": _NAME_PATTERN,
+    "filter_uuid": _NAME_PATTERN,
+    "job_id": constants.JOB_ID_TEMPLATE,
+    "resource": "|".join(re.escape(name)
+                         for name in sorted(constants.QR_VIA_RAPI)),
+}
+
+# Path template -> resource class. New resources go below /2 (Ganeti
+# versions resources individually rather than the whole API).
+RESOURCES = {
+    "/": rlib2.R_root,
+    "/2": rlib2.R_2,
+    "/version": rlib2.R_version,
+    "/2/info": rlib2.R_2_info,
+    "/2/features": rlib2.R_2_features,
+    "/2/openapi.json": rlib2.R_2_openapi,
+    "/2/redistribute-config": rlib2.R_2_redist_config,
+    "/2/modify": rlib2.R_2_cluster_modify,
+    "/2/tags": rlib2.R_2_tags,
+
+    "/2/jobs": rlib2.R_2_jobs,
+    "/2/jobs/{job_id}": rlib2.R_2_jobs_id,
+    "/2/jobs/{job_id}/wait": rlib2.R_2_jobs_id_wait,
+
+    "/2/query/{resource}": rlib2.R_2_query,
+    "/2/query/{resource}/fields": rlib2.R_2_query_fields,
+
+    "/2/nodes": rlib2.R_2_nodes,
+    "/2/nodes/{node_name}": rlib2.R_2_nodes_name,
+    "/2/nodes/{node_name}/role": rlib2.R_2_nodes_name_role,
+    "/2/nodes/{node_name}/modify": rlib2.R_2_nodes_name_modify,
+    "/2/nodes/{node_name}/tags": rlib2.R_2_nodes_name_tags,
+
+    "/2/groups": rlib2.R_2_groups,
+    "/2/groups/{group_name}": rlib2.R_2_groups_name,
+    "/2/groups/{group_name}/modify": rlib2.R_2_groups_name_modify,
+    "/2/groups/{group_name}/rename": rlib2.R_2_groups_name_rename,
+    "/2/groups/{group_name}/assign-nodes":
+        rlib2.R_2_groups_name_assign_nodes,
+    "/2/groups/{group_name}/tags": rlib2.R_2_groups_name_tags,
+
+    "/2/filters": rlib2.R_2_filters,
+    "/2/filters/{filter_uuid}": rlib2.R_2_filters_uuid,
+}
+
+_TEMPLATE_PARAM = re.compile(r"\{(\w+)\}")
+
+
+def TemplateParams(template: str) -> list[str]:
+    """The parameter names of a path template, in order."""
+    return _TEMPLATE_PARAM.findall(template)
+
+
+def _CompileTemplate(template: str) -> re.Pattern:
+    parts = _TEMPLATE_PARAM.split(template)
+    # split() alternates literal text and parameter names
+    regex = "".join(re.escape(part) if i % 2 == 0
+                    else "(%s)" % PARAM_PATTERNS[part]
+                    for i, part in enumerate(parts))
+    return re.compile("^%s$" % regex)
+
+
+class Mapper:
+    """Finds the resource of a request target."""
+
+    def __init__(self, resources: dict[str, type] | None = None):
+        resources = RESOURCES if resources is None else resources
+        self._exact = {}
+        self._patterns = []
+        for template, resource in resources.items():
+            if TemplateParams(template):
+                self._patterns.append((_CompileTemplate(template), resource))
+            else:
+                self._exact[template] = resource
+
+    def getController(self, uri: str) -> tuple[type, list[str],
+                                                dict[str, list[str]]]:
+        """``(resource class, URI items, query arguments)`` of a target.
+
+        Raises HttpNotFound if no resource has this path.
+        """
+        path, _, query = uri.partition("?")
+        args = urllib.parse.parse_qs(query) if query else {}
+        path = urllib.parse.unquote(path)
+        resource = self._exact.get(path)
+        if resource is not None:
+            return resource, [], args
+        for regex, resource in self._patterns:
+            match = regex.match(path)
+            if match:
+                return resource, list(match.groups()), args
+        raise ghttp.HttpNotFound()
+
+
+def GetFeatures() -> list[str]:
+    """The optional features the resources of the table provide."""
+    return sorted({feature for resource in RESOURCES.values()
+                   for feature in resource.FEATURES})
