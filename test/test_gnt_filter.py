@@ -11,6 +11,7 @@ so the measured overlap never exceeds the real one.
 import concurrent.futures
 import json
 import signal
+import time
 
 import pytest
 
@@ -221,9 +222,12 @@ def test_rate_limit_rule(cluster):
                        "--predicates",
                        '[["opcode", ["==", "OP_ID", "OP_TEST_DELAY"]]]')
     cluster.Run("gnt-filter", "delete", hold)
-    waiting = cluster.Run("gnt-job", "list", "--no-headers", "--separator=|",
-                          "-o", "waiting_for").stdout.splitlines()
-    assert "rate limit of filter %s" % limit in waiting
+    deadline = time.monotonic() + 10
+    while "rate limit of filter %s" % limit not in cluster.Run(
+            "gnt-job", "list", "--no-headers", "--separator=|", "-o",
+            "waiting_for").stdout.splitlines():
+        assert time.monotonic() < deadline, "rate limit never shown"
+        time.sleep(0.05)
     _WaitAll(cluster, jobs)
     assert _MaxOverlap(cluster, jobs) == 10
 
@@ -234,8 +238,12 @@ def test_ad_hoc_rate_limit_bucket(cluster):
     jobs = _DelayMany(cluster, 6, 0.5, "--reason", bucket)
     free = _DelayMany(cluster, 3, 0.5)
     cluster.Run("gnt-filter", "delete", hold)
-    assert _JobFields(cluster, jobs[-1], ["waiting_for"]) == \
-        ["rate-limit bucket %s" % bucket]
+    # The scheduler notes the bucket on its next pass after the delete
+    deadline = time.monotonic() + 10
+    while _JobFields(cluster, jobs[-1], ["waiting_for"]) != \
+            ["rate-limit bucket %s" % bucket]:
+        assert time.monotonic() < deadline, "bucket never shown"
+        time.sleep(0.05)
     _WaitAll(cluster, jobs + free)
     assert _MaxOverlap(cluster, jobs) == 2
     assert _MaxOverlap(cluster, free) == 3
