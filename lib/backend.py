@@ -18,20 +18,20 @@ import logging
 import os
 import re
 import shutil
+import subprocess
 import time
 import zlib
 from typing import Any, NoReturn
 
-from ganeti import (constants, errors, netutils, pathutils, serializer, ssconf,
-                    vcluster)
+from ganeti import (constants, errors, hypervisor, netutils, objects,
+                    pathutils, serializer, ssconf, vcluster)
+from ganeti.hypervisor import hv_base
+from ganeti import storage
 from ganeti.utils import io, process
 
 _SSCONF_KEY_RE = re.compile(r"^[a-z0-9_]+$")
 _SSCONF_FILE_MODE = 0o444
 _BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
-_MEMINFO_FILE = "/proc/meminfo"
-_CPUINFO_FILE = "/proc/cpuinfo"
-_NUMA_NODES_DIR = "/sys/devices/system/node"
 _MIB = 1024 * 1024
 
 
@@ -82,57 +82,6 @@ def version() -> int:
     return constants.PROTOCOL_VERSION
 
 
-def _ReadMeminfo() -> dict[str, int]:
-    """/proc/meminfo as a dict of sizes in bytes."""
-    values = {}
-    for line in io.ReadFile(_MEMINFO_FILE).splitlines():
-        key, _, rest = line.partition(":")
-        fields = rest.split()
-        if fields and fields[0].isdigit():
-            scale = 1024 if fields[1:] == ["kB"] else 1
-            values[key] = int(fields[0]) * scale
-    return values
-
-
-def _CpuInfo() -> dict[str, int]:
-    sockets = set()
-    for line in io.ReadFile(_CPUINFO_FILE).splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "physical id":
-            sockets.add(value.strip())
-    try:
-        nodes = [name for name in os.listdir(_NUMA_NODES_DIR)
-                 if re.match(r"^node\d+$", name)]
-    except FileNotFoundError:
-        nodes = []
-    return {
-        "cpu_total": os.cpu_count() or 1,
-        "cpu_nodes": max(len(nodes), 1),
-        "cpu_sockets": max(len(sockets), 1),
-    }
-
-
-def _HostInfo() -> dict[str, int]:
-    """Memory (MiB) and CPUs of the host.
-
-    Free memory counts page cache and buffers, which the kernel gives back
-    when an instance needs them; dom0 memory is what the host itself uses.
-    """
-    meminfo = _ReadMeminfo()
-    total = meminfo["MemTotal"]
-    free = meminfo.get("MemAvailable")
-    if free is None:
-        free = (meminfo.get("MemFree", 0) + meminfo.get("Buffers", 0) +
-                meminfo.get("Cached", 0))
-    info = {
-        "memory_total": total // _MIB,
-        "memory_free": free // _MIB,
-        "memory_dom0": (total - free) // _MIB,
-    }
-    info.update(_CpuInfo())
-    return info
-
-
 def _FileStorageInfo(vpath: str) -> dict[str, Any]:
     """Size and free space (MiB) of a file storage directory.
 
@@ -156,24 +105,22 @@ def node_info(storage_dirs: list[str], hv_names: list[str]) -> dict[str, Any]:
     """Memory, CPU, storage and hypervisor information of this node.
 
     ``storage_dirs`` are (virtual) file storage directories, the default
-    one if empty. All supported hypervisors see the host's memory, so
-    their entries equal the host figures (the fake hypervisor has no
-    instances consuming memory).
+    one if empty. Each hypervisor reports the node as it sees it (the
+    fake hypervisor subtracts its instances' memory); the top-level
+    figures are the host's.
     """
     if not isinstance(storage_dirs, list) or not isinstance(hv_names, list):
         _Fail("node_info expects two lists")
-    for name in hv_names:
-        if name not in constants.HYPER_TYPES:
-            _Fail("Unknown hypervisor %r", name)
+    hvs = {name: _GetHypervisor(name) for name in hv_names}
     if not storage_dirs:
         storage_dirs = [vcluster.MakeVirtualPath(
             pathutils.DEFAULT_FILE_STORAGE_DIR)]
-    host = _HostInfo()
+    host = hv_base.GetLinuxNodeInfo()
     result: dict[str, Any] = {
         "name": netutils.GetMyName(),
         "bootid": io.ReadOneLineFile(_BOOT_ID_FILE),
         "storage": [_FileStorageInfo(path) for path in storage_dirs],
-        "hv": {name: dict(host) for name in hv_names},
+        "hv": {name: hv.GetNodeInfo() for name, hv in hvs.items()},
     }
     result.update(host)
     return result
@@ -648,3 +595,886 @@ def copyfile_upload(file_name: str, content: list, mode: int) -> None:
     io.WriteFile(path, data=data, mode=mode)
     logging.info("Wrote %s (%d bytes, mode %04o) for copyfile", path,
                  len(data), mode)
+
+
+# OS definitions (OS API 20, ganeti-os-interface) ----------------------------
+
+# Files of an OS definition besides its scripts
+_OS_TEXT_FILES = (constants.OS_API_FILE, constants.OS_VARIANTS_FILE,
+                  constants.OS_PARAMETERS_FILE)
+# The optional scripts; an OS lacking one can't do the matching operation
+_OS_OPTIONAL_SCRIPTS = frozenset([constants.OS_SCRIPT_EXPORT,
+                                  constants.OS_SCRIPT_IMPORT,
+                                  constants.OS_SCRIPT_RENAME,
+                                  constants.OS_SCRIPT_CREATE_UNTRUSTED])
+# PATH of the scripts' (otherwise empty) environment, as for hooks
+_OS_SCRIPT_PATH = "/sbin:/bin:/usr/sbin:/usr/bin"
+_OS_NAME_RE = re.compile(r"^[\w.+-]+$")
+# Order in which an OS's scripts are checked (the first problem is reported)
+_OS_SCRIPT_ORDER = (constants.OS_SCRIPT_CREATE, constants.OS_SCRIPT_VERIFY,
+                    constants.OS_SCRIPT_IMPORT, constants.OS_SCRIPT_EXPORT,
+                    constants.OS_SCRIPT_RENAME,
+                    constants.OS_SCRIPT_CREATE_UNTRUSTED)
+
+
+def _ReadOSList(path: str) -> list[str]:
+    """Non-empty, non-comment lines of an OS definition's list file."""
+    lines = []
+    for line in io.ReadFile(path).splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            lines.append(line)
+    return lines
+
+
+def _OSApiVersions(os_dir: str) -> list[int] | str:
+    """The API versions an OS declares, or why they can't be read."""
+    path = os.path.join(os_dir, constants.OS_API_FILE)
+    vpath = vcluster.MakeVirtualPath(path)
+    try:
+        lines = _ReadOSList(path)
+    except FileNotFoundError:
+        return "API version file '%s' not found" % vpath
+    except OSError as err:
+        return "Error while reading the API version file at %s: %s" % \
+            (vpath, err.strerror)
+    try:
+        versions = sorted({int(line) for line in lines}, reverse=True)
+    except ValueError:
+        return "API version(s) can't be converted to integer: %s" % \
+            ", ".join(lines)
+    if not versions:
+        return "API version file '%s' is empty" % vpath
+    return versions
+
+
+def _OSSearchPath() -> list[str]:
+    return list(pathutils.OS_SEARCH_PATH)
+
+
+def _TryOSFromDisk(name: str, base_dir: str | None = None
+                   ) -> tuple[bool, objects.OS | str]:
+    """Load the OS definition ``name`` (without variant) from disk.
+
+    Returns ``(True, OS)``, or ``(False, reason)`` when the OS is missing
+    or invalid; diagnose reports the reason.
+    """
+    if not _OS_NAME_RE.match(name) or name in (".", ".."):
+        return False, "Invalid OS name %r" % name
+    if base_dir is None:
+        for top in _OSSearchPath():
+            if os.path.isdir(os.path.join(top, name)):
+                base_dir = top
+                break
+        else:
+            return False, "Directory for OS %s not found in search path" % \
+                name
+    os_dir = os.path.join(base_dir, name)
+    vdir = vcluster.MakeVirtualPath(os_dir)
+    versions = _OSApiVersions(os_dir)
+    if isinstance(versions, str):
+        return False, versions
+    if not constants.OS_API_VERSIONS.intersection(versions):
+        return False, "API version mismatch for path '%s': found %s, want" \
+            " %s." % (vdir, versions, sorted(constants.OS_API_VERSIONS))
+    scripts: dict[str, str | None] = {}
+    for script in _OS_SCRIPT_ORDER:
+        if script == constants.OS_SCRIPT_VERIFY and \
+                max(versions) < constants.OS_API_VERSION:
+            scripts[script] = None
+            continue
+        path = os.path.join(os_dir, script)
+        if not os.path.exists(path):
+            if script in _OS_OPTIONAL_SCRIPTS:
+                scripts[script] = None
+                continue
+            return False, "Script '%s' not found in OS dir %s" % (script,
+                                                                  vdir)
+        if not os.path.isfile(path) or not os.access(path, os.X_OK):
+            return False, "Script '%s' under path '%s' is not an executable" \
+                " regular file" % (script, vdir)
+        scripts[script] = path
+    try:
+        variants = _ReadOSList(os.path.join(os_dir,
+                                            constants.OS_VARIANTS_FILE))
+    except FileNotFoundError:
+        variants = []
+    except OSError as err:
+        return False, "Error while reading the OS variants file at %s: %s" % \
+            (vdir, err.strerror)
+    parameters = []
+    if max(versions) >= constants.OS_API_VERSION:
+        params_file = os.path.join(os_dir, constants.OS_PARAMETERS_FILE)
+        try:
+            lines = _ReadOSList(params_file)
+        except FileNotFoundError:
+            return False, "Parameters file '%s' not found" % \
+                vcluster.MakeVirtualPath(params_file)
+        except OSError as err:
+            return False, "Error while reading the OS parameters file at" \
+                " %s: %s" % (vcluster.MakeVirtualPath(params_file),
+                             err.strerror)
+        for line in lines:
+            param, _, doc = line.partition(" ")
+            if "\t" in param:
+                param, _, rest = line.partition("\t")
+                doc = rest
+            parameters.append([param.strip(), doc.strip()])
+    os_obj = objects.OS(
+        name=name, path=os_dir, api_versions=versions,
+        create_script=scripts[constants.OS_SCRIPT_CREATE],
+        create_script_untrusted=scripts[constants.OS_SCRIPT_CREATE_UNTRUSTED],
+        export_script=scripts[constants.OS_SCRIPT_EXPORT],
+        import_script=scripts[constants.OS_SCRIPT_IMPORT],
+        rename_script=scripts[constants.OS_SCRIPT_RENAME],
+        verify_script=scripts[constants.OS_SCRIPT_VERIFY],
+        supported_variants=variants, supported_parameters=parameters)
+    return True, os_obj
+
+
+def OSFromDisk(name: str, base_dir: str | None = None) -> objects.OS:
+    """The OS definition ``name`` (variant ignored); fails if invalid."""
+    valid, result = _TryOSFromDisk(objects.OS.GetName(name), base_dir)
+    if not valid:
+        _Fail("%s", result)
+    return result
+
+
+def DiagnoseOS(top_dirs: list[str] | None = None) -> list[list]:
+    """Every OS directory in the search path, valid or not.
+
+    Each entry is ``[name, path, status, diagnose, variants, parameters,
+    api_versions, trusted]`` (Ganeti's order); an invalid OS has status
+    False, the reason as diagnose and empty lists. An OS found in several
+    directories is reported once per directory, the first one winning.
+    """
+    result = []
+    for top in top_dirs if top_dirs is not None else _OSSearchPath():
+        try:
+            names = sorted(os.listdir(top))
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            logging.warning("Can't list the OS directory %s: %s", top, err)
+            continue
+        for name in names:
+            if not os.path.isdir(os.path.join(top, name)):
+                continue
+            valid, os_obj = _TryOSFromDisk(name, base_dir=top)
+            path = vcluster.MakeVirtualPath(os.path.join(top, name))
+            if valid:
+                result.append([name, path, True, "",
+                               os_obj.supported_variants,
+                               os_obj.supported_parameters,
+                               os_obj.api_versions, os_obj.is_trusted])
+            else:
+                result.append([name, path, False, os_obj, [], [], [], True])
+    return result
+
+
+def os_diagnose() -> list[list]:
+    """The OS definitions of this node (see DiagnoseOS)."""
+    return DiagnoseOS()
+
+
+def OSCoreEnv(os_name: str, inst_os: objects.OS, os_params: dict,
+              debug: int = 0) -> dict[str, str]:
+    """The environment common to every script of an OS.
+
+    ``os_name`` is the full ``name+variant``; ``os_params`` the filled OS
+    parameters (public and private), each exported as ``OSP_<NAME>``.
+    """
+    result = {
+        "PATH": _OS_SCRIPT_PATH,
+        "OS_API_VERSION": "%d" % max(constants.OS_API_VERSIONS.intersection(
+            inst_os.api_versions)),
+        "OS_NAME": inst_os.name,
+        "DEBUG_LEVEL": "%d" % debug,
+    }
+    variant = objects.OS.GetVariant(os_name)
+    if variant or inst_os.supported_variants:
+        result["OS_VARIANT"] = variant or inst_os.supported_variants[0]
+    for name, value in (os_params or {}).items():
+        result["OSP_%s" % name.upper().replace("-", "_")] = str(value)
+    return result
+
+
+def _DiskPath(disk: dict) -> str:
+    """The local path of an instance disk sent by the master.
+
+    The master sends each disk with ``dev_path``, the (virtual) path of
+    its device or image file on this node.
+    """
+    vpath = disk.get("dev_path")
+    if not vpath:
+        _Fail("Disk %s has no device path", disk.get("uuid") or disk)
+    return _LocalPath(vpath)
+
+
+def _DiskBackendType(disk: dict) -> str:
+    if disk.get("dev_type") in (constants.DT_FILE, constants.DT_SHARED_FILE):
+        driver = (disk.get("logical_id") or ["loop"])[0]
+        return "file:%s" % driver
+    return "block"
+
+
+def OSEnvironment(instance: dict, inst_os: objects.OS,
+                  debug: int = 0) -> dict[str, str]:
+    """The environment of an OS script for an instance (OS API 20).
+
+    ``instance`` is the instance as the master sends it: Instance.ToDict()
+    with filled ``hvparams``, ``beparams``, ``osparams`` (and
+    ``osparams_private``), the disk objects (with ``dev_path``) in
+    ``disks`` and the NICs with filled ``nicparams`` in ``nics``.
+    """
+    params = dict(instance.get("osparams") or {})
+    params.update(instance.get("osparams_private") or {})
+    result = OSCoreEnv(instance["os"], inst_os, params, debug)
+    hvparams = instance.get("hvparams") or {}
+    result.update({
+        "INSTANCE_NAME": instance["name"],
+        "INSTANCE_OS": instance["os"],
+        "HYPERVISOR": instance["hypervisor"],
+        "DISK_COUNT": "%d" % len(instance.get("disks") or []),
+        "NIC_COUNT": "%d" % len(instance.get("nics") or []),
+    })
+    for idx, disk in enumerate(instance.get("disks") or []):
+        prefix = "DISK_%d_" % idx
+        result[prefix + "PATH"] = _DiskPath(disk)
+        result[prefix + "ACCESS"] = disk.get("mode") or objects.DISK_RDWR
+        result[prefix + "SIZE"] = "%d" % disk.get("size", 0)
+        result[prefix + "UUID"] = disk.get("uuid") or ""
+        if disk.get("name"):
+            result[prefix + "NAME"] = disk["name"]
+        result[prefix + "BACKEND_TYPE"] = _DiskBackendType(disk)
+        if hvparams.get("disk_type"):
+            result[prefix + "FRONTEND_TYPE"] = hvparams["disk_type"]
+    for idx, nic in enumerate(instance.get("nics") or []):
+        prefix = "NIC_%d_" % idx
+        nicparams = nic.get("nicparams") or {}
+        result[prefix + "MAC"] = nic["mac"]
+        result[prefix + "UUID"] = nic.get("uuid") or ""
+        if nic.get("name"):
+            result[prefix + "NAME"] = nic["name"]
+        if nic.get("ip"):
+            result[prefix + "IP"] = nic["ip"]
+        mode = nicparams.get(objects.NIC_MODE)
+        if mode:
+            result[prefix + "MODE"] = mode
+        link = nicparams.get(objects.NIC_LINK)
+        if link:
+            result[prefix + "LINK"] = link
+            if mode == objects.NIC_MODE_BRIDGED:
+                result[prefix + "BRIDGE"] = link
+        if nicparams.get(objects.NIC_VLAN):
+            result[prefix + "VLAN"] = str(nicparams[objects.NIC_VLAN])
+        if hvparams.get("nic_type"):
+            result[prefix + "FRONTEND_TYPE"] = hvparams["nic_type"]
+        for key, value in (nic.get("netinfo") or {}).items():
+            if value is not None:
+                result["%sNETWORK_%s" % (prefix, key.upper())] = \
+                    " ".join(value) if isinstance(value, list) else str(value)
+    for kind, values in (("BE", instance.get("beparams")), ("HV", hvparams)):
+        for key, value in (values or {}).items():
+            result["INSTANCE_%s_%s" % (kind, key)] = str(value)
+    return result
+
+
+def _InstanceLogName(kind: str, os_name: str, instance: str) -> str:
+    """Log file of one OS script run: LOG_OS_DIR/kind-os-instance-time.log."""
+    stamp = time.strftime("%Y-%m-%d_%H_%M_%S", time.gmtime())
+    base = "%s-%s-%s-%s_%06d.log" % (kind, os_name, instance, stamp,
+                                     int(time.time() * 1e6) % 1000000)
+    return os.path.join(pathutils.LOG_OS_DIR, base.replace("/", "_"))
+
+
+def _LogTail(path: str, lines: int = constants.OS_LOG_TAIL_LINES) -> str:
+    try:
+        with open(path, "rb") as fobj:
+            fobj.seek(0, os.SEEK_END)
+            fobj.seek(max(fobj.tell() - 64 * 1024, 0))
+            data = fobj.read()
+    except OSError as err:
+        return "(can't read %s: %s)" % (path, err.strerror)
+    text = data.decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def RunOSScript(script: str, env: dict[str, str], kind: str, os_name: str,
+                instance: str, cwd: str, args: list[str] | None = None
+                ) -> str:
+    """Run an OS script, its stdout and stderr going to a new OS log.
+
+    Returns the log file. A failure (non-zero exit, signal, timeout)
+    fails the RPC with the reason and the last lines of the log, as
+    Ganeti reports it ("OS create script failed (exited with exit code
+    1), last lines in the log file: ...").
+    """
+    io.EnsureDirs([(pathutils.LOG_OS_DIR, 0o750)])
+    logfile = _InstanceLogName(kind, os_name, instance)
+    cmd = [script] + list(args or [])
+    with open(logfile, "ab") as log:
+        try:
+            proc = subprocess.run(cmd, env=env, cwd=cwd,
+                                  stdin=subprocess.DEVNULL, stdout=log,
+                                  stderr=log, close_fds=True,
+                                  timeout=constants.OS_SCRIPT_TIMEOUT,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            reason = "timed out after %d seconds" % constants.OS_SCRIPT_TIMEOUT
+        except OSError as err:
+            reason = "can't execute %s: %s" % (script, err.strerror)
+        else:
+            if proc.returncode == 0:
+                return logfile
+            if proc.returncode < 0:
+                reason = "terminated by signal %d" % -proc.returncode
+            else:
+                reason = "exited with exit code %d" % proc.returncode
+    _Fail("OS %s script failed (%s), last lines in the log file:\n%s",
+          os.path.basename(script), reason, _LogTail(logfile))
+
+
+def _CheckDebug(debug: Any) -> int:
+    if isinstance(debug, bool) or not isinstance(debug, int) or debug < 0:
+        _Fail("Invalid debug level %r", debug)
+    return debug
+
+
+def _CheckInstanceDict(instance: Any) -> None:
+    if not isinstance(instance, dict) or not all(
+            isinstance(instance.get(key), str) and instance[key]
+            for key in ("name", "os", "hypervisor")):
+        _Fail("Invalid instance %r: name, os and hypervisor are required",
+              instance)
+
+
+def _InstanceOS(instance: dict) -> objects.OS:
+    inst_os = OSFromDisk(instance["os"])
+    try:
+        inst_os.CheckVariant(instance["os"])
+    except errors.OpPrereqError as err:
+        _Fail("%s", err.args[0])
+    return inst_os
+
+
+def instance_os_add(instance: dict, reinstall: bool, debug: int) -> None:
+    """Install the instance's OS on its disks (the OS create script)."""
+    _CheckInstanceDict(instance)
+    inst_os = _InstanceOS(instance)
+    env = OSEnvironment(instance, inst_os, _CheckDebug(debug))
+    if reinstall:
+        env["INSTANCE_REINSTALL"] = "1"
+    RunOSScript(inst_os.create_script, env, "add", instance["os"],
+                instance["name"], inst_os.path)
+
+
+def instance_run_rename(instance: dict, old_name: str, debug: int) -> None:
+    """Tell the instance's OS its new name (the OS rename script).
+
+    Refused, before anything runs, when the OS has no rename script.
+    """
+    _CheckInstanceDict(instance)
+    if not isinstance(old_name, str) or not old_name:
+        _Fail("Invalid old instance name %r", old_name)
+    inst_os = _InstanceOS(instance)
+    if inst_os.rename_script is None:
+        _Fail("OS %s does not support renaming instances (it has no %s"
+              " script)", inst_os.name, constants.OS_SCRIPT_RENAME)
+    env = OSEnvironment(instance, inst_os, _CheckDebug(debug))
+    env["OLD_INSTANCE_NAME"] = old_name
+    RunOSScript(inst_os.rename_script, env, "rename", instance["os"],
+                instance["name"], inst_os.path)
+
+
+def os_validate(required: bool, name: str, checks: list[str], params: dict,
+                force_variant: bool) -> bool:
+    """Check an OS (and its parameters) before it is used.
+
+    Returns False when the OS is missing and not ``required``; otherwise
+    fails unless the OS is valid, its variant suits it (unless
+    ``force_variant``) and its verify script accepts ``params`` (for the
+    "parameters" check).
+    """
+    if not isinstance(name, str) or not name:
+        _Fail("Invalid OS name %r", name)
+    if not isinstance(checks, list) or \
+            set(checks) - constants.OS_VALIDATE_CALLS:
+        _Fail("Unknown OS validation check(s) in %r", checks)
+    if not isinstance(params, dict):
+        _Fail("Invalid OS parameters %r", params)
+    valid, inst_os = _TryOSFromDisk(objects.OS.GetName(name))
+    if not valid:
+        if required:
+            _Fail("%s", inst_os)
+        return False
+    if not force_variant:
+        try:
+            inst_os.CheckVariant(name)
+        except errors.OpPrereqError as err:
+            _Fail("%s", err.args[0])
+    if inst_os.verify_script is None:
+        return True
+    if constants.OS_VALIDATE_PARAMETERS in checks:
+        known = {param for param, _ in inst_os.supported_parameters}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            _Fail("The following parameters are not supported by the OS"
+                  " %s: %s", inst_os.name, ", ".join(unknown))
+    env = OSCoreEnv(name, inst_os, params)
+    RunOSScript(inst_os.verify_script, env, "verify", name,
+                "validate", inst_os.path, args=list(checks))
+    return True
+
+
+# Hypervisors and instances ---------------------------------------------------
+
+def _GetHypervisor(name: Any) -> hv_base.BaseHypervisor:
+    try:
+        return hypervisor.GetHypervisor(name)
+    except errors.HypervisorError as err:
+        _Fail("%s", err)
+
+
+def _InstanceFromDict(data: Any) -> objects.Instance:
+    """The instance sent by the master, which must have filled parameters.
+
+    Nodes know no defaults: a dict lacking a hypervisor or backend
+    parameter is refused rather than completed here.
+    """
+    if not isinstance(data, dict):
+        _Fail("Invalid instance %r, expected a dictionary", data)
+    try:
+        instance = objects.Instance.FromDict(data)
+    except errors.ConfigurationError as err:
+        _Fail("Invalid instance: %s", err)
+    if not isinstance(instance.name, str) or not instance.name:
+        _Fail("Instance without a name")
+    hv_class = type(_GetHypervisor(instance.hypervisor))
+    try:
+        hv_class.CheckParameterSyntax(instance.hvparams or {})
+        objects.CheckParamDict(objects.BE_PARAMETERS,
+                               instance.beparams or {}, "backend")
+    except (errors.HypervisorError, errors.TypeEnforcementError) as err:
+        _Fail("Instance %s: %s", instance.name, err)
+    missing = sorted(set(objects.BE_PARAMETERS) -
+                     set(instance.beparams or {}))
+    if missing:
+        _Fail("Instance %s: backend parameter(s) missing: %s",
+              instance.name, ", ".join(missing))
+    return instance
+
+
+def _BlockDevicesFile(instance_name: str) -> str:
+    if "/" in instance_name or instance_name.startswith("."):
+        _Fail("Invalid instance name %r", instance_name)
+    return os.path.join(pathutils.DISK_LINKS_DIR, instance_name)
+
+
+def _BlockDevices(block_devices: Any) -> list[tuple[objects.Disk, str]]:
+    """[[disk dict, device path], ...] as (Disk, path) pairs."""
+    if not isinstance(block_devices, list):
+        _Fail("Invalid block devices %r, expected a list", block_devices)
+    result = []
+    for entry in block_devices:
+        if not (isinstance(entry, (list, tuple)) and len(entry) == 2 and
+                isinstance(entry[0], dict) and isinstance(entry[1], str) and
+                os.path.isabs(entry[1])):
+            _Fail("Invalid block device %r, expected [disk, absolute path]",
+                  entry)
+        try:
+            result.append((objects.Disk.FromDict(dict(entry[0])), entry[1]))
+        except errors.ConfigurationError as err:
+            _Fail("Invalid disk: %s", err)
+    return result
+
+
+def _SavedBlockDevices(instance_name: str) -> list:
+    """The block devices the running instance was started with."""
+    try:
+        return serializer.LoadJson(io.ReadFile(
+            _BlockDevicesFile(instance_name)))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as err:
+        _Fail("Cannot read the block devices of %s: %s", instance_name, err)
+
+
+def _IsRunning(hv: hv_base.BaseHypervisor,
+               instance: objects.Instance) -> bool:
+    try:
+        return instance.name in hv.ListInstances(instance.hvparams)
+    except errors.HypervisorError as err:
+        _Fail("Cannot list the instances: %s", err)
+
+
+def instance_start(instance: dict, block_devices: list,
+                   startup_paused: bool) -> None:
+    """Start an instance; starting a running instance is a no-op.
+
+    The block devices are kept in DISK_LINKS_DIR while the instance runs,
+    so that a hard reboot restarts it on the same devices.
+    """
+    inst = _InstanceFromDict(instance)
+    devices = _BlockDevices(block_devices)
+    hv = _GetHypervisor(inst.hypervisor)
+    if _IsRunning(hv, inst):
+        logging.info("Instance %s already running, not starting", inst.name)
+        return
+    saved = _BlockDevicesFile(inst.name)
+    io.EnsureDirs([(pathutils.DISK_LINKS_DIR, 0o750)])
+    io.WriteFile(saved, data=serializer.DumpJson(block_devices))
+    try:
+        hv.StartInstance(inst, devices, bool(startup_paused))
+    except errors.HypervisorError as err:
+        io.RemoveFile(saved)
+        _Fail("Hypervisor error: %s", err)
+    logging.info("Started instance %s", inst.name)
+
+
+_SHUTDOWN_POLL_INTERVAL = 1.0
+
+
+def instance_shutdown(instance: dict, timeout: float) -> None:
+    """Stop an instance: cleanly within ``timeout`` seconds, else forced.
+
+    Stopping a stopped instance succeeds (its leftovers are cleaned up).
+    """
+    inst = _InstanceFromDict(instance)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or timeout < 0:
+        _Fail("Invalid shutdown timeout %r", timeout)
+    hv = _GetHypervisor(inst.hypervisor)
+    deadline = time.monotonic() + timeout
+    tried = False
+    while _IsRunning(hv, inst) and time.monotonic() < deadline:
+        try:
+            hv.StopInstance(inst, retry=tried, timeout=int(timeout))
+        except errors.HypervisorError as err:
+            if _IsRunning(hv, inst):
+                logging.warning("Clean shutdown of %s failed: %s", inst.name,
+                                err)
+        tried = True
+        if _IsRunning(hv, inst):
+            time.sleep(_SHUTDOWN_POLL_INTERVAL)
+    if _IsRunning(hv, inst):
+        logging.warning("Instance %s did not stop in %s seconds, forcing it",
+                        inst.name, timeout)
+        try:
+            hv.StopInstance(inst, force=True)
+        except errors.HypervisorError as err:
+            _Fail("Failed to force stop instance %s: %s", inst.name, err)
+        if _IsRunning(hv, inst):
+            _Fail("Could not shutdown instance %s even by destroy",
+                  inst.name)
+    try:
+        hv.CleanupInstance(inst.name)
+    except errors.HypervisorError as err:
+        logging.warning("Failed to clean up after instance %s: %s",
+                        inst.name, err)
+    io.RemoveFile(_BlockDevicesFile(inst.name))
+
+
+def instance_reboot(instance: dict, reboot_type: str,
+                    shutdown_timeout: float) -> None:
+    """Reboot a running instance.
+
+    Soft: inside the instance (the hypervisor's RebootInstance). Hard: stop
+    and start again on the block devices it was started with. A full
+    reboot also restarts the disks and is done by the master.
+    """
+    inst = _InstanceFromDict(instance)
+    hv = _GetHypervisor(inst.hypervisor)
+    if not _IsRunning(hv, inst):
+        _Fail("Cannot reboot instance %s that is not running", inst.name)
+    if reboot_type == constants.INSTANCE_REBOOT_SOFT:
+        try:
+            hv.RebootInstance(inst)
+        except errors.HypervisorError as err:
+            _Fail("Failed to soft reboot instance %s: %s", inst.name, err)
+    elif reboot_type == constants.INSTANCE_REBOOT_HARD:
+        block_devices = _SavedBlockDevices(inst.name)
+        instance_shutdown(instance, shutdown_timeout)
+        instance_start(instance, block_devices, False)
+    else:
+        _Fail("Invalid reboot_type received: %r", reboot_type)
+
+
+def _InfoDict(info: hv_base.InstanceInfo) -> dict[str, Any]:
+    _, _, memory, vcpus, state, cpu_time = info
+    return {"memory": memory, "vcpus": vcpus, "state": state,
+            "time": cpu_time}
+
+
+def _HvParamsOf(all_hvparams: Any, name: str) -> dict | None:
+    if not isinstance(all_hvparams, dict):
+        _Fail("Invalid hypervisor parameters %r", all_hvparams)
+    return all_hvparams.get(name)
+
+
+def instance_info(instance_name: str, hname: str,
+                  hvparams: dict | None) -> dict[str, Any]:
+    """memory, vcpus, state and time of a running instance; {} if none."""
+    hv = _GetHypervisor(hname)
+    try:
+        info = hv.GetInstanceInfo(instance_name, hvparams)
+    except errors.HypervisorError as err:
+        _Fail("Cannot get information about %s: %s", instance_name, err)
+    return _InfoDict(info) if info is not None else {}
+
+
+def all_instances_info(hv_names: list[str],
+                       all_hvparams: dict) -> dict[str, dict]:
+    """Runtime information of every instance, keyed by name.
+
+    An instance reported by two hypervisors with different figures is an
+    error (it can only run once).
+    """
+    if not isinstance(hv_names, list):
+        _Fail("Invalid hypervisor list %r", hv_names)
+    result: dict[str, dict] = {}
+    for hname in hv_names:
+        hv = _GetHypervisor(hname)
+        try:
+            infos = hv.GetAllInstancesInfo(_HvParamsOf(all_hvparams, hname))
+        except errors.HypervisorError as err:
+            _Fail("Cannot list the %s instances: %s", hname, err)
+        for info in infos:
+            value = _InfoDict(info)
+            if info[0] in result and result[info[0]] != value:
+                _Fail("Instance %s is running twice with different"
+                      " parameters", info[0])
+            result[info[0]] = value
+    return result
+
+
+def instance_list(hv_names: list[str], all_hvparams: dict) -> list[str]:
+    """Names of the instances running on this node, sorted."""
+    if not isinstance(hv_names, list):
+        _Fail("Invalid hypervisor list %r", hv_names)
+    names: set[str] = set()
+    for hname in hv_names:
+        hv = _GetHypervisor(hname)
+        try:
+            names.update(hv.ListInstances(_HvParamsOf(all_hvparams, hname)))
+        except errors.HypervisorError as err:
+            _Fail("Error enumerating instances (hypervisor %s): %s", hname,
+                  err)
+    return sorted(names)
+
+
+def instance_balloon_memory(instance: dict, memory: int) -> None:
+    """Change the memory of a running instance; no-op if it is stopped."""
+    inst = _InstanceFromDict(instance)
+    if isinstance(memory, bool) or not isinstance(memory, int) or \
+            memory <= 0:
+        _Fail("Invalid memory size %r", memory)
+    hv = _GetHypervisor(inst.hypervisor)
+    if not _IsRunning(hv, inst):
+        logging.info("Instance %s is not running, cannot balloon", inst.name)
+        return
+    try:
+        hv.BalloonInstanceMemory(inst, memory)
+    except errors.HypervisorError as err:
+        _Fail("Failed to balloon instance memory: %s", err)
+
+
+def instance_console_info(instance: dict, primary_node: dict,
+                          node_group: dict | None) -> dict[str, Any]:
+    """How to reach the instance's console (InstanceConsole fields)."""
+    inst = _InstanceFromDict(instance)
+    try:
+        node_obj = objects.Node.FromDict(dict(primary_node))
+        group_obj = (objects.NodeGroup.FromDict(dict(node_group))
+                     if node_group else None)
+    except (errors.ConfigurationError, TypeError) as err:
+        _Fail("Invalid node or group: %s", err)
+    hv = _GetHypervisor(inst.hypervisor)
+    return hv.GetInstanceConsole(inst, node_obj, group_obj, inst.hvparams,
+                                 inst.beparams)
+
+
+def hypervisor_validate_params(hvname: str, hvparams: dict) -> None:
+    """Check filled parameters against this node (files, devices)."""
+    hv = _GetHypervisor(hvname)
+    try:
+        hv.ValidateParameters(hvparams)
+    except errors.HypervisorError as err:
+        _Fail("Hypervisor parameter validation failed: %s", err)
+
+
+def _MigrationStep(fn: Any, what: str, instance: objects.Instance,
+                   *args: Any) -> Any:
+    try:
+        return fn(instance, *args)
+    except errors.HypervisorError as err:
+        _Fail("Failed to %s of instance %s: %s", what, instance.name, err)
+
+
+def migration_info(instance: dict) -> str:
+    """Data the target node needs to accept the instance."""
+    inst = _InstanceFromDict(instance)
+    hv = _GetHypervisor(inst.hypervisor)
+    return _MigrationStep(hv.MigrationInfo, "get the migration info", inst)
+
+
+def accept_instance(instance: dict, info: str, target: str) -> None:
+    """Target side: prepare to receive the migrating instance."""
+    inst = _InstanceFromDict(instance)
+    hv = _GetHypervisor(inst.hypervisor)
+    _MigrationStep(hv.AcceptInstance, "accept the migration", inst, info,
+                   target)
+
+
+def instance_migrate(cluster_name: str, instance: dict, target: str,
+                     live: bool) -> None:
+    """Source side: send the running instance to ``target``."""
+    inst = _InstanceFromDict(instance)
+    hv = _GetHypervisor(inst.hypervisor)
+    if not _IsRunning(hv, inst):
+        _Fail("Cannot migrate instance %s: not running on this node",
+              inst.name)
+    try:
+        hv.MigrateInstance(cluster_name, inst, target, bool(live))
+    except errors.HypervisorError as err:
+        _Fail("Failed to migrate instance %s: %s", inst.name, err)
+
+
+def instance_get_migration_status(instance: dict) -> dict[str, Any]:
+    """Source side: progress of the migration ({"status": ...})."""
+    inst = _InstanceFromDict(instance)
+    hv = _GetHypervisor(inst.hypervisor)
+    return _MigrationStep(hv.GetMigrationStatus,
+                          "get the migration status", inst)
+
+
+def finalize_migration_dst(instance: dict, info: str, success: bool) -> None:
+    """Target side: take over the instance, or clean up after failure."""
+    inst = _InstanceFromDict(instance)
+    hv = _GetHypervisor(inst.hypervisor)
+    _MigrationStep(hv.FinalizeMigrationDst, "finalize the migration", inst,
+                   info, bool(success))
+
+
+def finalize_migration_src(instance: dict, success: bool, live: bool) -> None:
+    """Source side: drop the migrated instance, or resume it."""
+    inst = _InstanceFromDict(instance)
+    hv = _GetHypervisor(inst.hypervisor)
+    _MigrationStep(hv.FinalizeMigrationSource, "finalize the migration",
+                   inst, bool(success), bool(live))
+
+
+# Instance storage (see ganeti.storage) -------------------------------------
+
+def _DiskFromDict(data: Any) -> objects.Disk:
+    """A disk sent by the master."""
+    if not isinstance(data, dict):
+        _Fail("Invalid disk %r, expected a dictionary", data)
+    try:
+        return objects.Disk.FromDict(dict(data))
+    except errors.ConfigurationError as err:
+        _Fail("Invalid disk: %s", err)
+
+
+def _CheckFlag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        _Fail("Invalid %s %r, expected true or false", name, value)
+    return value
+
+
+def blockdev_create(bdev: dict, size: int, owner: str, on_primary: bool,
+                    info: str, excl_stor: bool) -> list:
+    """Create a disk's storage of ``size`` MiB for instance ``owner``.
+
+    On the primary node the new device is also assembled, as the OS
+    scripts come next; ``info`` is stored as the device's metadata.
+    """
+    disk = _DiskFromDict(bdev)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        _Fail("Invalid disk size %r, expected MiB", size)
+    disk.size = size
+    dev = storage.Create(disk, _CheckFlag(excl_stor, "excl_stor"))
+    if _CheckFlag(on_primary, "on_primary"):
+        dev.Assemble()
+    dev.SetInfo(info)
+    logging.info("Created disk %s of %s: %r", disk.iv_name or disk.uuid,
+                 owner, dev)
+    return list(dev.unique_id)
+
+
+def blockdev_remove(bdev: dict) -> None:
+    """Destroy a disk's storage."""
+    disk = _DiskFromDict(bdev)
+    storage.GetDevice(disk).Remove()
+    logging.info("Removed disk %s (%s)", disk.iv_name or disk.uuid,
+                 disk.logical_id)
+
+
+def blockdev_assemble(disk: dict, instance: dict, on_primary: bool,
+                      idx: int) -> str | None:
+    """Make disk ``idx`` of ``instance`` usable; returns the device path.
+
+    These templates need nothing on a secondary node (None).
+    """
+    cf = _DiskFromDict(disk)
+    name = instance.get("name") if isinstance(instance, dict) else None
+    if not isinstance(name, str) or not name:
+        _Fail("Invalid instance %r, expected a dictionary with a name",
+              instance)
+    if isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
+        _Fail("Invalid disk index %r", idx)
+    if not _CheckFlag(on_primary, "on_primary"):
+        return None
+    try:
+        dev = storage.Assemble(cf)
+    except errors.BlockDeviceError as err:
+        _Fail("Cannot assemble disk/%d of instance %s: %s", idx, name, err)
+    return dev.dev_path
+
+
+def blockdev_shutdown(disk: dict) -> None:
+    """Undo blockdev_assemble (the data stays)."""
+    storage.GetDevice(_DiskFromDict(disk)).Shutdown()
+
+
+def blockdev_grow(disk: dict, amount: int, dryrun: bool, backingstore: bool,
+                  excl_stor: bool) -> None:
+    """Grow a disk by ``amount`` MiB; a negative amount is refused."""
+    storage.GetDevice(_DiskFromDict(disk)).Grow(
+        amount, _CheckFlag(dryrun, "dryrun"),
+        _CheckFlag(backingstore, "backingstore"),
+        _CheckFlag(excl_stor, "excl_stor"))
+
+
+def blockdev_getdimensions(disks: list) -> list:
+    """[size in bytes, spindles] per disk; None where it is unavailable."""
+    if not isinstance(disks, list):
+        _Fail("Invalid disks %r, expected a list", disks)
+    result = []
+    for data in disks:
+        disk = _DiskFromDict(data)
+        try:
+            result.append(list(storage.GetDevice(disk).GetActualDimensions()))
+        except errors.BlockDeviceError as err:
+            logging.warning("No dimensions of disk %s: %s",
+                            disk.iv_name or disk.uuid, err)
+            result.append(None)
+    return result
+
+
+def blockdev_setinfo(disk: dict, info: str) -> None:
+    """Store metadata with a disk."""
+    if not isinstance(info, str):
+        _Fail("Invalid disk metadata %r, expected a string", info)
+    storage.GetDevice(_DiskFromDict(disk)).SetInfo(info)
+
+
+def storage_list(su_name: str, su_args: list, name: str | None,
+                 fields: list[str]) -> list[list]:
+    """Rows of the requested fields for the storage units (file storage)."""
+    if not isinstance(fields, list) or \
+            not all(isinstance(field, str) for field in fields):
+        _Fail("Invalid storage fields %r, expected a list of names", fields)
+    if name is not None and not isinstance(name, str):
+        _Fail("Invalid storage unit name %r", name)
+    return storage.GetStorageUnit(su_name, su_args).List(name, fields)

@@ -40,7 +40,8 @@ def InitCluster(cluster_name: str, master_netdev: str,
                 nicparams: dict | None = None, ndparams: dict | None = None,
                 candidate_pool_size: int | None = None,
                 mac_prefix: str | None = None,
-                max_running_jobs: int | None = None) -> None:
+                max_running_jobs: int | None = None,
+                ipolicy: dict | None = None) -> None:
     """Create the cluster on this node and start its daemons.
 
     Everything is checked before the first file is written; the config is
@@ -61,12 +62,21 @@ def InitCluster(cluster_name: str, master_netdev: str,
                                    errors.ECODE_RESOLVER)
     secondary_ip = secondary_ip or hostname.ip
     hypervisors = enabled_hypervisors or [constants.HT_FAKE]
-    for name in hypervisors:
-        if name not in constants.HYPER_TYPES:
-            raise errors.OpPrereqError("Unknown hypervisor '%s'" % name,
-                                       errors.ECODE_INVAL)
+    # Complete and checked per hypervisor (built-in defaults filled in)
+    hvparams = {name: cmdlib_cluster.UpdatedHvParams(
+        name, None, (hvparams or {}).get(name, {}))
+        for name in set(hypervisors) | set(hvparams or {})}
     templates = (enabled_disk_templates or
                  constants.DEFAULT_ENABLED_DISK_TEMPLATES)
+    if ipolicy:
+        ipolicy = objects.FillIPolicy(objects.FillDict(
+            objects.IPOLICY_DEFAULTS, {objects.IPOLICY_DTS: list(templates)}),
+            ipolicy)
+        try:
+            objects.CheckIPolicy(ipolicy, complete=True)
+        except errors.TypeEnforcementError as err:
+            raise errors.OpPrereqError("Invalid instance policy: %s" % err,
+                                       errors.ECODE_INVAL) from None
     for name in templates:
         if name not in constants.DISK_TEMPLATES:
             raise errors.OpPrereqError("Unknown disk template '%s'" % name,
@@ -98,9 +108,9 @@ def InitCluster(cluster_name: str, master_netdev: str,
         enabled_disk_templates=templates, file_storage_dir=file_storage_dir,
         shared_file_storage_dir=shared_file_storage_dir)
     cluster.UpgradeConfig()
-    if hvparams:
-        for hv_name, params in hvparams.items():
-            cluster.hvparams.setdefault(hv_name, {}).update(params)
+    cluster.hvparams.update(hvparams)
+    if ipolicy:
+        cluster.ipolicy = ipolicy
     if beparams:
         cluster.beparams[constants.PP_DEFAULT].update(beparams)
     if nicparams:

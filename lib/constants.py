@@ -23,7 +23,8 @@ CONFIG_VERSION = BuildVersion(VERSION_MAJOR, VERSION_MINOR, VERSION_REVISION)
 PROTOCOL_VERSION = CONFIG_VERSION
 LUXI_VERSION = CONFIG_VERSION
 OS_API_VERSION = 20
-OS_API_VERSIONS = frozenset([20])
+# OS API versions accepted in an OS's ganeti_api_version (20 is current)
+OS_API_VERSIONS = frozenset([10, 15, 20])
 EXPORT_VERSION = 0
 RAPI_VERSION = 2
 JOB_QUEUE_VERSION = 1
@@ -177,6 +178,42 @@ HT_FAKE = "fake"
 HT_KVM = "kvm"
 HYPER_TYPES = frozenset([HT_FAKE, HT_KVM])
 
+# Migration modes (hypervisor parameter migration_mode)
+HT_MIGRATION_LIVE = "live"
+HT_MIGRATION_NONLIVE = "non-live"
+HT_MIGRATION_MODES = frozenset([HT_MIGRATION_LIVE, HT_MIGRATION_NONLIVE])
+
+# Migration status reported by the source node's hypervisor
+HV_MIGRATION_ACTIVE = "active"
+HV_MIGRATION_CANCELLED = "cancelled"
+HV_MIGRATION_COMPLETED = "completed"
+HV_MIGRATION_FAILED = "failed"
+HV_MIGRATION_POSTCOPY_ACTIVE = "postcopy-active"
+HV_MIGRATION_VALID_STATUSES = frozenset([
+    HV_MIGRATION_ACTIVE, HV_MIGRATION_CANCELLED, HV_MIGRATION_COMPLETED,
+    HV_MIGRATION_FAILED, HV_MIGRATION_POSTCOPY_ACTIVE])
+HV_MIGRATION_FAILED_STATUSES = frozenset([HV_MIGRATION_CANCELLED,
+                                          HV_MIGRATION_FAILED])
+
+# Runtime state of an instance as its hypervisor reports it
+HV_INSTANCE_RUNNING = 0
+HV_INSTANCE_SHUTDOWN = 1
+
+# Reboot types
+INSTANCE_REBOOT_SOFT = "soft"
+INSTANCE_REBOOT_HARD = "hard"
+INSTANCE_REBOOT_FULL = "full"
+REBOOT_TYPES = frozenset([INSTANCE_REBOOT_SOFT, INSTANCE_REBOOT_HARD,
+                          INSTANCE_REBOOT_FULL])
+# Seconds an instance gets to shut down cleanly before it is forced off
+DEFAULT_SHUTDOWN_TIMEOUT = 120
+
+# Console kinds (InstanceConsole.kind)
+CONS_MESSAGE = "msg"
+CONS_SSH = "ssh"
+CONS_VNC = "vnc"
+CONS_SPICE = "spice"
+
 DT_DISKLESS = "diskless"
 DT_FILE = "file"
 DT_SHARED_FILE = "sharedfile"
@@ -304,3 +341,87 @@ SSL_CERT_EXPIRATION_ERROR = 7
 
 # gnt-cluster command: longest run of the command on a node, in seconds
 NODE_COMMAND_TIMEOUT = 15 * 60
+
+# OS definitions (OS API, ganeti-os-interface) --------------------------------
+OS_SCRIPT_CREATE = "create"
+OS_SCRIPT_CREATE_UNTRUSTED = "create_untrusted"
+OS_SCRIPT_IMPORT = "import"
+OS_SCRIPT_EXPORT = "export"
+OS_SCRIPT_RENAME = "rename"
+OS_SCRIPT_VERIFY = "verify"
+# Scripts every OS definition has (create_untrusted is optional)
+OS_SCRIPTS = frozenset([OS_SCRIPT_CREATE, OS_SCRIPT_IMPORT, OS_SCRIPT_EXPORT,
+                        OS_SCRIPT_RENAME, OS_SCRIPT_VERIFY])
+OS_API_FILE = "ganeti_api_version"
+OS_VARIANTS_FILE = "variants.list"
+OS_PARAMETERS_FILE = "parameters.list"
+# What the verify script checks, passed as its first argument
+OS_VALIDATE_PARAMETERS = "parameters"
+OS_VALIDATE_CALLS = frozenset([OS_VALIDATE_PARAMETERS])
+# An OS is named "name+variant"
+OS_VARIANT_DELIM = "+"
+# Longest run of an OS script, in seconds
+OS_SCRIPT_TIMEOUT = 3600
+# Lines of an OS script's log quoted in the error when it fails
+OS_LOG_TAIL_LINES = 20
+
+# Container modifications (hidden_os, blacklisted_os, disks, NICs)
+DDM_ADD = "add"
+DDM_MODIFY = "modify"
+DDM_REMOVE = "remove"
+DDMS_VALUES = frozenset([DDM_ADD, DDM_REMOVE])
+
+# Disk templates by capability (Ganeti's DTS_* sets) -------------------------
+DTS_INT_MIRROR = frozenset([DT_DRBD8])
+DTS_EXT_MIRROR = frozenset([DT_DISKLESS, DT_BLOCK, DT_EXT, DT_SHARED_FILE])
+DTS_MIRRORED = DTS_INT_MIRROR | DTS_EXT_MIRROR
+DTS_GROWABLE = frozenset([DT_SHARED_FILE, DT_DRBD8, DT_PLAIN, DT_EXT,
+                          DT_FILE])
+DTS_MAY_ADOPT = frozenset([DT_BLOCK, DT_PLAIN])
+DTS_MUST_ADOPT = frozenset([DT_BLOCK])
+DTS_FILEBASED = frozenset([DT_FILE, DT_SHARED_FILE])
+DTS_SNAPSHOT_CAPABLE = frozenset([DT_PLAIN, DT_DRBD8, DT_EXT])
+DTS_NO_FREE_SPACE_CHECK = frozenset([DT_EXT, DT_SHARED_FILE, DT_FILE])
+
+# File disk drivers (first element of a file disk's logical_id)
+FD_LOOP = "loop"
+FD_BLKTAP = "blktap"
+FD_BLKTAP2 = "blktap2"
+FD_DEFAULT = FD_LOOP
+FILE_DRIVER = frozenset([FD_LOOP, FD_BLKTAP, FD_BLKTAP2])
+
+# Driver of adopted block devices (first element of their logical_id)
+BLOCKDEV_DRIVER_MANUAL = "manual"
+# Where adoptable block devices may be, unless the cluster's allow-list
+# (pathutils.BLOCKDEV_PATHS_FILE) says otherwise; shell patterns
+ADOPTABLE_BLOCKDEV_PATTERNS = ("/dev/disk/*", "/dev/loop*")
+
+# Storage unit types and their fields (gnt-node list-storage)
+ST_FILE = "file"
+ST_SHARED_FILE = "sharedfile"
+ST_BLOCK = "blockdev"
+ST_EXT = "ext"
+SF_NODE = "node"
+SF_TYPE = "type"
+SF_NAME = "name"
+SF_SIZE = "size"
+SF_USED = "used"
+SF_FREE = "free"
+SF_ALLOCATABLE = "allocatable"
+VALID_STORAGE_FIELDS = frozenset([SF_NAME, SF_SIZE, SF_USED, SF_FREE,
+                                  SF_ALLOCATABLE])
+
+# ExtStorage interface: actions (script names) and the parameters file
+ES_ACTION_CREATE = "create"
+ES_ACTION_REMOVE = "remove"
+ES_ACTION_GROW = "grow"
+ES_ACTION_ATTACH = "attach"
+ES_ACTION_DETACH = "detach"
+ES_ACTION_SETINFO = "setinfo"
+ES_ACTION_VERIFY = "verify"
+ES_SCRIPTS = frozenset([ES_ACTION_CREATE, ES_ACTION_REMOVE, ES_ACTION_GROW,
+                        ES_ACTION_ATTACH, ES_ACTION_DETACH, ES_ACTION_SETINFO,
+                        ES_ACTION_VERIFY])
+ES_PARAMETERS_FILE = "parameters.list"
+# Longest run of one ExtStorage script, in seconds
+ES_SCRIPT_TIMEOUT = 5 * 60

@@ -430,6 +430,36 @@ def FillIPolicy(default_ipolicy: dict, custom_ipolicy: dict | None) -> dict:
     return result
 
 
+def _HvClass(hv_name: str) -> Any:
+    """The class of a hypervisor, None if this version lacks it.
+
+    Imported late: the hypervisor modules build on this one.
+    """
+    from ganeti import hypervisor
+    try:
+        return hypervisor.GetHypervisorClass(hv_name)
+    except errors.HypervisorError:
+        return None
+
+
+def HvDefaults(hv_name: str) -> dict:
+    """Built-in defaults of a hypervisor's parameters ({} if unknown)."""
+    hv_class = _HvClass(hv_name)
+    return hv_class.GetDefaults() if hv_class is not None else {}
+
+
+def CheckHvParams(hv_name: str, hvparams: Any, what: str) -> None:
+    """Raise TypeEnforcementError naming an unknown or ill-typed
+    parameter of ``hv_name`` in ``hvparams`` (overrides only)."""
+    hv_class = _HvClass(hv_name)
+    if hv_class is None:
+        return
+    try:
+        hv_class.CheckParameterOverrides(hvparams)
+    except errors.HypervisorError as err:
+        raise errors.TypeEnforcementError("%s: %s" % (what, err)) from None
+
+
 def NewUUID() -> str:
     """A random UUID, as used for every object's identity."""
     return str(uuid_mod.uuid4())
@@ -912,6 +942,9 @@ class Instance(TaggableObject):
     def _ValidateParams(self) -> None:
         super()._ValidateParams()
         CheckParamDict(BE_PARAMETERS, self.beparams or {}, "backend")
+        if self.hypervisor:
+            CheckHvParams(self.hypervisor, self.hvparams or {},
+                          "instance hypervisor parameters")
         if HVC_GLOBALS & set(self.hvparams or {}):
             raise errors.TypeEnforcementError(
                 "hypervisor parameters %s can only be set cluster-wide" %
@@ -1136,6 +1169,11 @@ class Cluster(TaggableObject):
             self.enabled_hypervisors = [self.default_hypervisor] + hvs
             self.default_hypervisor = None
         super().UpgradeConfig()
+        self.hvparams = self.hvparams or {}
+        for hv_name in set(self.enabled_hypervisors or []) | \
+                set(self.hvparams):
+            self.hvparams[hv_name] = FillDict(HvDefaults(hv_name),
+                                              self.hvparams.get(hv_name))
         self.beparams = self.beparams or {}
         self.beparams[PP_DEFAULT] = FillDict(
             BEC_DEFAULTS, self._UpgradedBE(self.beparams.get(PP_DEFAULT)))
@@ -1175,6 +1213,12 @@ class Cluster(TaggableObject):
         CheckParamDict(ND_PARAMETERS, self.ndparams or {}, "cluster node")
         CheckDiskParams(self.diskparams or {}, "cluster disk")
         CheckIPolicy(self.ipolicy or {}, complete=True)
+        for hv_name, params in (self.hvparams or {}).items():
+            CheckHvParams(hv_name, params, "cluster hypervisor parameters")
+        for os_name, hvs in (self.os_hvp or {}).items():
+            for hv_name, params in hvs.items():
+                CheckHvParams(hv_name, params,
+                              "hypervisor parameters of OS %s" % os_name)
         for hv in HVC_GLOBALS:
             for os_name, hvs in (self.os_hvp or {}).items():
                 for hv_name, params in hvs.items():
@@ -1190,10 +1234,16 @@ class Cluster(TaggableObject):
 
     def GetHVDefaults(self, hypervisor: str, os_name: str | None = None,
                       skip_keys: Iterable[str] | None = None) -> dict:
-        """Cluster defaults for a hypervisor, with an OS's overrides."""
-        result = FillDict(self.hvparams.get(hypervisor, {}), {}, skip_keys)
+        """Cluster defaults for a hypervisor, with an OS's overrides.
+
+        The hypervisor's built-in defaults fill whatever the cluster lacks,
+        so the result is complete even for a hypervisor never enabled.
+        """
+        result = FillDict(HvDefaults(hypervisor),
+                          (self.hvparams or {}).get(hypervisor), skip_keys)
         if os_name is not None:
-            os_hvp = self.os_hvp.get(os_name, {}).get(hypervisor, {})
+            os_hvp = (self.os_hvp or {}).get(os_name, {}).get(hypervisor,
+                                                              {})
             result = FillDict(result, os_hvp, skip_keys)
         return result
 
@@ -1228,6 +1278,27 @@ class Cluster(TaggableObject):
     def FillBE(self, instance: Instance) -> dict:
         """Effective backend parameters of an instance."""
         return self.SimpleFillBE(instance.beparams)
+
+    def InstanceRpcDict(self, instance: Instance,
+                        hvparams: dict | None = None,
+                        beparams: dict | None = None) -> dict:
+        """The instance as sent to a node: parameters filled.
+
+        Nodes know no defaults (design-2.0 "Default value application"),
+        so hvparams, beparams and each NIC's nicparams are the effective
+        values; ``hvparams``/``beparams`` override them for one call
+        (e.g. starting with temporary parameters).
+        """
+        result = instance.ToDict()
+        result["hvparams"] = self.FillHV(instance)
+        if hvparams:
+            result["hvparams"].update(hvparams)
+        result["beparams"] = self.FillBE(instance)
+        if beparams:
+            result["beparams"].update(beparams)
+        result["nics"] = [dict(nic, nicparams=self.SimpleFillNIC(
+            nic.get("nicparams"))) for nic in result.get("nics", [])]
+        return result
 
     def SimpleFillNIC(self, nicparams: dict | None) -> dict:
         """Cluster NIC defaults overridden by ``nicparams``."""
@@ -1325,3 +1396,75 @@ class ConfigData(ConfigObject):
                                             ", ".join(missing))
         return super().FromDict(data)
 
+
+
+class OS(ConfigObject):
+    """An OS definition found on a node (never stored in the config).
+
+    ``path`` is the OS directory, the ``*_script`` fields the full paths
+    of its scripts (``create_script_untrusted`` None when the OS has
+    none); ``supported_parameters`` lists ``[name, description]`` pairs.
+    """
+
+    __slots__ = ("name", "path", "api_versions", "create_script",
+                 "create_script_untrusted", "export_script", "import_script",
+                 "rename_script", "verify_script", "supported_variants",
+                 "supported_parameters")
+    _FIELD_CHECKS = {
+        "name": ht.TNonEmptyString,
+        "path": ht.TNonEmptyString,
+        "api_versions": ht.TListOf(ht.TNonNegativeInt),
+        "supported_variants": _TStringList,
+        "supported_parameters": ht.TListOf(ht.TListOf(ht.TString)),
+    }
+    _FIELD_DEFAULTS = {"api_versions": [], "supported_variants": [],
+                       "supported_parameters": []}
+    _REQUIRED = frozenset(["name", "path"])
+
+    @staticmethod
+    def SplitNameVariant(name: str) -> list[str]:
+        """``[os_name, variant]`` of ``name+variant`` (variant "" if none)."""
+        parts = name.split(constants.OS_VARIANT_DELIM, 1)
+        if len(parts) < 2:
+            parts.append("")
+        return parts
+
+    @classmethod
+    def GetName(cls, name: str) -> str:
+        """The OS name without its variant."""
+        return cls.SplitNameVariant(name)[0]
+
+    @classmethod
+    def GetVariant(cls, name: str) -> str:
+        """The variant part of an OS name ("" if none)."""
+        return cls.SplitNameVariant(name)[1]
+
+    def CheckVariant(self, name: str) -> None:
+        """Refuse ``name`` (``os+variant``) unless its variant suits the OS.
+
+        An OS with variants needs one of them named; one without refuses
+        any variant.
+        """
+        variant = self.GetVariant(name)
+        if not self.supported_variants:
+            if variant:
+                raise errors.OpPrereqError(
+                    "OS '%s' doesn't support variants ('%s' passed)" %
+                    (self.name, variant), errors.ECODE_INVAL)
+            return
+        if not variant:
+            raise errors.OpPrereqError("OS name '%s' must include a variant"
+                                       % name, errors.ECODE_INVAL)
+        if variant not in self.supported_variants:
+            raise errors.OpPrereqError("OS '%s' doesn't support variant '%s'"
+                                       % (self.name, variant),
+                                       errors.ECODE_INVAL)
+
+    @property
+    def is_trusted(self) -> bool:
+        """Whether the OS may run its create script on the node itself.
+
+        Only OSes shipping a ``create_untrusted`` script need the install
+        helper VM; Ganeti calls the others trusted.
+        """
+        return not self.create_script_untrusted

@@ -64,6 +64,9 @@ _PVerifyClutter = ("verify_clutter", False, ht.TBool,
 _TAllocPolicy = ht.TElemOf(constants.VALID_ALLOC_POLICIES)
 _TParamsDict = ht.TDictOf(ht.TNonEmptyString, ht.TAny)
 _THvParams = ht.TDictOf(ht.TNonEmptyString, ht.TDict)
+# [[DDM_ADD|DDM_REMOVE, os_name], ...] (hidden_os, blacklisted_os)
+_TOsListModifications = ht.TMaybeListOf(
+    ht.TTupleOf(ht.TElemOf(constants.DDMS_VALUES), ht.TNonEmptyString))
 
 
 class _AutoOpParamSlots(type):
@@ -256,10 +259,18 @@ class OpClusterSetParams(OpCode):
          ht.TMaybe(ht.TAnd(ht.TListOf(ht.TElemOf(constants.HYPER_TYPES)),
                            ht.TTrue)),
          "Hypervisors instances may use"),
+        ("default_hypervisor", None,
+         ht.TMaybe(ht.TElemOf(constants.HYPER_TYPES)),
+         "Hypervisor new instances get by default (made the first of the"
+         " enabled hypervisors)"),
         ("hvparams", None, ht.TMaybe(_THvParams),
-         "Cluster-level hypervisor parameters, per hypervisor"),
+         "Cluster-level hypervisor parameters, per hypervisor; the value"
+         " \"default\" resets a parameter to its built-in default"),
         ("beparams", None, ht.TMaybe(_TParamsDict),
          "Cluster-level backend parameters"),
+        ("ipolicy", None, ht.TMaybeDict,
+         "Cluster-wide instance policy (the keys given replace the current"
+         " ones)"),
         ("nicparams", None, ht.TMaybe(_TParamsDict),
          "Cluster-level NIC parameters"),
         ("ndparams", None, ht.TMaybe(_TParamsDict),
@@ -277,6 +288,21 @@ class OpClusterSetParams(OpCode):
          " instances)"),
         ("default_iallocator", None, ht.TMaybe(ht.TString),
          "Default instance allocator"),
+        ("os_hvp", None,
+         ht.TMaybe(ht.TDictOf(ht.TNonEmptyString, _THvParams)),
+         "Cluster-wide OS hypervisor parameter defaults, per OS and"
+         " hypervisor"),
+        ("osparams", None,
+         ht.TMaybe(ht.TDictOf(ht.TNonEmptyString, ht.TDict)),
+         "Cluster-wide OS parameter defaults, per OS"),
+        ("hidden_os", None, _TOsListModifications,
+         "Modify list of hidden operating systems: each modification must"
+         " have two items, the operation and the OS name; the operation"
+         " can be add or remove"),
+        ("blacklisted_os", None, _TOsListModifications,
+         "Modify list of blacklisted operating systems: each modification"
+         " must have two items, the operation and the OS name; the"
+         " operation can be add or remove"),
     ]
     OP_RESULT = ht.TNone
 
@@ -490,6 +516,19 @@ class OpQueryFields(OpCode):
          "Requested fields; all if not given"),
     ]
     OP_RESULT = ht.TDict
+
+
+# Operating systems ---------------------------------------------------------------
+
+class OpOsDiagnose(OpCode):
+    """Report the OS definitions of the cluster's nodes."""
+    OP_PARAMS = [
+        ("output_fields", ht.NoDefault, ht.TListOf(ht.TNonEmptyString),
+         "Requested fields"),
+        ("names", [], ht.TListOf(ht.TNonEmptyString),
+         "Which operating systems to diagnose"),
+    ]
+    OP_RESULT = ht.TListOf(ht.TListOf(ht.TAny))
 
 
 # Testing -------------------------------------------------------------------------

@@ -35,6 +35,10 @@ SOCKET_DIR = RUN_DIR + "/socket"
 CRYPTO_KEYS_DIR = RUN_DIR + "/crypto"
 IMPORT_EXPORT_DIR = RUN_DIR + "/import-export"
 LOG_OS_DIR = LOG_DIR + "/os"
+# Runtime state of the fake hypervisor: one file per running instance
+FAKE_HV_DIR = RUN_DIR + "/fake-hypervisor"
+# Block devices of running instances, as given when they were started
+DISK_LINKS_DIR = RUN_DIR + "/instance-disks"
 
 # Configuration and certificates
 CLUSTER_CONF_FILE = DATA_DIR + "/config.data"
@@ -56,6 +60,11 @@ HOOKS_BASE_DIR = CONF_DIR + "/hooks"
 DEFAULT_FILE_STORAGE_DIR = _P("/srv/ganeti/file-storage")
 DEFAULT_SHARED_FILE_STORAGE_DIR = _P("/srv/ganeti/shared-file-storage")
 OS_SEARCH_PATH = [_P("/srv/ganeti/os"), _P(PREFIX + "/lib/ganeti/os")]
+ES_SEARCH_PATH = [_P("/srv/ganeti/extstorage")]
+LOG_ES_DIR = LOG_DIR + "/extstorage"
+# Shell patterns of the block devices the blockdev template may adopt (one
+# per line); constants.ADOPTABLE_BLOCKDEV_PATTERNS without the file
+BLOCKDEV_PATHS_FILE = CONF_DIR + "/blockdev-paths"
 
 # Job queue
 QUEUE_DIR = DATA_DIR + "/queue"
@@ -128,5 +137,6 @@ def GetUploadableFiles() -> frozenset[str]:
         RAPI_USERS_FILE,
         CLUSTER_DOMAIN_SECRET_FILE,
         FILE_STORAGE_PATHS_FILE,
+        BLOCKDEV_PATHS_FILE,
         WATCHER_PAUSEFILE,
     ])

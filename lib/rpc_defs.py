@@ -62,6 +62,11 @@ def _RunCommandTimeout(command: str) -> float:
     return constants.NODE_COMMAND_TIMEOUT + 30
 
 
+def _OSScriptTimeout(*_args: Any) -> float:
+    """The node gives up on the OS script first and reports that."""
+    return constants.OS_SCRIPT_TIMEOUT + 30
+
+
 def _A(name: str, encoding: str | None = None) -> RpcArg:
     return RpcArg(name, encoding)
 
@@ -135,6 +140,142 @@ CALLS: tuple[RpcCall, ...] = (
             constants.RPC_TMO_NORMAL, CALL_MULTI,
             "Write a file below one of the node's allowed copyfile prefixes"
             " (gnt-cluster copyfile)"),
+    RpcCall("os_diagnose", (), constants.RPC_TMO_FAST, CALL_MULTI,
+            "The OS definitions in the node's search path: [name, path,"
+            " valid, reason, variants, parameters, api_versions, trusted]"
+            " per OS directory"),
+    RpcCall("os_validate",
+            (_A("required"), _A("name"), _A("checks"), _A("params"),
+             _A("force_variant")),
+            constants.RPC_TMO_FAST, CALL_MULTI,
+            "Check that an OS (name+variant) is valid and that its verify"
+            " script accepts the filled parameters; false if it is missing"
+            " and not required"),
+    RpcCall("instance_os_add", (_A("instance"), _A("reinstall"), _A("debug")),
+            _OSScriptTimeout, CALL_SINGLE,
+            "Run the OS create script for a filled instance dict (disks with"
+            " dev_path); failures carry the tail of the OS log"),
+    RpcCall("instance_run_rename",
+            (_A("instance"), _A("old_name"), _A("debug")),
+            constants.RPC_TMO_SLOW, CALL_SINGLE,
+            "Run the OS rename script (refused if the OS has none)"),
+)
+
+def _ShutdownTimeout(instance: Any, timeout: float) -> float:
+    """The node waits ``timeout`` for a clean stop, then forces it."""
+    return constants.RPC_TMO_NORMAL + max(float(timeout), 0.0)
+
+
+def _RebootTimeout(instance: Any, reboot_type: str,
+                   shutdown_timeout: float) -> float:
+    return constants.RPC_TMO_NORMAL + max(float(shutdown_timeout), 0.0)
+
+
+# Hypervisor procedures. An "instance" argument is the instance as
+# objects.Cluster.InstanceRpcDict gives it: hvparams, beparams and
+# nicparams filled, so nodes never apply defaults themselves.
+CALLS += (
+    RpcCall("instance_start",
+            (_A("instance"), _A("block_devices"), _A("startup_paused")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Start an instance; block_devices is a list of [disk dict,"
+            " device path], in disk order"),
+    RpcCall("instance_shutdown", (_A("instance"), _A("timeout")),
+            _ShutdownTimeout, CALL_SINGLE,
+            "Stop an instance, forcing it off after timeout seconds;"
+            " stopping a stopped instance succeeds"),
+    RpcCall("instance_reboot",
+            (_A("instance"), _A("reboot_type"), _A("shutdown_timeout")),
+            _RebootTimeout, CALL_SINGLE,
+            "Reboot a running instance: soft (inside the instance) or hard"
+            " (stop and start with the same block devices)"),
+    RpcCall("instance_info", (_A("instance_name"), _A("hname"),
+                              _A("hvparams")),
+            constants.RPC_TMO_URGENT, CALL_SINGLE,
+            "Runtime information of one instance (memory, vcpus, state,"
+            " time), or an empty dict if it is not running"),
+    RpcCall("all_instances_info", (_A("hv_names"), _A("all_hvparams")),
+            constants.RPC_TMO_URGENT, CALL_MULTI,
+            "Runtime information of every instance of the given"
+            " hypervisors, keyed by instance name; all_hvparams maps"
+            " hypervisor to its cluster parameters"),
+    RpcCall("instance_list", (_A("hv_names"), _A("all_hvparams")),
+            constants.RPC_TMO_URGENT, CALL_MULTI,
+            "Names of the instances running on the node"),
+    RpcCall("instance_balloon_memory", (_A("instance"), _A("memory")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Change the memory (MiB) of a running instance"),
+    RpcCall("instance_console_info",
+            (_A("instance"), _A("primary_node"), _A("node_group")),
+            constants.RPC_TMO_URGENT, CALL_SINGLE,
+            "How to reach an instance's console (InstanceConsole fields);"
+            " primary_node and node_group are config dicts"),
+    RpcCall("hypervisor_validate_params", (_A("hvname"), _A("hvparams")),
+            constants.RPC_TMO_NORMAL, CALL_MULTI,
+            "Check filled hypervisor parameters against the node itself"
+            " (files, devices); fails naming the bad parameter"),
+    RpcCall("migration_info", (_A("instance"),), constants.RPC_TMO_NORMAL,
+            CALL_SINGLE,
+            "Source side, first step of a migration: data the target"
+            " needs to accept the instance"),
+    RpcCall("accept_instance",
+            (_A("instance"), _A("info"), _A("target")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Target side: prepare to receive a migrating instance"),
+    RpcCall("instance_migrate",
+            (_A("cluster_name"), _A("instance"), _A("target"), _A("live")),
+            constants.RPC_TMO_SLOW, CALL_SINGLE,
+            "Source side: send the running instance to the target"),
+    RpcCall("instance_get_migration_status", (_A("instance"),),
+            constants.RPC_TMO_URGENT, CALL_SINGLE,
+            "Source side: {status, ...} of the running migration"),
+    RpcCall("finalize_migration_dst",
+            (_A("instance"), _A("info"), _A("success")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Target side: take over the instance, or clean up on failure"),
+    RpcCall("finalize_migration_src",
+            (_A("instance"), _A("success"), _A("live")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Source side: drop the migrated instance, or resume it on"
+            " failure"),
+    RpcCall("blockdev_create",
+            (_A("bdev"), _A("size"), _A("owner"), _A("on_primary"),
+             _A("info"), _A("excl_stor")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Create the storage of a disk (size in MiB) for instance owner;"
+            " assembled if on_primary, info stored as its metadata; returns"
+            " the disk's logical id"),
+    RpcCall("blockdev_remove", (_A("bdev"),), constants.RPC_TMO_NORMAL,
+            CALL_SINGLE,
+            "Destroy the storage of a disk (adopted block devices are only"
+            " forgotten)"),
+    RpcCall("blockdev_assemble",
+            (_A("disk"), _A("instance"), _A("on_primary"), _A("idx")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Make disk idx of the instance usable; returns the device path"
+            " (None on a secondary node, where these templates have nothing"
+            " to assemble)"),
+    RpcCall("blockdev_shutdown", (_A("disk"),), constants.RPC_TMO_NORMAL,
+            CALL_SINGLE, "Undo blockdev_assemble; the data stays"),
+    RpcCall("blockdev_grow",
+            (_A("disk"), _A("amount"), _A("dryrun"), _A("backingstore"),
+             _A("excl_stor")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Grow a disk by amount MiB (never shrinks); dryrun only checks"),
+    RpcCall("blockdev_getdimensions", (_A("disks"),),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "[size in bytes, spindles] of each disk, None for a disk that"
+            " is not available"),
+    RpcCall("blockdev_setinfo", (_A("disk"), _A("info")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Store metadata (the owner instance) with a disk"),
+    RpcCall("storage_list",
+            (_A("su_name"), _A("su_args"), _A("name"), _A("fields")),
+            constants.RPC_TMO_NORMAL, CALL_MULTI,
+            "List storage units: su_name a constants.ST_* type (file,"
+            " sharedfile), su_args [virtual directory], name a unit name"
+            " or None for all, fields constants.SF_* names; rows of values"
+            " (sizes in MiB)"),
 )
 
 # Procedures the node daemon serves before it belongs to a cluster, to any

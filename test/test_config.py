@@ -163,7 +163,8 @@ def test_readers_return_copies(cfg):
     assert cfg.GetInstanceInfo(inst.uuid).beparams == {}
     assert cfg.GetInstanceInfo(inst.uuid).nics[0].mac == "aa:00:00:00:00:01"
     assert cfg.GetClusterInfo().GetTags() == {"prod"}
-    assert cfg.GetClusterInfo().hvparams == {"fake": {}}
+    assert cfg.GetClusterInfo().hvparams == {
+        "fake": {"migration_mode": "live"}}
     assert "bogus" not in cfg.GetNodeGroup(group.uuid).members
 
 

@@ -279,7 +279,7 @@ def test_fresh_cluster_defaults():
     assert cluster.max_running_jobs == 20
     assert cluster.max_tracked_jobs == 25
     assert cluster.enabled_hypervisors == ["fake"]
-    assert cluster.hvparams == {"fake": {}}
+    assert cluster.hvparams == {"fake": {"migration_mode": "live"}}
     assert cluster.enabled_disk_templates == ["file", "diskless"]
     assert cluster.ipolicy["disk-templates"] == ["file", "diskless"]
     assert cluster.mac_prefix == constants.DEFAULT_MAC_PREFIX

@@ -5,11 +5,11 @@ import stat
 import sys
 from typing import Any
 
-from ganeti import (backend, bootstrap, cli, constants, errors, opcodes,
-                    serializer, ssconf)
+from ganeti import (backend, bootstrap, cli, constants, errors, hypervisor,
+                    objects, opcodes, serializer, ssconf)
 from ganeti.cli_opts import (
-    ArgChoice, ArgCommand, ArgFile, ArgUnknown, BACKEND_OPT, CONFIRM_OPT,
-    NODE_LIST_OPT, VERBOSE_OPT, HVLIST_OPT, OpcodeOption,
+    ArgChoice, ArgCommand, ArgFile, ArgUnknown, CONFIRM_OPT,
+    NODE_LIST_OPT, VERBOSE_OPT, OpcodeOption, SplitKeyVal,
     PRIORITY_OPT, DRY_RUN_OPT, SUBMIT_OPT, PRINT_JOBID_OPT, TAG_SRC_OPT,
     YES_DOIT_OPT, cli_option)
 from ganeti.rpc import node as rpc_node
@@ -48,6 +48,46 @@ NICPARAMS_OPT = OpcodeOption(_SetParams, "nicparams", "-N",
                              "--nic-parameters", default={})
 NDPARAMS_OPT = OpcodeOption(_SetParams, "ndparams", "--node-parameters",
                             default={})
+DEFAULT_HV_OPT = OpcodeOption(_SetParams, "default_hypervisor",
+                              "--default-hypervisor")
+# -H with the parameters of each hypervisor in the help, from their tables;
+# --hypervisor-defaults and --defaults are design-2.0's names
+HVPARAMS_OPT = cli_option(
+    "-H", "--hypervisor-parameters", "--hypervisor-defaults",
+    dest="hvparams", type="identkeyval", action="append", default=[],
+    metavar="HV:PARAM=VALUE,...",
+    help="Hypervisor parameters, hypervisor:param=value,... (\"default\" or"
+    " -param resets a parameter). %s" % " ".join(
+        "Parameters of %s: %s." % (name,
+                                   hypervisor.GetHypervisorClass(name)
+                                   .ParameterHelp())
+        for name in hypervisor.GetHypervisorNames()))
+BEPARAMS_OPT = cli_option("-B", "--backend-parameters", "--defaults",
+                          dest="beparams", type="keyval", default={},
+                          metavar="PARAM=VALUE,...",
+                          help="Backend parameters (%s)" % ", ".join(
+                              sorted(objects.BE_PARAMETERS)))
+IPOLICY_BOUNDS_OPT = cli_option(
+    "--ipolicy-bounds-specs", dest="ipolicy_bounds_specs", default=None,
+    metavar="min:SPEC=N,...//max:SPEC=N,...",
+    help="Allowed ranges of instance specs (%s), min and max pairs"
+    " separated by //" % ", ".join(sorted(objects.ISPEC_PARAMETERS)))
+IPOLICY_STD_OPT = cli_option(
+    "--ipolicy-std-specs", dest="ipolicy_std_specs", type="keyval",
+    default=None, metavar="SPEC=N,...", help="Standard instance specs")
+IPOLICY_DT_OPT = cli_option(
+    "--ipolicy-disk-templates", dest="ipolicy_disk_templates", type="list",
+    default=None, metavar="TEMPLATE,...",
+    help="Disk templates instances may use")
+IPOLICY_VCPU_RATIO_OPT = cli_option(
+    "--ipolicy-vcpu-ratio", dest="ipolicy_vcpu_ratio", type="float",
+    default=None, help="Maximum virtual to physical CPU ratio")
+IPOLICY_SPINDLE_RATIO_OPT = cli_option(
+    "--ipolicy-spindle-ratio", dest="ipolicy_spindle_ratio", type="float",
+    default=None,
+    help="Maximum instance spindle use per physical spindle")
+IPOLICY_OPTS = [IPOLICY_BOUNDS_OPT, IPOLICY_STD_OPT, IPOLICY_DT_OPT,
+                IPOLICY_VCPU_RATIO_OPT, IPOLICY_SPINDLE_RATIO_OPT]
 NOVOTING_OPT = cli_option("--no-voting", dest="no_voting", default=False,
                           action="store_true",
                           help="Skip node agreement check (dangerous)")
@@ -59,7 +99,46 @@ _PARAM_OPTS = [CANDIDATE_POOL_SIZE_OPT, MAX_RUNNING_JOBS_OPT,
                MAC_PREFIX_OPT, MASTER_NETDEV_OPT, MASTER_NETMASK_OPT,
                ENABLED_HV_OPT, ENABLED_DISK_TEMPLATES_OPT,
                FILE_STORAGE_DIR_OPT, SHARED_FILE_STORAGE_DIR_OPT,
-               BACKEND_OPT, HVLIST_OPT, NICPARAMS_OPT, NDPARAMS_OPT]
+               BEPARAMS_OPT, HVPARAMS_OPT, NICPARAMS_OPT,
+               NDPARAMS_OPT] + IPOLICY_OPTS
+
+
+def _ISpecs(opt: str, text: str) -> dict:
+    try:
+        values = SplitKeyVal(opt, text, False)
+        return {key: int(value) for key, value in values.items()}
+    except (errors.ParameterError, ValueError) as err:
+        raise errors.OpPrereqError("Invalid %s value %r: %s" %
+                                   (opt, text, err), errors.ECODE_INVAL)
+
+
+def BuildIPolicy(opts: Any) -> dict | None:
+    """The instance policy changes given by the --ipolicy-* options."""
+    ipolicy: dict[str, Any] = {}
+    if opts.ipolicy_bounds_specs:
+        minmax = []
+        for pair in opts.ipolicy_bounds_specs.split("//"):
+            bounds = {}
+            for part in pair.split("/"):
+                kind, _, specs = part.partition(":")
+                if kind not in (objects.ISPECS_MIN, objects.ISPECS_MAX):
+                    raise errors.OpPrereqError(
+                        "Invalid --ipolicy-bounds-specs part %r, expected"
+                        " min:... or max:..." % part, errors.ECODE_INVAL)
+                bounds[kind] = _ISpecs("--ipolicy-bounds-specs", specs)
+            minmax.append(bounds)
+        ipolicy[objects.ISPECS_MINMAX] = minmax
+    if opts.ipolicy_std_specs:
+        ipolicy[objects.ISPECS_STD] = {
+            key: int(value) if str(value).isdigit() else value
+            for key, value in opts.ipolicy_std_specs.items()}
+    if opts.ipolicy_disk_templates is not None:
+        ipolicy[objects.IPOLICY_DTS] = opts.ipolicy_disk_templates
+    if opts.ipolicy_vcpu_ratio is not None:
+        ipolicy[objects.IPOLICY_VCPU_RATIO] = opts.ipolicy_vcpu_ratio
+    if opts.ipolicy_spindle_ratio is not None:
+        ipolicy[objects.IPOLICY_SPINDLE_RATIO] = opts.ipolicy_spindle_ratio
+    return ipolicy or None
 
 
 def _HvParams(opts: Any) -> dict:
@@ -81,7 +160,8 @@ def InitCluster(opts: Any, args: list[str]) -> int:
         nicparams=opts.nicparams, ndparams=opts.ndparams,
         candidate_pool_size=opts.candidate_pool_size,
         mac_prefix=opts.mac_prefix,
-        max_running_jobs=opts.max_running_jobs)
+        max_running_jobs=opts.max_running_jobs,
+        ipolicy=BuildIPolicy(opts))
     op = opcodes.OpClusterPostInit()
     cli.SubmitOpCode(op, opts=opts)
     return constants.EXIT_SUCCESS
@@ -239,8 +319,10 @@ def SetClusterParams(opts: Any, args: list[str]) -> int:
         "shared_file_storage_dir": opts.shared_file_storage_dir,
         "maintain_node_health": opts.maintain_node_health,
         "default_iallocator": opts.default_iallocator,
+        "default_hypervisor": opts.default_hypervisor,
         "hvparams": _HvParams(opts) or None,
         "beparams": opts.beparams or None,
+        "ipolicy": BuildIPolicy(opts),
         "nicparams": opts.nicparams or None,
         "ndparams": opts.ndparams or None,
     }
@@ -536,7 +618,8 @@ commands = {
               [], "drain|undrain|info", "Change queue properties"),
     "modify": (SetClusterParams, [],
                _PARAM_OPTS + [MAX_TRACKED_JOBS_OPT, MAINTAIN_NODE_HEALTH_OPT,
-                              DEFAULT_IALLOCATOR_OPT] + _JOB_OPTS,
+                              DEFAULT_IALLOCATOR_OPT, DEFAULT_HV_OPT] +
+               _JOB_OPTS,
                "[<opts>...]", "Alters the parameters of the cluster"),
     "dump-info": (DumpClusterInfo, [], [], "",
                   "Print the cluster information as JSON"),

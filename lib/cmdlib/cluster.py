@@ -3,9 +3,11 @@
 import platform
 from typing import Any, Callable
 
-from ganeti import constants, errors, locking, objects
-from ganeti.cmdlib.base import ForceParamDict, NoHooksLU
-from ganeti.cmdlib.node import AdjustCandidatePool
+from ganeti import constants, errors, hypervisor, locking, objects
+from ganeti.cmdlib import operating_system
+from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.node import AdjustCandidatePool, GetUpdatedParams
+from ganeti.hypervisor import hv_base
 
 # QueryClusterInfo keys taken verbatim from the cluster object
 _CLUSTER_ATTRS = [
@@ -136,25 +138,193 @@ _SIMPLE_PARAMS = ["candidate_pool_size", "max_running_jobs",
                   "default_iallocator", "enabled_disk_templates"]
 
 
+def HypervisorClass(hv_name: str) -> type[hv_base.BaseHypervisor]:
+    """The class of a hypervisor this version implements, or
+    OpPrereqError naming the unknown hypervisor."""
+    try:
+        return hypervisor.GetHypervisorClass(hv_name)
+    except errors.HypervisorError as err:
+        raise errors.OpPrereqError(str(err), errors.ECODE_INVAL) from None
+
+
+def UpdatedHvParams(hv_name: str, current: dict | None,
+                    changes: dict) -> dict:
+    """A hypervisor's complete cluster parameters after ``changes``.
+
+    Values typed on the command line are converted to their declared
+    types; "default" or None resets a parameter to the built-in default;
+    an unknown or ill-typed parameter is refused by name. The result
+    passes the hypervisor's syntax check.
+    """
+    hv_class = HypervisorClass(hv_name)
+    result = objects.FillDict(hv_class.GetDefaults(), GetUpdatedParams(
+        current, changes, hv_class.PARAMETERS, "%s hypervisor" % hv_name))
+    try:
+        hv_class.CheckParameterSyntax(result)
+    except errors.HypervisorError as err:
+        raise errors.OpPrereqError(str(err), errors.ECODE_INVAL) from None
+    return result
+
+
+def CheckHvParamsOnNodes(lu: Any, node_uuids: list[str], hv_name: str,
+                         hvparams: dict) -> None:
+    """Value check of filled hypervisor parameters on the vm-capable,
+    online nodes (paths, devices: what only the node can judge)."""
+    nodes = [uuid for uuid in node_uuids
+             if lu.cfg.GetNodeInfo(uuid).vm_capable and
+             not lu.cfg.GetNodeInfo(uuid).offline]
+    if not nodes:
+        return
+    results = lu.rpc.call_hypervisor_validate_params(nodes, hv_name,
+                                                     hvparams)
+    for uuid in nodes:
+        results[uuid].Raise("Hypervisor parameter validation failed on"
+                            " node %s" % lu.cfg.GetNodeInfo(uuid).name,
+                            prereq=True, ecode=errors.ECODE_INVAL)
+
+
 class LUClusterSetParams(NoHooksLU):
     """Change cluster parameters (those that exist so far)."""
 
     def CheckArguments(self) -> None:
-        for name, table in (("beparams", objects.BE_PARAMETERS),
-                            ("nicparams", objects.NIC_PARAMETERS),
-                            ("ndparams", objects.ND_PARAMETERS)):
-            value = getattr(self.op, name)
-            if value:
-                setattr(self.op, name, ForceParamDict(table, value, name))
-        if self.op.hvparams:
-            unknown = set(self.op.hvparams) - set(constants.HYPER_TYPES)
-            if unknown:
-                raise errors.OpPrereqError(
-                    "Unknown hypervisor(s) in hvparams: %s" %
-                    ", ".join(sorted(unknown)), errors.ECODE_INVAL)
+        hv_names = (list(self.op.hvparams or {}) +
+                    list(self.op.enabled_hypervisors or []) +
+                    ([self.op.default_hypervisor]
+                     if self.op.default_hypervisor else []))
+        for hv_name in hv_names:
+            HypervisorClass(hv_name)
+        for hvs in (self.op.os_hvp or {}).values():
+            for hv_name in hvs:
+                HypervisorClass(hv_name)
 
     def ExpandNames(self) -> None:
         self.needed_locks = {}
+
+    def CheckPrereq(self) -> None:
+        """Compute the new parameter dicts; every value is checked here.
+
+        Cluster-level dicts are complete: a parameter reset with "default"
+        (or None) gets its built-in default back.
+        """
+        cluster = self.cfg.GetClusterInfo()
+        new: dict[str, Any] = {}
+        enabled = list(self.op.enabled_hypervisors or
+                       cluster.enabled_hypervisors)
+        if self.op.default_hypervisor:
+            if self.op.default_hypervisor not in enabled:
+                raise errors.OpPrereqError(
+                    "Default hypervisor %s is not among the enabled"
+                    " hypervisors (%s)" % (self.op.default_hypervisor,
+                                           ", ".join(enabled)),
+                    errors.ECODE_INVAL)
+            enabled.remove(self.op.default_hypervisor)
+            enabled.insert(0, self.op.default_hypervisor)
+        if enabled != cluster.enabled_hypervisors:
+            new["enabled_hypervisors"] = enabled
+        hvparams = {hv: dict(params)
+                    for hv, params in (cluster.hvparams or {}).items()}
+        for hv_name in set(enabled) | set(self.op.hvparams or {}):
+            hvparams[hv_name] = UpdatedHvParams(
+                hv_name, hvparams.get(hv_name),
+                (self.op.hvparams or {}).get(hv_name, {}))
+        if hvparams != cluster.hvparams:
+            new["hvparams"] = hvparams
+            changed = [hv for hv in enabled
+                       if hvparams[hv] != cluster.hvparams.get(hv)]
+            for hv_name in changed:
+                CheckHvParamsOnNodes(self, self.cfg.GetNodeList(), hv_name,
+                                     hvparams[hv_name])
+        for name, table, defaults, group in (
+                ("beparams", objects.BE_PARAMETERS, objects.BEC_DEFAULTS,
+                 constants.PP_DEFAULT),
+                ("nicparams", objects.NIC_PARAMETERS, objects.NICC_DEFAULTS,
+                 constants.PP_DEFAULT),
+                ("ndparams", objects.ND_PARAMETERS, objects.NDC_DEFAULTS,
+                 None)):
+            changes = getattr(self.op, name)
+            if not changes:
+                continue
+            current = getattr(cluster, name) or {}
+            old = current.get(group) if group else current
+            updated = objects.FillDict(defaults, GetUpdatedParams(
+                old, changes, table, "cluster %s" % name))
+            new[name] = (dict(current, **{group: updated}) if group
+                         else updated)
+        if self.op.ipolicy:
+            ipolicy = objects.FillIPolicy(objects.IPOLICY_DEFAULTS, {
+                key: value for key, value in objects.FillDict(
+                    cluster.ipolicy or {}, self.op.ipolicy).items()
+                if value is not None and value != constants.VALUE_DEFAULT})
+            try:
+                objects.CheckIPolicy(ipolicy, complete=True)
+            except errors.TypeEnforcementError as err:
+                raise errors.OpPrereqError("Invalid instance policy: %s" %
+                                           err, errors.ECODE_INVAL)
+            new["ipolicy"] = ipolicy
+        new.update(self._NewOsSettings(cluster,
+                                       new.get("hvparams", cluster.hvparams)))
+        self.new_params = new
+
+    def _NewOsSettings(self, cluster: objects.Cluster,
+                       hvparams: dict) -> dict:
+        """The cluster's OS attributes after the change, nodes checked.
+
+        Per-OS hypervisor parameters hold only the overrides; filled with
+        the (new) cluster ones they must pass the hypervisor's syntax
+        check. OS parameters are validated by the OS's verify script on
+        every node having the OS (nodes lacking it skip the check).
+        """
+        os_hvp = {name: {hv: dict(params) for hv, params in hvs.items()}
+                  for name, hvs in (cluster.os_hvp or {}).items()}
+        for os_name, hvs in (self.op.os_hvp or {}).items():
+            current = os_hvp.setdefault(os_name, {})
+            for hv_name, params in hvs.items():
+                hv_class = HypervisorClass(hv_name)
+                cluster_only = objects.HVC_GLOBALS & set(params)
+                if cluster_only:
+                    raise errors.OpPrereqError(
+                        "Hypervisor parameter(s) %s can only be set"
+                        " cluster-wide, not for OS %s" %
+                        (", ".join(sorted(cluster_only)), os_name),
+                        errors.ECODE_INVAL)
+                current[hv_name] = GetUpdatedParams(
+                    current.get(hv_name), params, hv_class.PARAMETERS,
+                    "%s hypervisor" % hv_name)
+                try:
+                    hv_class.CheckParameterSyntax(objects.FillDict(
+                        hvparams.get(hv_name) or hv_class.GetDefaults(),
+                        current[hv_name]))
+                except errors.HypervisorError as err:
+                    raise errors.OpPrereqError(
+                        "OS %s: %s" % (os_name, err),
+                        errors.ECODE_INVAL) from None
+                if not current[hv_name]:
+                    del current[hv_name]
+            if not current:
+                del os_hvp[os_name]
+        osparams = dict(cluster.osparams or {})
+        for os_name, params in (self.op.osparams or {}).items():
+            new = operating_system.UpdateParams(osparams.get(os_name, {}),
+                                                params)
+            if new:
+                base, variant = objects.OS.SplitNameVariant(os_name)
+                filled = (objects.FillDict(osparams.get(base, {}), new)
+                          if variant else new)
+                # Defaults for an OS without variant serve all its variants
+                operating_system.CheckOSParams(
+                    self, False, self.cfg.GetNodeList(), os_name, filled,
+                    force_variant=not variant)
+                osparams[os_name] = new
+            else:
+                osparams.pop(os_name, None)
+        result = {"os_hvp": os_hvp, "osparams": osparams}
+        for key, desc in (("hidden_os", "hidden OS list"),
+                          ("blacklisted_os", "blacklisted OS list")):
+            mods = getattr(self.op, key)
+            if mods:
+                result[key] = operating_system.ApplyOsListModifications(
+                    getattr(cluster, key) or [], mods, desc, self.LogInfo)
+        return result
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> None:
         cluster = self.cfg.GetClusterInfo()
@@ -162,19 +332,8 @@ class LUClusterSetParams(NoHooksLU):
             value = getattr(self.op, name)
             if value is not None:
                 setattr(cluster, name, value)
-        if self.op.enabled_hypervisors is not None:
-            cluster.enabled_hypervisors = self.op.enabled_hypervisors
-        if self.op.hvparams:
-            for hv_name, params in self.op.hvparams.items():
-                cluster.hvparams.setdefault(hv_name, {}).update(params)
-        if self.op.beparams:
-            cluster.beparams.setdefault(constants.PP_DEFAULT, {}).update(
-                self.op.beparams)
-        if self.op.nicparams:
-            cluster.nicparams.setdefault(constants.PP_DEFAULT, {}).update(
-                self.op.nicparams)
-        if self.op.ndparams:
-            cluster.ndparams.update(self.op.ndparams)
+        for name, value in self.new_params.items():
+            setattr(cluster, name, value)
         self.cfg.Update(cluster, feedback_fn)
         if self.op.candidate_pool_size is not None:
             # A bigger pool is filled now; a smaller one only reports the

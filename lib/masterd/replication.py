@@ -253,7 +253,8 @@ class Replicator:
                   candidates)]
         for path in (pathutils.RAPI_CERT_FILE, pathutils.RAPI_USERS_FILE,
                      pathutils.CLUSTER_DOMAIN_SECRET_FILE,
-                     pathutils.FILE_STORAGE_PATHS_FILE):
+                     pathutils.FILE_STORAGE_PATHS_FILE,
+                     pathutils.BLOCKDEV_PATHS_FILE):
             if os.path.exists(path):
                 files.append((path, os.stat(path).st_mode & 0o7777, online))
         return files

@@ -1,0 +1,328 @@
+"""The hypervisor abstraction: what noded asks of every hypervisor.
+
+Each hypervisor declares its parameters once, in ``PARAMETERS`` (name ->
+HvParam). From that table derive the cluster defaults (GetDefaults), the
+master's syntax check (CheckParameterSyntax, CheckParameterOverrides),
+the node's value check (ValidateParameters) and the parameter help of the
+CLI and man pages (ParameterHelp).
+
+Hypervisor objects run inside noded; they get config objects (Instance,
+Disk) whose hvparams and beparams the master has already filled.
+"""
+
+import abc
+import logging
+import os
+import re
+from typing import Any, Callable, NamedTuple
+
+from ganeti import constants, errors, ht, objects
+from ganeti.utils import io
+
+_MEMINFO_FILE = "/proc/meminfo"
+_CPUINFO_FILE = "/proc/cpuinfo"
+_NUMA_NODES_DIR = "/sys/devices/system/node"
+_MIB = 1024 * 1024
+
+# A node-side value check: None if the value is usable here, else why not
+NodeCheck = Callable[[Any], str | None]
+
+
+class HvParam(NamedTuple):
+    """Declaration of one hypervisor parameter.
+
+    ``check`` is the syntax check, safe anywhere (the master runs it);
+    ``node_check`` looks at the node itself (files, devices) and runs in
+    noded only.
+    """
+
+    default: Any
+    check: ht.Check
+    doc: str
+    node_check: NodeCheck | None = None
+
+
+def FileExistsCheck(value: Any) -> str | None:
+    """Node check of a path parameter: empty, or an existing file."""
+    if value and not os.path.isfile(value):
+        return "file %s does not exist" % value
+    return None
+
+
+TMigrationMode = ht.TElemOf(constants.HT_MIGRATION_MODES)
+
+MIGRATION_MODE_PARAM = HvParam(
+    constants.HT_MIGRATION_LIVE, TMigrationMode,
+    "Default migration mode: live (the instance keeps running) or"
+    " non-live (paused while its memory is copied); cluster-wide only")
+
+
+def _ReadMeminfo() -> dict[str, int]:
+    """/proc/meminfo as a dict of sizes in bytes."""
+    values = {}
+    for line in io.ReadFile(_MEMINFO_FILE).splitlines():
+        key, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields and fields[0].isdigit():
+            scale = 1024 if fields[1:] == ["kB"] else 1
+            values[key] = int(fields[0]) * scale
+    return values
+
+
+def _CpuInfo() -> dict[str, int]:
+    sockets = set()
+    for line in io.ReadFile(_CPUINFO_FILE).splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "physical id":
+            sockets.add(value.strip())
+    try:
+        nodes = [name for name in os.listdir(_NUMA_NODES_DIR)
+                 if re.match(r"^node\d+$", name)]
+    except FileNotFoundError:
+        nodes = []
+    return {
+        "cpu_total": os.cpu_count() or 1,
+        "cpu_nodes": max(len(nodes), 1),
+        "cpu_sockets": max(len(sockets), 1),
+    }
+
+
+def GetLinuxNodeInfo() -> dict[str, int]:
+    """Memory (MiB) and CPUs of the Linux host.
+
+    Free memory counts page cache and buffers, which the kernel gives back
+    when an instance needs them; dom0 memory is what the host itself uses.
+    """
+    meminfo = _ReadMeminfo()
+    total = meminfo["MemTotal"]
+    free = meminfo.get("MemAvailable")
+    if free is None:
+        free = (meminfo.get("MemFree", 0) + meminfo.get("Buffers", 0) +
+                meminfo.get("Cached", 0))
+    info = {
+        "memory_total": total // _MIB,
+        "memory_free": free // _MIB,
+        "memory_dom0": (total - free) // _MIB,
+        "cpu_dom0": 0,
+    }
+    info.update(_CpuInfo())
+    return info
+
+
+# An entry of ListInstances/GetAllInstancesInfo:
+# (name, id, memory MiB, vcpus, state, cpu time in seconds)
+InstanceInfo = tuple[str, int, int, int, int, float]
+
+
+class BaseHypervisor(abc.ABC):
+    """Abstract hypervisor; Ganeti's method names and signatures.
+
+    Methods that a hypervisor may lack (migration, ballooning, hotplug)
+    refuse with HypervisorError by default.
+    """
+
+    NAME = ""
+    PARAMETERS: dict[str, HvParam] = {}
+    ANCILLARY_FILES: list[str] = []
+    ANCILLARY_FILES_OPT: list[str] = []
+    CAN_MIGRATE = False
+
+    # Parameters: declared once, everything else derives -------------------
+
+    @classmethod
+    def GetDefaults(cls) -> dict:
+        """The built-in defaults, as a new dict (the cluster's initial
+        hvparams for this hypervisor)."""
+        return objects.ParamDefaults(cls.PARAMETERS)
+
+    @classmethod
+    def _What(cls) -> str:
+        return "%s hypervisor" % cls.NAME
+
+    @classmethod
+    def CheckParameterOverrides(cls, hvparams: Any) -> None:
+        """Syntax check of a partial dict (cluster or instance overrides).
+
+        Raises HypervisorError naming an unknown or ill-typed parameter;
+        None is never a valid value.
+        """
+        try:
+            objects.CheckParamDict(cls.PARAMETERS, hvparams, cls._What())
+        except errors.TypeEnforcementError as err:
+            raise errors.HypervisorError(str(err)) from None
+
+    @classmethod
+    def CheckParameterSyntax(cls, hvparams: Any) -> None:
+        """Syntax check of a filled dict; safe to run on the master.
+
+        Every declared parameter must be present with a valid value.
+        """
+        cls.CheckParameterOverrides(hvparams)
+        missing = sorted(set(cls.PARAMETERS) - set(hvparams))
+        if missing:
+            raise errors.HypervisorError(
+                "%s parameter(s) missing: %s" %
+                (cls._What(), ", ".join(missing)))
+
+    def ValidateParameters(self, hvparams: dict) -> None:
+        """Value check of a filled dict, on the node that will use it."""
+        self.CheckParameterSyntax(hvparams)
+        for name, spec in self.PARAMETERS.items():
+            if spec.node_check is None:
+                continue
+            problem = spec.node_check(hvparams[name])
+            if problem:
+                raise errors.HypervisorError(
+                    "%s parameter %r is not valid on this node: %s" %
+                    (self._What(), name, problem))
+
+    @classmethod
+    def AssessParameters(cls, hvparams: dict) -> list[str]:
+        """Warnings about valid but questionable combinations."""
+        return []
+
+    @classmethod
+    def ParameterHelp(cls) -> str:
+        """One line per parameter: name, default and doc (CLI, man pages)."""
+        return "; ".join("%s (default %r): %s" % (name, spec.default,
+                                                  spec.doc)
+                         for name, spec in sorted(cls.PARAMETERS.items()))
+
+    # Lifecycle ---------------------------------------------------------
+
+    @abc.abstractmethod
+    def StartInstance(self, instance: objects.Instance,
+                      block_devices: list[tuple[objects.Disk, str]],
+                      startup_paused: bool) -> None:
+        """Start an instance on the given (link paths of) block devices."""
+
+    @abc.abstractmethod
+    def StopInstance(self, instance: objects.Instance, force: bool = False,
+                     retry: bool = False, name: str | None = None,
+                     timeout: int | None = None) -> None:
+        """Stop an instance; ``force`` kills it instead of asking it to
+        shut down. ``name`` stops a possibly unknown instance by name."""
+
+    def CleanupInstance(self, instance_name: str) -> None:
+        """Remove what a stopped instance left behind (runtime files)."""
+
+    @abc.abstractmethod
+    def RebootInstance(self, instance: objects.Instance) -> None:
+        """Soft reboot: ask the running instance to reboot."""
+
+    def VerifyInstance(self, instance: objects.Instance) -> bool:
+        """Whether the instance runs as the configuration says."""
+        return self.GetInstanceInfo(instance.name,
+                                    instance.hvparams) is not None
+
+    def RestoreInstance(self, instance: objects.Instance) -> None:
+        """Recreate runtime state lost e.g. by a node daemon restart."""
+
+    # Listing -----------------------------------------------------------
+
+    @abc.abstractmethod
+    def ListInstances(self, hvparams: dict | None = None) -> list[str]:
+        """Names of the instances running on this node."""
+
+    @abc.abstractmethod
+    def GetInstanceInfo(self, instance_name: str,
+                        hvparams: dict | None = None
+                        ) -> InstanceInfo | None:
+        """Runtime information of one instance, None if not running."""
+
+    def GetAllInstancesInfo(self, hvparams: dict | None = None
+                            ) -> list[InstanceInfo]:
+        """Runtime information of every instance on this node."""
+        result = []
+        for name in self.ListInstances(hvparams):
+            info = self.GetInstanceInfo(name, hvparams)
+            if info is not None:
+                result.append(info)
+        return result
+
+    def GetNodeInfo(self, hvparams: dict | None = None) -> dict[str, Any]:
+        """Memory and CPUs of the node as this hypervisor sees them."""
+        return GetLinuxNodeInfo()
+
+    @classmethod
+    def GetInstanceConsole(cls, instance: objects.Instance,
+                           primary_node: objects.Node,
+                           node_group: objects.NodeGroup | None,
+                           hvparams: dict, beparams: dict) -> dict:
+        """How to reach the instance's console (InstanceConsole fields)."""
+        return {"instance": instance.name, "kind": constants.CONS_MESSAGE,
+                "message": "Console not available for %s hypervisor" %
+                cls.NAME}
+
+    def Verify(self, hvparams: dict | None = None) -> str | None:
+        """Problems of the hypervisor on this node, None if usable."""
+        return None
+
+    # Migration ---------------------------------------------------------
+
+    def _Unsupported(self, what: str) -> errors.HypervisorError:
+        return errors.HypervisorError("%s is not supported by the %s"
+                                      " hypervisor" % (what, self.NAME))
+
+    def MigrationInfo(self, instance: objects.Instance) -> str:
+        """Opaque data the target needs to accept the instance."""
+        return ""
+
+    def AcceptInstance(self, instance: objects.Instance, info: str,
+                       target: str) -> None:
+        """Prepare the target node to receive a migrating instance."""
+        raise self._Unsupported("Migration")
+
+    def MigrateInstance(self, cluster_name: str,
+                        instance: objects.Instance, target: str,
+                        live: bool) -> None:
+        """Send a running instance to ``target`` (source side)."""
+        raise self._Unsupported("Migration")
+
+    def FinalizeMigrationDst(self, instance: objects.Instance, info: str,
+                             success: bool) -> None:
+        """Finish (or undo) the migration on the target node."""
+        raise self._Unsupported("Migration")
+
+    def FinalizeMigrationSource(self, instance: objects.Instance,
+                                success: bool, live: bool) -> None:
+        """Finish (or undo) the migration on the source node."""
+        raise self._Unsupported("Migration")
+
+    def GetMigrationStatus(self, instance: objects.Instance) -> dict:
+        """Progress of a migration: ``{"status": HV_MIGRATION_*, ...}``."""
+        raise self._Unsupported("Migration")
+
+    @staticmethod
+    def VersionsSafeForMigration(src: list[int], target: list[int]) -> bool:
+        """Whether the hypervisor versions allow migration."""
+        return src == target
+
+    # Memory, power and disks -------------------------------------------
+
+    def BalloonInstanceMemory(self, instance: objects.Instance,
+                              mem: int) -> None:
+        """Change the memory of a running instance (MiB)."""
+        raise self._Unsupported("Memory ballooning")
+
+    def PowercycleNode(self, hvparams: dict | None = None) -> None:
+        """Hard-reset the node (gnt-node powercycle)."""
+        raise self._Unsupported("Node power-cycling")
+
+    def ResizeDisk(self, instance: objects.Instance, disk: objects.Disk,
+                   new_size: int) -> None:
+        """Tell a running instance that a disk grew."""
+        logging.info("Hypervisor %s: disk of %s resized to %d MiB, the"
+                     " instance sees it at its next start", self.NAME,
+                     instance.name, new_size)
+
+    # Hotplug -----------------------------------------------------------
+
+    def HotplugSupported(self, instance: objects.Instance) -> bool:
+        """Whether devices of the running instance can be hot-plugged."""
+        return False
+
+    def VerifyHotplugSupport(self, instance: objects.Instance, action: str,
+                             dev_type: str) -> None:
+        """Refuse a hotplug action this hypervisor can't do."""
+        raise self._Unsupported("Hotplug")

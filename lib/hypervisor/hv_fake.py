@@ -1,0 +1,146 @@
+"""The fake hypervisor: instances are files, nothing runs.
+
+A running instance is the file ``pathutils.FAKE_HV_DIR/<name>`` holding
+"<id>\\n<memory MiB>\\n<vcpus>\\n". That is enough to exercise every
+instance operation of the cluster (start, stop, reboot, ballooning,
+migration, memory accounting) on machines without virtualization.
+"""
+
+import logging
+import os
+
+from ganeti import constants, errors, objects, pathutils
+from ganeti.hypervisor import hv_base
+from ganeti.utils import io
+
+
+class FakeHypervisor(hv_base.BaseHypervisor):
+    """Keeps the instances' runtime state in files under FAKE_HV_DIR."""
+
+    NAME = constants.HT_FAKE
+    PARAMETERS = {
+        objects.HV_MIGRATION_MODE: hv_base.MIGRATION_MODE_PARAM,
+    }
+    CAN_MIGRATE = True
+
+    def __init__(self, root_dir: str | None = None):
+        self._root = root_dir or pathutils.FAKE_HV_DIR
+        io.EnsureDirs([(self._root, constants.RUN_DIRS_MODE)])
+
+    def _InstanceFile(self, instance_name: str) -> str:
+        if not instance_name or "/" in instance_name or \
+                instance_name.startswith("."):
+            raise errors.HypervisorError("Invalid instance name %r" %
+                                         instance_name)
+        return os.path.join(self._root, instance_name)
+
+    def _IsAlive(self, instance_name: str) -> bool:
+        return os.path.exists(self._InstanceFile(instance_name))
+
+    def _MarkUp(self, instance: objects.Instance, memory: int) -> None:
+        vcpus = instance.beparams[objects.BE_VCPUS]
+        io.WriteFile(self._InstanceFile(instance.name),
+                     data="0\n%d\n%d\n" % (memory, vcpus))
+
+    def _MarkDown(self, instance_name: str) -> None:
+        io.RemoveFile(self._InstanceFile(instance_name))
+
+    def ListInstances(self, hvparams: dict | None = None) -> list[str]:
+        return sorted(name for name in io.ListVisibleFiles(self._root)
+                      if os.path.isfile(os.path.join(self._root, name)))
+
+    def GetInstanceInfo(self, instance_name: str,
+                        hvparams: dict | None = None
+                        ) -> hv_base.InstanceInfo | None:
+        path = self._InstanceFile(instance_name)
+        try:
+            lines = io.ReadFile(path).splitlines()
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise errors.HypervisorError("Failed to read %s: %s" %
+                                         (path, err)) from err
+        try:
+            inst_id, memory, vcpus = (int(value) for value in lines[:3])
+        except ValueError as err:
+            raise errors.HypervisorError("Corrupt state file %s: %s" %
+                                         (path, err)) from err
+        return (instance_name, inst_id, memory, vcpus,
+                constants.HV_INSTANCE_RUNNING, 0.0)
+
+    def StartInstance(self, instance: objects.Instance,
+                      block_devices: list[tuple[objects.Disk, str]],
+                      startup_paused: bool) -> None:
+        if self._IsAlive(instance.name):
+            raise errors.HypervisorError(
+                "Failed to start instance %s: already running" %
+                instance.name)
+        self._MarkUp(instance, instance.beparams[objects.BE_MAXMEM])
+
+    def StopInstance(self, instance: objects.Instance, force: bool = False,
+                     retry: bool = False, name: str | None = None,
+                     timeout: int | None = None) -> None:
+        name = name or instance.name
+        if not self._IsAlive(name):
+            raise errors.HypervisorError(
+                "Failed to stop instance %s: not running" % name)
+        self._MarkDown(name)
+
+    def RebootInstance(self, instance: objects.Instance) -> None:
+        if not self._IsAlive(instance.name):
+            raise errors.HypervisorError(
+                "Failed to reboot instance %s: not running" % instance.name)
+
+    def BalloonInstanceMemory(self, instance: objects.Instance,
+                              mem: int) -> None:
+        info = self.GetInstanceInfo(instance.name)
+        if info is None:
+            raise errors.HypervisorError(
+                "Cannot balloon instance %s: not running" % instance.name)
+        io.WriteFile(self._InstanceFile(instance.name),
+                     data="%d\n%d\n%d\n" % (info[1], mem, info[3]))
+
+    def GetNodeInfo(self, hvparams: dict | None = None) -> dict:
+        """The host's figures, minus the memory the fake instances hold.
+
+        So that allocation on a test cluster behaves as if the instances
+        used real memory.
+        """
+        result = hv_base.GetLinuxNodeInfo()
+        used = sum(info[2] for info in self.GetAllInstancesInfo(hvparams))
+        result["memory_free"] = max(result["memory_free"] - used, 0)
+        result["memory_dom0"] = max(result["memory_dom0"] - used, 0)
+        result["hv_version"] = [0]
+        return result
+
+    def Verify(self, hvparams: dict | None = None) -> str | None:
+        if not os.path.isdir(self._root):
+            return "The required directory '%s' does not exist" % self._root
+        return None
+
+    def AcceptInstance(self, instance: objects.Instance, info: str,
+                       target: str) -> None:
+        if self._IsAlive(instance.name):
+            raise errors.HypervisorError(
+                "Can't accept instance %s, already running" % instance.name)
+
+    def MigrateInstance(self, cluster_name: str,
+                        instance: objects.Instance, target: str,
+                        live: bool) -> None:
+        logging.info("Fake hypervisor migrating %s to %s (live=%s)",
+                     instance.name, target, live)
+
+    def FinalizeMigrationDst(self, instance: objects.Instance, info: str,
+                             success: bool) -> None:
+        if success:
+            self._MarkUp(instance, instance.beparams[objects.BE_MAXMEM])
+        else:
+            self._MarkDown(instance.name)
+
+    def FinalizeMigrationSource(self, instance: objects.Instance,
+                                success: bool, live: bool) -> None:
+        if success:
+            self._MarkDown(instance.name)
+
+    def GetMigrationStatus(self, instance: objects.Instance) -> dict:
+        return {"status": constants.HV_MIGRATION_COMPLETED}
