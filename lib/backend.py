@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 import zlib
@@ -27,6 +28,7 @@ from ganeti import (constants, errors, hypervisor, netutils, objects,
                     pathutils, serializer, ssconf, vcluster)
 from ganeti.hypervisor import hv_base
 from ganeti import storage
+from ganeti.storage import filestorage
 from ganeti.utils import io, process
 
 _SSCONF_KEY_RE = re.compile(r"^[a-z0-9_]+$")
@@ -384,7 +386,9 @@ def node_demote_from_mc() -> None:
 def _JoinFiles() -> frozenset[str]:
     """The cluster files a joining node receives from the master."""
     return frozenset([pathutils.NODED_CERT_FILE, pathutils.RAPI_CERT_FILE,
-                      pathutils.CLUSTER_DOMAIN_SECRET_FILE])
+                      pathutils.CLUSTER_DOMAIN_SECRET_FILE,
+                      pathutils.FILE_STORAGE_PATHS_FILE,
+                      pathutils.BLOCKDEV_PATHS_FILE])
 
 
 def node_join(secret: str, files: dict, ssconf_values: dict) -> None:
@@ -433,7 +437,10 @@ def node_join(secret: str, files: dict, ssconf_values: dict) -> None:
 # Cluster verification, gnt-cluster command and copyfile ---------------------
 
 _NV_CHECKS = frozenset([constants.NV_FILELIST, constants.NV_TIME,
-                        constants.NV_VERSION])
+                        constants.NV_VERSION, constants.NV_HYPERVISOR,
+                        constants.NV_ACCEPTED_STORAGE_PATHS,
+                        constants.NV_FILE_STORAGE_PATH,
+                        constants.NV_SHARED_FILE_STORAGE_PATH])
 
 
 def _FileChecksum(path: str) -> str | None:
@@ -480,7 +487,70 @@ def node_verify(checks: dict, cluster_name: str) -> dict[str, Any]:
             vpath: _FileChecksum(_LocalPath(vpath)) for vpath in files}
     if constants.NV_TIME in checks:
         result[constants.NV_TIME] = time.time()
+    if constants.NV_HYPERVISOR in checks:
+        result[constants.NV_HYPERVISOR] = _VerifyHypervisors(
+            checks[constants.NV_HYPERVISOR])
+    if checks.get(constants.NV_ACCEPTED_STORAGE_PATHS) == \
+            netutils.GetMyName():
+        result[constants.NV_ACCEPTED_STORAGE_PATHS] = \
+            _WrongFileStoragePaths()
+    for key, template in (
+            (constants.NV_FILE_STORAGE_PATH, constants.DT_FILE),
+            (constants.NV_SHARED_FILE_STORAGE_PATH, constants.DT_SHARED_FILE)):
+        if checks.get(key):
+            problem = _CheckFileStorageDir(checks[key], template)
+            if problem:
+                result[key] = problem
     return result
+
+
+def _VerifyHypervisors(hvparams: Any) -> dict[str, str | None]:
+    """Each hypervisor's own check with its filled parameters.
+
+    ``hvparams`` maps hypervisor names to their parameters; a hypervisor
+    that can't even be set up on this node is a problem too.
+    """
+    if not isinstance(hvparams, dict):
+        _Fail("The %s check expects a dictionary of hypervisor parameters",
+              constants.NV_HYPERVISOR)
+    result = {}
+    for name, params in hvparams.items():
+        try:
+            result[name] = hypervisor.GetHypervisor(name).Verify(params)
+        except (errors.HypervisorError, OSError) as err:
+            result[name] = "Error while checking hypervisor: %s" % err
+    return result
+
+
+def _WrongFileStoragePaths() -> list[str]:
+    """Entries of the file storage allow-list that may not be used."""
+    try:
+        text = io.ReadFile(pathutils.FILE_STORAGE_PATHS_FILE)
+    except FileNotFoundError:
+        return []
+    entries = [line.strip() for line in text.splitlines()]
+    return filestorage.ComputeWrongFileStoragePaths(
+        [entry for entry in entries if entry and not entry.startswith("#")])
+
+
+def _CheckFileStorageDir(vpath: Any, template: str) -> str | None:
+    """Why the cluster's storage directory is unusable here, or None.
+
+    It must be accepted by the allow-list, exist and be writable.
+    """
+    if not isinstance(vpath, str) or not os.path.isabs(vpath):
+        return "Invalid storage directory %r" % (vpath,)
+    try:
+        filestorage.CheckFileStoragePathAcceptance(vpath,
+                                                   exact_match_ok=True)
+    except errors.FileStoragePathError as err:
+        return str(err)
+    path = filestorage.LocalizeStoragePath(vpath, template)
+    if not os.path.isdir(path):
+        return "Path '%s' is not existing or not a directory." % vpath
+    if not os.access(path, os.W_OK):
+        return "Path '%s' is not writable" % vpath
+    return None
 
 
 def run_command(command: str) -> list:
@@ -1478,3 +1548,117 @@ def storage_list(su_name: str, su_args: list, name: str | None,
     if name is not None and not isinstance(name, str):
         _Fail("Invalid storage unit name %r", name)
     return storage.GetStorageUnit(su_name, su_args).List(name, fields)
+
+
+# Hooks ----------------------------------------------------------------------
+# Ganeti's run-parts rule for hook script names (so "x.sh" is skipped)
+_HOOK_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
+# How long a killed hook script gets to release its output pipe
+_HOOK_KILL_WAIT = 5.0
+
+
+def _RunHookScript(path: str, env: dict[str, str],
+                   timeout: float) -> tuple[int, str]:
+    """Run one hook script; (HKR_SUCCESS or HKR_FAIL, its output).
+
+    The script runs in a session of its own so that a timeout kills what
+    it started too: a leftover child would hold the output pipe open and
+    keep the master waiting.
+    """
+    try:
+        proc = subprocess.Popen([path], env=env, cwd="/",
+                                stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, close_fds=True,
+                                start_new_session=True)
+    except OSError as err:
+        return constants.HKR_FAIL, "Hook script execution error: %s" % err
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            output, _ = proc.communicate(timeout=_HOOK_KILL_WAIT)
+        except subprocess.TimeoutExpired:
+            # Something left the session and kept the pipe: drop the output
+            proc.stdout.close()
+            proc.wait()
+            output = b""
+        text = output.decode("utf-8", "replace").strip()
+        note = "(timed out after %g seconds)" % round(timeout, 1)
+        return constants.HKR_FAIL, "%s\n%s" % (text, note) if text else note
+    text = output.decode("utf-8", "replace").strip()
+    if proc.returncode != 0:
+        return constants.HKR_FAIL, text
+    return constants.HKR_SUCCESS, text
+
+
+def RunHooks(hpath: str, phase: str, env: dict[str, str],
+             base_dir: str | None = None,
+             script_timeout: float = constants.HOOKS_SCRIPT_TIMEOUT,
+             phase_timeout: float = constants.HOOKS_PHASE_TIMEOUT
+             ) -> list[list]:
+    """Run the scripts of ``<base_dir>/<hpath>-<phase>.d`` in name order.
+
+    Returns ``[script, HKR_*, output]`` per visible directory entry,
+    ``script`` being ``<hpath>-<phase>.d/<name>``: entries whose name
+    breaks the run-parts rule and non-executable files are skipped, a
+    missing directory means no hooks. Scripts get ``env`` and nothing
+    else, so they see the same environment whoever started noded. Once
+    ``phase_timeout`` is used up the remaining scripts fail unrun, so the
+    answer reaches the master before its RPC times out.
+    """
+    if base_dir is None:
+        base_dir = pathutils.HOOKS_BASE_DIR
+    subdir = "%s-%s.d" % (hpath, phase)
+    dir_name = os.path.join(base_dir, subdir)
+    try:
+        names = sorted(name for name in os.listdir(dir_name)
+                       if not name.startswith("."))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as err:
+        _Fail("Can't list hooks directory %s: %s", dir_name, err.strerror)
+    deadline = time.monotonic() + phase_timeout
+    results = []
+    for name in names:
+        path = os.path.join(dir_name, name)
+        script = "%s/%s" % (subdir, name)
+        if not (_HOOK_NAME_RE.match(name) and os.path.isfile(path) and
+                os.access(path, os.X_OK)):
+            results.append([script, constants.HKR_SKIP, ""])
+            continue
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            results.append([script, constants.HKR_FAIL,
+                            "Not run: the hooks of this phase took longer"
+                            " than %g seconds" % phase_timeout])
+            continue
+        status, output = _RunHookScript(path, env,
+                                        min(script_timeout, remaining))
+        results.append([script, status, output])
+    return results
+
+
+def hooks_runner(hpath: str, phase: str, env: dict) -> list[list]:
+    """Run this node's hook scripts of one phase of an operation.
+
+    ``GANETI_DATA_DIR`` arrives as a virtual path and is localized, so on
+    a virtual cluster the scripts find this node's data directory.
+    """
+    if not isinstance(hpath, str) or not _HOOK_NAME_RE.match(hpath):
+        _Fail("Invalid hooks path %r", hpath)
+    if phase not in constants.HOOKS_PHASES:
+        _Fail("Unknown hooks phase %r", phase)
+    if not (isinstance(env, dict) and
+            all(isinstance(key, str) and isinstance(value, str) and
+                key and "=" not in key and "\0" not in key + value
+                for key, value in env.items())):
+        _Fail("Invalid hooks environment, expected a dict of strings")
+    env = dict(env)
+    if "GANETI_DATA_DIR" in env:
+        env["GANETI_DATA_DIR"] = _LocalPath(env["GANETI_DATA_DIR"])
+    return RunHooks(hpath, phase, env)

@@ -97,6 +97,13 @@ def InitCluster(cluster_name: str, master_netdev: str,
     utils.EnsureDirs(pathutils.GetNodeDirectories() +
                      [(vcluster.LocalizeVirtualPath(file_storage_dir), 0o750)])
     _InitCertificates(cluster_name)
+    if not os.path.exists(pathutils.FILE_STORAGE_PATHS_FILE):
+        # What Ganeti's configure installs: the cluster's own storage
+        # directories are allowed; an admin's list is left alone
+        utils.WriteFile(pathutils.FILE_STORAGE_PATHS_FILE,
+                        data="%s\n%s\n" % (file_storage_dir,
+                                            shared_file_storage_dir),
+                        mode=0o644, mkdir=True)
 
     node = objects.Node(name=hostname.name, primary_ip=hostname.ip,
                         secondary_ip=secondary_ip, vm_capable=True)
@@ -162,11 +169,14 @@ def GetMasterName() -> str:
     return ssconf.SimpleStore().GetMasterNode()
 
 
-# Files a joining node gets, with their modes
+# Files a joining node gets, with their modes (the allow-lists only if
+# the master has them)
 _JOIN_FILES = ((pathutils.NODED_CERT_FILE, constants.SECURE_FILE_MODE),
                (pathutils.RAPI_CERT_FILE, constants.SECURE_FILE_MODE),
                (pathutils.CLUSTER_DOMAIN_SECRET_FILE,
-                constants.SECURE_FILE_MODE))
+                constants.SECURE_FILE_MODE),
+               (pathutils.FILE_STORAGE_PATHS_FILE, 0o644),
+               (pathutils.BLOCKDEV_PATHS_FILE, 0o644))
 
 
 def _ParseJoinKey(join_key: str) -> tuple[str, str]:
@@ -193,7 +203,7 @@ def JoinNode(node_name: str, node_ip: str, join_key: str,
     pin, secret = _ParseJoinKey(join_key)
     files = {vcluster.MakeVirtualPath(path):
              [mode, rpc_node.EncodeContent(utils.ReadFile(path))]
-             for path, mode in _JOIN_FILES}
+             for path, mode in _JOIN_FILES if os.path.exists(path)}
     if ssconf_values is None:
         ssconf_values = ssconf.SimpleStore().ReadAll()
     body = serializer.DumpJsonBytes([secret, files, ssconf_values])

@@ -321,10 +321,21 @@ CV_ENODERPC = (CV_TNODE, "ENODERPC",
 CV_ENODEVERSION = (CV_TNODE, "ENODEVERSION",
                    "Protocol version mismatch or Ganeti version mismatch")
 CV_ENODETIME = (CV_TNODE, "ENODETIME", "Node returned invalid time")
+CV_ENODEHV = (CV_TNODE, "ENODEHV",
+              "Hypervisor parameters verification failure")
+CV_ENODEFILESTORAGEPATHS = (CV_TNODE, "ENODEFILESTORAGEPATHS",
+                            "Detected bad file storage paths")
+CV_ENODEFILESTORAGEPATHUNUSABLE = (CV_TNODE, "ENODEFILESTORAGEPATHUNUSABLE",
+                                   "File storage path unusable")
+CV_ENODESHAREDFILESTORAGEPATHUNUSABLE = (
+    CV_TNODE, "ENODESHAREDFILESTORAGEPATHUNUSABLE",
+    "Shared file storage path unusable")
 CV_ALL_ECODES = frozenset([
     CV_ECLUSTERCFG, CV_ECLUSTERCERT, CV_ECLUSTERFILECHECK,
     CV_ECLUSTERDANGLINGNODES, CV_ECLUSTERDANGLINGINST, CV_ENODEFILECHECK,
     CV_ENODERPC, CV_ENODEVERSION, CV_ENODETIME,
+    CV_ENODEHV, CV_ENODEFILESTORAGEPATHS, CV_ENODEFILESTORAGEPATHUNUSABLE,
+    CV_ENODESHAREDFILESTORAGEPATHUNUSABLE,
 ])
 CV_ALL_ECODES_STRINGS = frozenset(code for _, code, _ in CV_ALL_ECODES)
 
@@ -332,6 +343,13 @@ CV_ALL_ECODES_STRINGS = frozenset(code for _, code, _ in CV_ALL_ECODES)
 NV_FILELIST = "filelist"
 NV_TIME = "time"
 NV_VERSION = "version"
+# {hypervisor name: filled hvparams}: each hypervisor's Verify on the node
+NV_HYPERVISOR = "hypervisor"
+# The master's name: only the master reports forbidden allow-list entries
+NV_ACCEPTED_STORAGE_PATHS = "allowed-file-storage-paths"
+# The cluster's (shared) file storage directory, checked for usability
+NV_FILE_STORAGE_PATH = "file-storage-path"
+NV_SHARED_FILE_STORAGE_PATH = "shared-file-storage-path"
 
 # Largest clock difference between a node and the master, in seconds
 NODE_MAX_CLOCK_SKEW = 150
@@ -341,6 +359,28 @@ SSL_CERT_EXPIRATION_ERROR = 7
 
 # gnt-cluster command: longest run of the command on a node, in seconds
 NODE_COMMAND_TIMEOUT = 15 * 60
+
+# Hooks (doc/hooks.rst) ------------------------------------------------------
+HOOKS_VERSION = 2
+HOOKS_PHASE_PRE = "pre"
+HOOKS_PHASE_POST = "post"
+HOOKS_PHASES = frozenset([HOOKS_PHASE_PRE, HOOKS_PHASE_POST])
+# The only PATH hook scripts get; the rest of their environment is GANETI_*
+HOOKS_PATH = "/sbin:/bin:/usr/sbin:/usr/bin"
+# Status of one hook script, as the hooks_runner RPC reports it
+HKR_SKIP = 0
+HKR_FAIL = 1
+HKR_SUCCESS = 2
+# Object an operation is about (GANETI_OBJECT_TYPE)
+HTYPE_CLUSTER = "CLUSTER"
+HTYPE_NODE = "NODE"
+HTYPE_GROUP = "GROUP"
+HTYPE_INSTANCE = "INSTANCE"
+HTYPE_NETWORK = "NETWORK"
+# Longest run of one hook script, and of all scripts of one phase on a node
+# (later scripts get what is left), in seconds
+HOOKS_SCRIPT_TIMEOUT = 5 * 60
+HOOKS_PHASE_TIMEOUT = 15 * 60
 
 # OS definitions (OS API, ganeti-os-interface) --------------------------------
 OS_SCRIPT_CREATE = "create"
@@ -410,6 +450,24 @@ SF_FREE = "free"
 SF_ALLOCATABLE = "allocatable"
 VALID_STORAGE_FIELDS = frozenset([SF_NAME, SF_SIZE, SF_USED, SF_FREE,
                                   SF_ALLOCATABLE])
+# Storage types of templates without a storage unit listing here (Ganeti's
+# names; there is no LVM on these nodes)
+ST_DISKLESS = "diskless"
+ST_LVM_VG = "lvm-vg"
+ST_LVM_PV = "lvm-pv"
+STORAGE_TYPES = frozenset([ST_FILE, ST_SHARED_FILE, ST_BLOCK, ST_EXT,
+                           ST_DISKLESS, ST_LVM_VG, ST_LVM_PV])
+# Storage types whose units gnt-node list-storage reports
+STS_REPORT_NODE_STORAGE = frozenset([ST_FILE, ST_SHARED_FILE])
+MAP_DISK_TEMPLATE_STORAGE_TYPE = {
+    DT_DISKLESS: ST_DISKLESS,
+    DT_FILE: ST_FILE,
+    DT_SHARED_FILE: ST_SHARED_FILE,
+    DT_PLAIN: ST_LVM_VG,
+    DT_DRBD8: ST_LVM_VG,
+    DT_BLOCK: ST_BLOCK,
+    DT_EXT: ST_EXT,
+}
 
 # ExtStorage interface: actions (script names) and the parameters file
 ES_ACTION_CREATE = "create"
@@ -425,3 +483,27 @@ ES_SCRIPTS = frozenset([ES_ACTION_CREATE, ES_ACTION_REMOVE, ES_ACTION_GROW,
 ES_PARAMETERS_FILE = "parameters.list"
 # Longest run of one ExtStorage script, in seconds
 ES_SCRIPT_TIMEOUT = 5 * 60
+
+# Instances --------------------------------------------------------------------
+# Creation modes of OpInstanceCreate (only "create" is implemented so far)
+INSTANCE_CREATE = "create"
+INSTANCE_IMPORT = "import"
+INSTANCE_REMOTE_IMPORT = "remote-import"
+INSTANCE_CREATE_MODES = frozenset([INSTANCE_CREATE, INSTANCE_IMPORT,
+                                   INSTANCE_REMOTE_IMPORT])
+# NIC MAC values asking the master to pick one
+VALUE_AUTO = "auto"
+VALUE_GENERATE = "generate"
+# Instance status (query field "status"), as Ganeti reports it
+INSTST_RUNNING = "running"
+INSTST_ADMINDOWN = "ADMIN_down"
+INSTST_ADMINOFFLINE = "ADMIN_offline"
+INSTST_NODEOFFLINE = "ERROR_nodeoffline"
+INSTST_NODEDOWN = "ERROR_nodedown"
+INSTST_WRONGNODE = "ERROR_wrongnode"
+INSTST_ERRORUP = "ERROR_up"
+INSTST_ERRORDOWN = "ERROR_down"
+INSTST_USERDOWN = "USER_down"
+INSTST_ALL = frozenset([INSTST_RUNNING, INSTST_ADMINDOWN, INSTST_ADMINOFFLINE,
+                        INSTST_NODEOFFLINE, INSTST_NODEDOWN, INSTST_WRONGNODE,
+                        INSTST_ERRORUP, INSTST_ERRORDOWN, INSTST_USERDOWN])

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ganeti import cmdlib, constants, errors, locking
 from ganeti.cmdlib.base import ResultWithJobs
+from ganeti.hooksmaster import HooksMaster
 
 
 class LockAcquireTimeout(Exception):
@@ -146,14 +147,31 @@ class Processor:
         if acquired is None:
             raise LockAcquireTimeout()
 
+    def BuildHooksManager(self, lu: Any) -> HooksMaster:
+        """The hooks of an LU, run through the nodes' hooks_runner RPC
+        (looked up only when used: LUs without hooks need no RPC)."""
+        def _RunHooks(nodes: list[str], hpath: str, phase: str,
+                      env: dict[str, str]) -> dict:
+            return lu.rpc.call_hooks_runner(nodes, hpath, phase, env)
+        return HooksMaster.BuildFromLu(_RunHooks, lu)
+
     def _ExecLU(self, lu: Any, op: Any) -> Any:
         lu.CheckPrereq()
+        # Pre hooks may veto a dry run too (as in Ganeti); post hooks
+        # only follow a real execution
+        hm = self.BuildHooksManager(lu)
+        h_results = hm.RunPhase(constants.HOOKS_PHASE_PRE)
+        lu.HooksCallBack(constants.HOOKS_PHASE_PRE, h_results,
+                         self._Feedback, None)
         if op.dry_run:
             return lu.dry_run_result
         self._cbs.NotifyStart()
         result = lu.Exec(self._Feedback)
         if isinstance(result, ResultWithJobs):
             result = self._SubmitResultJobs(op, result)
+        h_results = hm.RunPhase(constants.HOOKS_PHASE_POST)
+        result = lu.HooksCallBack(constants.HOOKS_PHASE_POST, h_results,
+                                  self._Feedback, result)
         for level, names in lu.remove_locks.items():
             self.context.glm.remove(level, names)
         if op.OP_RESULT is not None and not op.OP_RESULT(result):

@@ -405,6 +405,22 @@ class OpNodeSetParams(OpCode):
     OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TNonEmptyString, ht.TAny))
 
 
+class OpNodeQueryStorage(OpCode):
+    """Report the storage units of nodes (gnt-node list-storage)."""
+    OP_PARAMS = [
+        ("output_fields", ht.NoDefault, ht.TListOf(ht.TNonEmptyString),
+         "Requested fields"),
+        ("storage_type", None,
+         ht.TMaybe(ht.TElemOf(constants.STORAGE_TYPES)),
+         "Storage type (that of the first enabled disk template if not"
+         " given)"),
+        ("nodes", [], ht.TListOf(ht.TNonEmptyString),
+         "Nodes to query (all if empty)"),
+        ("name", None, ht.TMaybeString, "Storage unit name"),
+    ]
+    OP_RESULT = ht.TListOf(ht.TListOf(ht.TAny))
+
+
 # Node groups --------------------------------------------------------------------
 
 _GROUP_PARAMS = [
@@ -529,6 +545,137 @@ class OpOsDiagnose(OpCode):
          "Which operating systems to diagnose"),
     ]
     OP_RESULT = ht.TListOf(ht.TListOf(ht.TAny))
+
+
+# Instances -----------------------------------------------------------------------
+
+_PInstanceName = ("instance_name", ht.NoDefault, ht.TNonEmptyString,
+                  "Instance name")
+_PInstanceUuid = ("instance_uuid", None, ht.TMaybeString,
+                  "Instance UUID (filled in from instance_name)")
+_PShutdownTimeout = ("shutdown_timeout", constants.DEFAULT_SHUTDOWN_TIMEOUT,
+                     ht.TNonNegativeInt,
+                     "How long to wait for the instance to shut down cleanly"
+                     " before forcing it off (seconds)")
+_PIgnoreOfflineNodes = ("ignore_offline_nodes", False, ht.TBool,
+                        "Whether to ignore offline nodes")
+_PNoRemember = ("no_remember", False, ht.TBool,
+                "Do not remember the state change (the admin state stays)")
+# {"size": MiB, "mode": rw|ro, "name": ..., "adopt": device path}
+_TDiskSpec = ht.TDictOf(ht.TElemOf(["size", "mode", "name", "adopt"]),
+                        ht.TAny)
+# {"mac": auto|generate|MAC, "ip": ..., "mode": ..., "link": ...,
+#  "vlan": ..., "name": ...}
+_TNicSpec = ht.TDictOf(ht.TElemOf(["mac", "ip", "mode", "link", "vlan",
+                                   "name"]), ht.TAny)
+
+
+class OpInstanceCreate(OpCode):
+    """Create an instance: its disks, its OS and its configuration."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName,
+        ("mode", constants.INSTANCE_CREATE,
+         ht.TElemOf(constants.INSTANCE_CREATE_MODES),
+         "Instance creation mode (only \"create\" is supported)"),
+        ("disks", ht.NoDefault, ht.TListOf(_TDiskSpec),
+         "Disk descriptions: size (MiB), mode (rw or ro), name and, for"
+         " templates adopting existing devices, adopt (the device path)"),
+        ("nics", ht.NoDefault, ht.TListOf(_TNicSpec),
+         "NIC descriptions: mac (auto, generate or an address), ip, mode,"
+         " link, vlan and name"),
+        ("disk_template", None,
+         ht.TMaybe(ht.TElemOf(constants.DISK_TEMPLATES)),
+         "Disk template (the cluster's first enabled one if not given)"),
+        ("pnode", None, ht.TMaybeString, "Primary node"),
+        ("pnode_uuid", None, ht.TMaybeString,
+         "Primary node UUID (filled in from pnode)"),
+        ("snode", None, ht.TMaybeString,
+         "Secondary node (mirrored templates only)"),
+        ("hypervisor", None, ht.TMaybe(ht.TElemOf(constants.HYPER_TYPES)),
+         "Hypervisor (the cluster's default if not given)"),
+        ("hvparams", {}, ht.TDict, "Hypervisor parameters for the instance"),
+        ("beparams", {}, ht.TDict, "Backend parameters for the instance"),
+        ("os_type", None, ht.TMaybeString,
+         "Operating system (name or name+variant)"),
+        ("osparams", {}, ht.TDict, "OS parameters for the instance"),
+        ("force_variant", False, ht.TBool,
+         "Whether to accept an OS variant the OS does not list"),
+        ("no_install", None, ht.TMaybeBool,
+         "Do not install the OS (the disks stay empty)"),
+        ("name_check", True, ht.TBool,
+         "Whether to resolve the instance name (and use the resolved one)"),
+        ("ip_check", True, ht.TBool,
+         "Whether to refuse an instance whose IP address answers already"
+         " (needs name_check)"),
+        ("file_storage_dir", None, ht.TMaybeString,
+         "Directory for the disk files, relative to the cluster's file"
+         " storage directory"),
+        ("file_driver", None,
+         ht.TMaybe(ht.TElemOf(constants.FILE_DRIVER)),
+         "Driver for file-based disks"),
+        ("start", True, ht.TBool, "Whether to start the instance"),
+        ("tags", [], ht.TListOf(ht.TNonEmptyString), "Instance tags"),
+    ]
+    OP_RESULT = ht.TListOf(ht.TNonEmptyString)
+
+
+class OpInstanceRemove(OpCode):
+    """Remove an instance: stop it, destroy its disks, forget it."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid, _PShutdownTimeout,
+        ("ignore_failures", False, ht.TBool,
+         "Whether to go on (and remove the instance from the configuration)"
+         " when stopping it or removing its disks fails"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpInstanceStartup(OpCode):
+    """Start an instance."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid, _PForce, _PIgnoreOfflineNodes,
+        ("hvparams", {}, ht.TDict,
+         "Temporary hypervisor parameters, for this start only"),
+        ("beparams", {}, ht.TDict,
+         "Temporary backend parameters, for this start only"),
+        _PNoRemember,
+        ("startup_paused", False, ht.TBool, "Pause the instance at startup"),
+        _PShutdownTimeout,
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpInstanceShutdown(OpCode):
+    """Stop an instance."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid, _PForce, _PIgnoreOfflineNodes,
+        ("timeout", constants.DEFAULT_SHUTDOWN_TIMEOUT, ht.TNonNegativeInt,
+         "How long to wait for the instance to shut down cleanly before"
+         " forcing it off (seconds)"),
+        _PNoRemember,
+        ("admin_state_source", None,
+         ht.TMaybe(ht.TElemOf(["admin", "user"])),
+         "Who is shutting the instance down (admin or user)"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpInstanceReboot(OpCode):
+    """Reboot an instance."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid, _PShutdownTimeout,
+        ("ignore_secondaries", False, ht.TBool,
+         "Whether to start the instance even if its secondary disks fail"),
+        ("reboot_type", ht.NoDefault, ht.TElemOf(constants.REBOOT_TYPES),
+         "How to reboot: soft (inside the instance), hard (stop and start"
+         " the instance) or full (also restart its disks)"),
+    ]
+    OP_RESULT = ht.TNone
 
 
 # Testing -------------------------------------------------------------------------

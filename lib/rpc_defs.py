@@ -278,6 +278,19 @@ CALLS += (
             " (sizes in MiB)"),
 )
 
+def _HooksTimeout(*_args: Any) -> float:
+    """The node gives up on the scripts first and reports that."""
+    return constants.HOOKS_PHASE_TIMEOUT + 30
+
+
+CALLS += (
+    RpcCall("hooks_runner", (_A("hpath"), _A("phase"), _A("env")),
+            _HooksTimeout, CALL_MULTI,
+            "Run the node's hook scripts of one phase of an operation"
+            " (<hooks dir>/<hpath>-<phase>.d) with exactly env; returns"
+            " [script, constants.HKR_*, output] per directory entry"),
+)
+
 # Procedures the node daemon serves before it belongs to a cluster, to any
 # client (the join key's secret authorises the caller)
 JOIN_CALLS: tuple[RpcCall, ...] = (

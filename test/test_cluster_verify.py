@@ -132,6 +132,8 @@ class _Nodes:
                     files[path] = None if content is None else \
                         hashlib.sha256(content.encode()).hexdigest()
                 answer[constants.NV_FILELIST] = files
+            if checks.get(constants.NV_ACCEPTED_STORAGE_PATHS) == node.name:
+                answer[constants.NV_ACCEPTED_STORAGE_PATHS] = []
             answer.update(self.payload.get(node.name, {}))
             result[uuid] = RpcResult(data=[True, answer], call="node_verify",
                                      node=node.name)

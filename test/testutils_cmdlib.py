@@ -50,6 +50,28 @@ class FakeRpc:
         self.calls.append(("node_info", tuple(node_list)))
         return {node: self._Answer("node_info", node) for node in node_list}
 
+    def call_hooks_runner(self, node_list, hpath, phase, env):
+        """Nodes run no scripts unless ``answers[("hooks_runner", node)]``
+        lists results; nodes may be given by name (a node being added)."""
+        self.calls.append(("hooks_runner", tuple(node_list), hpath, phase,
+                           env))
+        result = {}
+        for node in node_list:
+            uuid = self.cfg.ExpandNodeName(node) or node
+            answer = self.answers.get(("hooks_runner", node), [])
+            if isinstance(answer, RpcResult):
+                result[node] = answer
+            elif self.cfg.GetNodeInfo(uuid) is not None and \
+                    self.cfg.GetNodeInfo(uuid).offline:
+                result[node] = RpcResult(offline=True, call="hooks_runner",
+                                         node=node)
+            else:
+                result[node] = Ok("hooks_runner",
+                                  self.cfg.GetNodeNames([uuid])[0]
+                                  if self.cfg.GetNodeInfo(uuid) else node,
+                                  answer)
+        return result
+
 
 class FakeDirectRunner:
     """Stands in for cmdlib.node._DirectRunner (nodes addressed by IP)."""

@@ -53,6 +53,27 @@ NODE_POWERED_OPT = OpcodeOption(_SetParams, "powered", "--node-powered",
 
 _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
 
+# list-storage: Ganeti's columns, titles and default field list
+_LIST_STOR_HEADERS = {
+    constants.SF_NODE: "Node",
+    constants.SF_TYPE: "Type",
+    constants.SF_NAME: "Name",
+    constants.SF_SIZE: "Size",
+    constants.SF_USED: "Used",
+    constants.SF_FREE: "Free",
+    constants.SF_ALLOCATABLE: "Allocatable",
+}
+_LIST_STOR_DEF_FIELDS = [constants.SF_NODE, constants.SF_TYPE,
+                         constants.SF_NAME, constants.SF_SIZE,
+                         constants.SF_USED, constants.SF_FREE,
+                         constants.SF_ALLOCATABLE]
+_STORAGE_SIZE_FIELDS = [constants.SF_SIZE, constants.SF_USED,
+                        constants.SF_FREE]
+STORAGE_TYPE_OPT = OpcodeOption(
+    opcodes.OpNodeQueryStorage, "storage_type", "-t", "--storage-type",
+    type="choice", choices=sorted(constants.STS_REPORT_NODE_STORAGE),
+    metavar="STORAGE_TYPE")
+
 
 # Generic information output (Ganeti's cli.PrintGenericInfo) ----------------
 
@@ -211,6 +232,40 @@ def SetNodeParams(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
+def ListStorage(opts: Any, args: list[str]) -> int:
+    """List the storage units (file storage directories) of nodes."""
+    fields = cli.ParseFields(opts.output, _LIST_STOR_DEF_FIELDS)
+    op = opcodes.OpNodeQueryStorage(nodes=args,
+                                    storage_type=opts.storage_type,
+                                    output_fields=fields)
+    output = cli.SubmitOpCode(op, opts=opts)
+    for row in output:
+        for idx, field in enumerate(fields):
+            if field == constants.SF_ALLOCATABLE:
+                row[idx] = cli.FormatBool(row[idx])
+    headers = None if opts.no_headers else _LIST_STOR_HEADERS
+    for line in cli.GenerateTable(headers=headers, fields=fields,
+                                  separator=opts.separator, data=output,
+                                  numfields=_STORAGE_SIZE_FIELDS,
+                                  unitfields=_STORAGE_SIZE_FIELDS,
+                                  units=opts.units):
+        cli.ToStdout("%s", line)
+    return constants.EXIT_SUCCESS
+
+
+def ListVolumes(opts: Any, args: list[str]) -> int:
+    """Explain that there are no logical volumes to list.
+
+    Ganeti lists LVM logical volumes here; these nodes have no LVM (the
+    plain and drbd templates are not supported), so there is never one
+    and the command succeeds, as Ganeti's does with nothing to show.
+    """
+    cli.ToStderr("There are no logical volumes: this cluster has no LVM"
+                 " storage. Use \"gnt-node list-storage\" for the file"
+                 " storage of the nodes.")
+    return constants.EXIT_SUCCESS
+
+
 commands = {
     "add": (AddNode, [ArgHost(min=1, max=1)],
             [SECONDARY_IP_OPT, READD_OPT, NODEGROUP_OPT, CAPAB_MASTER_OPT,
@@ -237,6 +292,15 @@ commands = {
                 AUTO_PROMOTE_OPT, NDPARAMS_OPT, NODE_POWERED_OPT] +
                _JOB_OPTS,
                "<node_name>", "Alters the parameters of a node"),
+    "volumes": (ListVolumes, ARGS_MANY_NODES, [], "[<node_name>...]",
+                "List logical volumes on node(s)"),
+    "list-storage": (ListStorage, ARGS_MANY_NODES,
+                     [NOHDR_OPT, SEP_OPT, UNITS_OPT, FIELDS_OPT,
+                      STORAGE_TYPE_OPT],
+                     "[<node_name>...]",
+                     "List physical volumes on node(s). The available"
+                     " fields are (see the man page for details): %s." %
+                     ", ".join(_LIST_STOR_DEF_FIELDS)),
     "list-tags": (cli.ListTags, ARGS_ONE_NODE, [], "<node_name>",
                   "List the tags of the given node"),
     "add-tags": (cli.AddTags, [ArgNode(min=1, max=1), ArgUnknown()],

@@ -7,7 +7,7 @@ holding the locks the LU declared in ``needed_locks`` while it runs.
 
 from typing import Any, Callable
 
-from ganeti import errors, locking, objects
+from ganeti import constants, errors, locking, objects
 
 
 class ResultWithJobs:
@@ -68,6 +68,35 @@ class LogicalUnit:
         """Do the operation and return its result."""
         raise NotImplementedError
 
+    # Hooks (see ganeti.hooksmaster); only called when HPATH is set
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        """The operation's hook variables, without the GANETI_ prefix.
+
+        Called after CheckPrereq for the pre phase and again after Exec
+        for the post phase, whose scripts get both (GANETI_POST_<key>).
+        """
+        raise NotImplementedError
+
+    def BuildHooksNodes(self) -> tuple[list[str], ...]:
+        """``(pre, post)`` node UUIDs that run the hooks, or ``(pre, post,
+        post_names)`` with nodes by name that exist only after Exec."""
+        raise NotImplementedError
+
+    def PreparePostHookNodes(self, post_hook_node_uuids: list[str]
+                             ) -> list[str]:
+        """Change the post-hook nodes once Exec has run (by default, no)."""
+        return post_hook_node_uuids
+
+    def HooksCallBack(self, phase: str, hook_results: dict | None,
+                      feedback_fn: Callable[[str], None],
+                      lu_result: Any) -> Any:
+        """See the hook results of a phase; returns the LU's result.
+
+        ``hook_results`` maps node to the hooks_runner RPC result (None
+        when no node ran hooks); ``lu_result`` is None for the pre phase.
+        """
+        return lu_result
+
     # Feedback helpers, shown in the job's log
     def LogInfo(self, message: str, *args: Any) -> None:
         self.proc.LogInfo(message, *args)
@@ -81,6 +110,29 @@ class LogicalUnit:
 
 class NoHooksLU(LogicalUnit):
     """An LU that runs no hooks."""
+
+    HPATH = None
+    HTYPE = None
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        raise errors.ProgrammerError("BuildHooksEnv called for a NoHooksLU")
+
+    def BuildHooksNodes(self) -> tuple[list[str], ...]:
+        raise errors.ProgrammerError("BuildHooksNodes called for a"
+                                     " NoHooksLU")
+
+
+def RunPostHook(lu: LogicalUnit, node: str) -> None:
+    """Run an LU's post hooks on one node now, during Exec.
+
+    For a node the operation is about to take out of the cluster: after
+    Exec it can no longer be reached. Failures are only reported.
+    """
+    hm = lu.proc.BuildHooksManager(lu)
+    try:
+        hm.RunPhase(constants.HOOKS_PHASE_POST, nodes=[node])
+    except errors.GenericError as err:
+        lu.LogWarning("Errors occurred running hooks on %s: %s", node, err)
 
 
 def ExpandNodeUuidAndName(cfg: Any, expected_uuid: str | None,

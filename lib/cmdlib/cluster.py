@@ -5,7 +5,7 @@ from typing import Any, Callable
 
 from ganeti import constants, errors, hypervisor, locking, objects
 from ganeti.cmdlib import operating_system
-from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.base import LogicalUnit, NoHooksLU, RunPostHook
 from ganeti.cmdlib.node import AdjustCandidatePool, GetUpdatedParams
 from ganeti.hypervisor import hv_base
 
@@ -79,26 +79,46 @@ class LUClusterQuery(NoHooksLU):
         return BuildClusterInfo(self.cfg)
 
 
-class LUClusterPostInit(NoHooksLU):
-    """Run once after cluster init; nothing to do without hooks yet."""
+class LUClusterPostInit(LogicalUnit):
+    """Run once after cluster init: the master runs the cluster-init
+    post hooks."""
+
+    HPATH = "cluster-init"
+    HTYPE = constants.HTYPE_CLUSTER
 
     def ExpandNames(self) -> None:
         self.needed_locks = {}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.cfg.GetClusterName()}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        return ([], [self.cfg.GetMasterNode()])
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> bool:
         return True
 
 
-class LUClusterDestroy(NoHooksLU):
+class LUClusterDestroy(LogicalUnit):
     """Check that the cluster can be destroyed and name its master.
 
     The caller (gnt-cluster destroy) then stops the daemons and makes the
-    master leave the cluster; the LU itself changes nothing, so a refusal
-    leaves the cluster intact.
+    master leave the cluster; the LU itself changes nothing but running
+    the master's post hooks, so a refusal leaves the cluster intact.
     """
+
+    HPATH = "cluster-destroy"
+    HTYPE = constants.HTYPE_CLUSTER
 
     def ExpandNames(self) -> None:
         self.needed_locks = {}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.cfg.GetClusterName()}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        # Post hooks run in Exec, while the master is still one
+        return ([], [])
 
     def CheckPrereq(self) -> None:
         master = self.cfg.GetMasterNode()
@@ -114,6 +134,7 @@ class LUClusterDestroy(NoHooksLU):
                 len(instances), errors.ECODE_INVAL)
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> str:
+        RunPostHook(self, self.cfg.GetMasterNode())
         return self.cfg.GetMasterNodeName()
 
 
@@ -183,8 +204,11 @@ def CheckHvParamsOnNodes(lu: Any, node_uuids: list[str], hv_name: str,
                             prereq=True, ecode=errors.ECODE_INVAL)
 
 
-class LUClusterSetParams(NoHooksLU):
+class LUClusterSetParams(LogicalUnit):
     """Change cluster parameters (those that exist so far)."""
+
+    HPATH = "cluster-modify"
+    HTYPE = constants.HTYPE_CLUSTER
 
     def CheckArguments(self) -> None:
         hv_names = (list(self.op.hvparams or {}) +
@@ -199,6 +223,13 @@ class LUClusterSetParams(NoHooksLU):
 
     def ExpandNames(self) -> None:
         self.needed_locks = {}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.cfg.GetClusterName()}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.GetMasterNode()
+        return ([master], [master])
 
     def CheckPrereq(self) -> None:
         """Compute the new parameter dicts; every value is checked here.

@@ -15,7 +15,7 @@ from typing import Any, Callable, NamedTuple
 
 from ganeti import (constants, errors, locking, objects, opcodes, pathutils,
                     utils, vcluster)
-from ganeti.cmdlib.base import NoHooksLU, ResultWithJobs
+from ganeti.cmdlib.base import LogicalUnit, NoHooksLU, ResultWithJobs
 from ganeti.utils import x509
 
 # How often a group's data is gathered again when the configuration
@@ -299,9 +299,12 @@ def _NodeNames(nodes: dict[str, objects.Node], uuids: Any) -> str:
     return ", ".join(sorted(nodes[uuid].name for uuid in uuids))
 
 
-class LUClusterVerifyGroup(NoHooksLU, _VerifyErrors):
-    """Verify the nodes of one node group."""
+class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
+    """Verify the nodes of one node group; its members then run the
+    cluster-verify post hooks."""
 
+    HPATH = "cluster-verify"
+    HTYPE = constants.HTYPE_CLUSTER
     REQ_BGL = False
 
     def CheckArguments(self) -> None:
@@ -333,6 +336,16 @@ class LUClusterVerifyGroup(NoHooksLU, _VerifyErrors):
         self.my_node_info = {uuid: self.all_node_info[uuid]
                              for uuid in members}
 
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        env = {"CLUSTER_TAGS":
+               " ".join(sorted(self.cfg.GetClusterInfo().GetTags()))}
+        env.update(("NODE_TAGS_%s" % node.name, " ".join(sorted(
+            node.GetTags()))) for node in self.my_node_info.values())
+        return env
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        return ([], sorted(self.my_node_info))
+
     def _GatherData(self, online: list[str], extra: list[str]) -> tuple:
         """Ask the nodes what is compared.
 
@@ -355,6 +368,7 @@ class LUClusterVerifyGroup(NoHooksLU, _VerifyErrors):
                 constants.NV_VERSION: None,
                 constants.NV_TIME: None,
             }
+            checks.update(self._NodeChecks())
             start = time.time()
             nvinfo = self.rpc.call_node_verify(online, checks, cluster_name)
             end = time.time()
@@ -365,6 +379,82 @@ class LUClusterVerifyGroup(NoHooksLU, _VerifyErrors):
             if self.cfg.GetConfigSerial() == serial:
                 break
         return files, nvinfo, vf_nvinfo, start, end
+
+    def _NodeChecks(self) -> dict[str, Any]:
+        """Checks of the hypervisors and the file storage directories.
+
+        Every enabled hypervisor verifies itself with its cluster-level
+        parameters. Only the master reports forbidden allow-list entries
+        (the list is the master's to distribute); every node checks that
+        the storage directories of the enabled file templates are usable.
+        """
+        cluster = self.cfg.GetClusterInfo()
+        checks: dict[str, Any] = {
+            constants.NV_HYPERVISOR: {
+                name: cluster.GetHVDefaults(name)
+                for name in cluster.enabled_hypervisors},
+        }
+        templates = set(cluster.enabled_disk_templates)
+        if templates & constants.DTS_FILEBASED:
+            checks[constants.NV_ACCEPTED_STORAGE_PATHS] = \
+                self.cfg.GetMasterNodeName()
+        for template, key, path in (
+                (constants.DT_FILE, constants.NV_FILE_STORAGE_PATH,
+                 cluster.file_storage_dir),
+                (constants.DT_SHARED_FILE,
+                 constants.NV_SHARED_FILE_STORAGE_PATH,
+                 cluster.shared_file_storage_dir)):
+            if template in templates:
+                checks[key] = path
+        return checks
+
+    def _VerifyNodeHypervisors(self, ninfo: objects.Node,
+                               nresult: dict) -> None:
+        """Report the hypervisors that found a problem on the node."""
+        hyp_result = nresult.get(constants.NV_HYPERVISOR)
+        if not ninfo.vm_capable or not isinstance(hyp_result, dict):
+            return
+        for hv_name, hv_result in sorted(hyp_result.items()):
+            self._ErrorIf(hv_result is not None, constants.CV_ENODEHV,
+                          ninfo.name, "hypervisor %s verify failure: '%s'",
+                          hv_name, hv_result)
+
+    def _VerifyAcceptedFileStoragePaths(self, ninfo: objects.Node,
+                                        nresult: dict,
+                                        is_master: bool) -> None:
+        """Forbidden entries of the master's storage paths allow-list."""
+        templates = set(self.cfg.GetClusterInfo().enabled_disk_templates)
+        if is_master and templates & constants.DTS_FILEBASED:
+            fspaths = nresult.get(constants.NV_ACCEPTED_STORAGE_PATHS)
+            if fspaths is None:
+                self._ErrorIf(True, constants.CV_ENODEFILESTORAGEPATHS,
+                              ninfo.name, "Node did not return forbidden"
+                              " file storage paths")
+            else:
+                self._ErrorIf(fspaths, constants.CV_ENODEFILESTORAGEPATHS,
+                              ninfo.name,
+                              "Found forbidden file storage paths: %s",
+                              ", ".join(fspaths))
+        else:
+            self._ErrorIf(constants.NV_ACCEPTED_STORAGE_PATHS in nresult,
+                          constants.CV_ENODEFILESTORAGEPATHS, ninfo.name,
+                          "Node should not have returned forbidden file"
+                          " storage paths")
+
+    def _VerifyStoragePaths(self, ninfo: objects.Node, nresult: dict) -> None:
+        """The storage directories of enabled file templates must be usable
+        (allowed, existing, writable) on every node."""
+        templates = self.cfg.GetClusterInfo().enabled_disk_templates
+        for template, key, ecode in (
+                (constants.DT_FILE, constants.NV_FILE_STORAGE_PATH,
+                 constants.CV_ENODEFILESTORAGEPATHUNUSABLE),
+                (constants.DT_SHARED_FILE,
+                 constants.NV_SHARED_FILE_STORAGE_PATH,
+                 constants.CV_ENODESHAREDFILESTORAGEPATHUNUSABLE)):
+            if template in templates:
+                self._ErrorIf(key in nresult, ecode, ninfo.name,
+                              "The configured %s storage path is unusable:"
+                              " %s", template, nresult.get(key))
 
     def _VerifyNode(self, ninfo: objects.Node, nresult: Any) -> bool:
         """Check the answer's form and the versions; True if usable."""
@@ -542,6 +632,10 @@ class LUClusterVerifyGroup(NoHooksLU, _VerifyErrors):
             nresult = nvinfo[node.uuid].payload
             if self._VerifyNode(node, nresult):
                 self._VerifyNodeTime(node, nresult, start, end)
+                self._VerifyNodeHypervisors(node, nresult)
+                self._VerifyAcceptedFileStoragePaths(
+                    node, nresult, node.uuid == master_uuid)
+                self._VerifyStoragePaths(node, nresult)
 
         i_offline = sum(
             1 for inst in self.cfg.GetAllInstancesInfo().values()

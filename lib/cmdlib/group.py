@@ -8,7 +8,8 @@ needs no lock change.
 from typing import Any, Callable
 
 from ganeti import config, constants, errors, locking, objects
-from ganeti.cmdlib.base import ExpandNodeUuidAndName, ForceParamDict, NoHooksLU
+from ganeti.cmdlib.base import (ExpandNodeUuidAndName, ForceParamDict,
+                                LogicalUnit, NoHooksLU)
 from ganeti.cmdlib.node import GetUpdatedParams
 
 
@@ -64,9 +65,11 @@ def _UpdatedIPolicy(old: dict, changes: dict) -> dict:
     return result
 
 
-class LUGroupAdd(NoHooksLU):
+class LUGroupAdd(LogicalUnit):
     """Add a node group."""
 
+    HPATH = "group-add"
+    HTYPE = constants.HTYPE_GROUP
     REQ_BGL = False
 
     def CheckArguments(self) -> None:
@@ -80,6 +83,13 @@ class LUGroupAdd(NoHooksLU):
     def ExpandNames(self) -> None:
         # The new group's lock is created (held) in Exec
         self.needed_locks = {}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"GROUP_NAME": self.op.group_name}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.GetMasterNode()
+        return ([master], [master])
 
     def CheckPrereq(self) -> None:
         existing = _LookupGroup(self.cfg, self.op.group_name)
@@ -188,12 +198,14 @@ class LUGroupAssignNodes(NoHooksLU):
                                   feedback_fn)
 
 
-class LUGroupSetParams(NoHooksLU):
+class LUGroupSetParams(LogicalUnit):
     """Change a group's allocation policy and parameters.
 
     Returns the changed parameters as ``(name, new value)`` pairs.
     """
 
+    HPATH = "group-modify"
+    HTYPE = constants.HTYPE_GROUP
     REQ_BGL = False
 
     def CheckArguments(self) -> None:
@@ -206,6 +218,14 @@ class LUGroupSetParams(NoHooksLU):
     def ExpandNames(self) -> None:
         self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
         self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid]}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"GROUP_NAME": self.op.group_name,
+                "NEW_ALLOC_POLICY": self.op.alloc_policy}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.GetMasterNode()
+        return ([master], [master])
 
     def CheckPrereq(self) -> None:
         self.group = self.cfg.GetNodeGroup(self.group_uuid)
@@ -245,14 +265,23 @@ class LUGroupSetParams(NoHooksLU):
         return result
 
 
-class LUGroupRemove(NoHooksLU):
+class LUGroupRemove(LogicalUnit):
     """Remove an empty group that is not the cluster's last one."""
 
+    HPATH = "group-remove"
+    HTYPE = constants.HTYPE_GROUP
     REQ_BGL = False
 
     def ExpandNames(self) -> None:
         self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
         self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid]}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"GROUP_NAME": self.op.group_name}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.GetMasterNode()
+        return ([master], [master])
 
     def CheckPrereq(self) -> None:
         members = [node.name for node in self.cfg.GetAllNodesInfo().values()
@@ -273,14 +302,28 @@ class LUGroupRemove(NoHooksLU):
         self.remove_locks[locking.LEVEL_NODEGROUP] = [self.group_uuid]
 
 
-class LUGroupRename(NoHooksLU):
+class LUGroupRename(LogicalUnit):
     """Rename a group; returns the new name."""
 
+    HPATH = "group-rename"
+    HTYPE = constants.HTYPE_GROUP
     REQ_BGL = False
 
     def ExpandNames(self) -> None:
         self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
         self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid]}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OLD_NAME": self.op.group_name,
+                "NEW_NAME": self.op.new_name}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        # The master and the group's members
+        master = self.cfg.GetMasterNode()
+        nodes = [master] + [
+            uuid for uuid, node in self.cfg.GetAllNodesInfo().items()
+            if node.group == self.group_uuid and uuid != master]
+        return (nodes, nodes)
 
     def CheckPrereq(self) -> None:
         clash = _LookupGroup(self.cfg, self.op.new_name)

@@ -13,8 +13,10 @@ shrink a pool that is larger than wanted.
 import logging
 from typing import Any, Callable
 
-from ganeti import bootstrap, constants, errors, locking, netutils, objects
-from ganeti.cmdlib.base import ExpandNodeUuidAndName, ForceParamDict, NoHooksLU
+from ganeti import (bootstrap, config, constants, errors, locking, netutils,
+                    objects)
+from ganeti.cmdlib.base import (ExpandNodeUuidAndName, ForceParamDict,
+                                LogicalUnit, NoHooksLU, RunPostHook)
 from ganeti.rpc import node as rpc_node
 
 
@@ -117,12 +119,15 @@ def _CheckSecondaryIP(address: str) -> None:
                                    errors.ECODE_INVAL)
 
 
-class LUNodeAdd(NoHooksLU):
+class LUNodeAdd(LogicalUnit):
     """Add a node, or re-add (``readd``) one the configuration knows.
 
     The node's noded must serve with the cluster certificate: it already
     holds it, or the master hands it over with the join key first.
     """
+
+    HPATH = "node-add"
+    HTYPE = constants.HTYPE_NODE
 
     _NFLAGS = ("master_capable", "vm_capable")
 
@@ -155,6 +160,23 @@ class LUNodeAdd(NoHooksLU):
     def ExpandNames(self) -> None:
         # The BGL (held exclusively) covers the new node: it has no lock yet
         self.needed_locks = {}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {
+            "OP_TARGET": self.op.node_name,
+            "NODE_NAME": self.op.node_name,
+            "NODE_PIP": self.op.primary_ip,
+            "NODE_SIP": self.op.secondary_ip,
+            "MASTER_CAPABLE": str(self.op.master_capable),
+            "VM_CAPABLE": str(self.op.vm_capable),
+        }
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str], list[str]]:
+        # The node itself runs only the post hooks, named: before Exec it
+        # is not (or, re-added, not yet again) a working member
+        nodes = [uuid for uuid in self.cfg.GetNodeList()
+                 if self.existing is None or uuid != self.existing.uuid]
+        return (nodes, nodes, [self.op.node_name])
 
     def CheckPrereq(self) -> None:
         name = self.op.node_name
@@ -265,8 +287,11 @@ class LUNodeAdd(NoHooksLU):
                                 " candidate status: %s", result.fail_msg)
 
 
-class LUNodeRemove(NoHooksLU):
+class LUNodeRemove(LogicalUnit):
     """Remove a node; it then forgets the cluster and stops its noded."""
+
+    HPATH = "node-remove"
+    HTYPE = constants.HTYPE_NODE
 
     def ExpandNames(self) -> None:
         self.op.node_uuid, self.op.node_name = ExpandNodeUuidAndName(
@@ -274,6 +299,15 @@ class LUNodeRemove(NoHooksLU):
         # Exclusively: the node's locks are deleted with it
         self.needed_locks = {locking.LEVEL_NODE: [self.op.node_uuid],
                              locking.LEVEL_NODE_RES: [self.op.node_uuid]}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.op.node_name,
+                "NODE_NAME": self.op.node_name}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        nodes = [uuid for uuid in self.cfg.GetNodeList()
+                 if uuid != self.op.node_uuid]
+        return (nodes, nodes)
 
     def CheckPrereq(self) -> None:
         self.node = self.cfg.GetNodeInfo(self.op.node_uuid)
@@ -292,6 +326,8 @@ class LUNodeRemove(NoHooksLU):
         node = self.node
         logging.info("Removing node %s from the cluster", node.name)
         AdjustCandidatePool(self, [node.uuid])
+        # The node's own post hooks, while it is still reachable
+        RunPostHook(self, node.uuid)
         self.context.RemoveNode(node.uuid)
         # Not in the configuration any more: address the node directly
         runner = _DirectRunner({node.name: node.primary_ip},
@@ -317,12 +353,15 @@ _R2F = {role: flags for flags, role in _F2R.items()}
 _FLAGS = ("master_candidate", "drained", "offline")
 
 
-class LUNodeSetParams(NoHooksLU):
+class LUNodeSetParams(LogicalUnit):
     """Change a node's role flags, capabilities, secondary IP, parameters.
 
     The result lists what changed as ``(parameter, new value)`` pairs,
     values as text (``("master_candidate", "False")``).
     """
+
+    HPATH = "node-modify"
+    HTYPE = constants.HTYPE_NODE
 
     REQ_BGL = False
 
@@ -353,6 +392,20 @@ class LUNodeSetParams(NoHooksLU):
         nodes = locking.ALL_SET if self.lock_all else [self.op.node_uuid]
         self.needed_locks = {locking.LEVEL_NODE: nodes,
                              locking.LEVEL_NODE_RES: nodes}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {
+            "OP_TARGET": self.op.node_name,
+            "MASTER_CANDIDATE": str(self.op.master_candidate),
+            "OFFLINE": str(self.op.offline),
+            "DRAINED": str(self.op.drained),
+            "MASTER_CAPABLE": str(self.op.master_capable),
+            "VM_CAPABLE": str(self.op.vm_capable),
+        }
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        nodes = [self.cfg.GetMasterNode(), self.op.node_uuid]
+        return (nodes, nodes)
 
     def CheckPrereq(self) -> None:
         node = self.cfg.GetNodeInfo(self.op.node_uuid)
@@ -529,4 +582,111 @@ class LUNodeSetParams(NoHooksLU):
                 AdjustCandidatePool(self, [node.uuid])
             if self.new_role == _ROLE_CANDIDATE:
                 self.context.SyncNode(node.uuid)
+        return result
+
+
+def CheckStorageTypeEnabled(cluster: objects.Cluster,
+                            storage_type: str) -> None:
+    """Refuse a storage type no enabled disk template uses."""
+    templates = {template for template, stype
+                 in constants.MAP_DISK_TEMPLATE_STORAGE_TYPE.items()
+                 if stype == storage_type}
+    if not templates & set(cluster.enabled_disk_templates):
+        raise errors.OpPrereqError("No disk template of storage type '%s' is"
+                                   " enabled in this cluster." % storage_type,
+                                   errors.ECODE_STATE)
+
+
+def GetStorageTypeArgs(cluster: objects.Cluster, storage_type: str) -> list:
+    """The storage_list ``su_args`` of a type: its (virtual) directory."""
+    if storage_type == constants.ST_FILE:
+        return [rpc_node.EncodeVirtualPath(cluster.file_storage_dir)]
+    if storage_type == constants.ST_SHARED_FILE:
+        return [rpc_node.EncodeVirtualPath(cluster.shared_file_storage_dir)]
+    return []
+
+
+class LUNodeQueryStorage(NoHooksLU):
+    """Rows of the requested fields for the storage units of nodes.
+
+    Without a storage type, the type of the first enabled disk template
+    is listed, as in Ganeti. Nodes that fail to answer are skipped with a
+    warning, so one broken node does not hide the others.
+    """
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        known = constants.VALID_STORAGE_FIELDS | {constants.SF_NODE,
+                                                  constants.SF_TYPE}
+        unknown = [field for field in self.op.output_fields
+                   if field not in known]
+        if unknown:
+            raise errors.OpPrereqError("Unknown output fields selected: %s"
+                                       % ",".join(unknown),
+                                       errors.ECODE_INVAL)
+
+    def ExpandNames(self) -> None:
+        self.share_locks = dict.fromkeys(locking.LEVELS, 1)
+        if self.op.nodes:
+            wanted = [ExpandNodeUuidAndName(self.cfg, None, name)[0]
+                      for name in self.op.nodes]
+        else:
+            wanted = locking.ALL_SET
+        self.needed_locks = {locking.LEVEL_NODE: wanted}
+
+    def CheckPrereq(self) -> None:
+        cluster = self.cfg.GetClusterInfo()
+        if self.op.storage_type:
+            CheckStorageTypeEnabled(cluster, self.op.storage_type)
+            self.storage_type = self.op.storage_type
+        else:
+            self.storage_type = constants.MAP_DISK_TEMPLATE_STORAGE_TYPE[
+                cluster.enabled_disk_templates[0]]
+        if self.storage_type not in constants.STS_REPORT_NODE_STORAGE:
+            raise errors.OpPrereqError(
+                "Storage reporting for storage type '%s' is not supported."
+                " Please use the --storage-type option to specify one of the"
+                " supported storage types (%s) or set the default disk"
+                " template to one that supports storage reporting." %
+                (self.storage_type,
+                 ", ".join(sorted(constants.STS_REPORT_NODE_STORAGE))),
+                errors.ECODE_INVAL)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> list[list]:
+        # The name is always fetched: rows are sorted by it; node and type
+        # are known here only
+        fields = [constants.SF_NAME] + [
+            field for field in self.op.output_fields
+            if field not in (constants.SF_NAME, constants.SF_NODE,
+                             constants.SF_TYPE)]
+        field_idx = {name: idx for idx, name in enumerate(fields)}
+        su_args = GetStorageTypeArgs(self.cfg.GetClusterInfo(),
+                                     self.storage_type)
+        node_uuids = list(self.glm.list_owned(locking.LEVEL_NODE))
+        data = self.rpc.call_storage_list(node_uuids, self.storage_type,
+                                          su_args, self.op.name, fields)
+        result = []
+        nodes = sorted((self.cfg.GetNodeInfo(uuid) for uuid in node_uuids),
+                       key=lambda node: config.NiceSortKey(node.name))
+        for node in nodes:
+            nresult = data[node.uuid]
+            if nresult.offline:
+                continue
+            if nresult.fail_msg:
+                self.LogWarning("Can't get storage data from node %s: %s",
+                                node.name, nresult.fail_msg)
+                continue
+            rows = {row[0]: row for row in nresult.payload}
+            for name in config.NiceSort(rows):
+                row = rows[name]
+                out = []
+                for field in self.op.output_fields:
+                    if field == constants.SF_NODE:
+                        out.append(node.name)
+                    elif field == constants.SF_TYPE:
+                        out.append(self.storage_type)
+                    else:
+                        out.append(row[field_idx[field]])
+                result.append(out)
         return result

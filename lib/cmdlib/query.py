@@ -10,7 +10,7 @@ the LUXI ``Query``/``QueryFields`` calls.
 from typing import Any, Callable
 
 from ganeti import config, constants, errors, query
-from ganeti.cmdlib import operating_system
+from ganeti.cmdlib import instance_query, operating_system
 from ganeti.cmdlib.base import NoHooksLU
 from ganeti.rpc import node as rpc_node
 
@@ -174,6 +174,7 @@ _QUERIES: dict[str, Callable[[NoHooksLU], Any]] = {
     constants.QR_GROUP: _GroupQuery,
     constants.QR_FILTER: _FilterQuery,
     constants.QR_OS: operating_system.OsQuery,
+    constants.QR_INSTANCE: instance_query.InstanceQuery,
 }
 
 

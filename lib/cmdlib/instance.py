@@ -1,0 +1,877 @@
+"""LUs creating, removing, starting, stopping and rebooting instances.
+
+Nodes never apply defaults: every instance sent to a node goes through
+objects.Cluster.InstanceRpcDict (filled hv/be/nic parameters), OS calls
+through operating_system.InstanceOsRpcDict. Instance creation is
+all-or-nothing: when any step after the first disk was created fails, the
+disks are removed again and the configuration keeps no trace of the
+instance.
+"""
+
+import logging
+import os
+import random
+import socket
+from typing import Any, Callable
+
+from ganeti import constants, errors, locking, netutils, objects, vcluster
+from ganeti.cmdlib import operating_system
+from ganeti.cmdlib.base import ExpandNodeUuidAndName, NoHooksLU
+from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
+from ganeti.cmdlib.node import GetUpdatedParams
+
+_DISK_KEYS = frozenset(["size", "mode", "name", "adopt"])
+_NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name"])
+# How long the IP check waits for an answer (seconds)
+_IP_CHECK_TIMEOUT = 2.0
+
+
+# Helpers shared by the instance LUs ----------------------------------------
+
+def ExpandInstanceUuidAndName(cfg: Any, expected_uuid: str | None,
+                              name: str) -> tuple[str, str]:
+    """Resolve an instance name (or uuid) given by the user to (uuid, name)."""
+    uuid = cfg.ExpandInstanceName(name)
+    if uuid is None:
+        raise errors.OpPrereqError("Instance '%s' not known" % name,
+                                   errors.ECODE_NOENT)
+    if expected_uuid is not None and uuid != expected_uuid:
+        raise errors.OpPrereqError(
+            "The instance's UUID '%s' does not match the expected UUID '%s'"
+            " for instance '%s'" % (uuid, expected_uuid, name),
+            errors.ECODE_NOENT)
+    return uuid, cfg.GetInstanceInfo(uuid).name
+
+
+def CheckNodeOnline(lu: NoHooksLU, node_uuid: str) -> None:
+    """Refuse an offline node."""
+    node = lu.cfg.GetNodeInfo(node_uuid)
+    if node.offline:
+        raise errors.OpPrereqError("Can't use offline node %s" % node.name,
+                                   errors.ECODE_STATE)
+
+
+def CheckNodeNotDrained(lu: NoHooksLU, node_uuid: str) -> None:
+    node = lu.cfg.GetNodeInfo(node_uuid)
+    if node.drained:
+        raise errors.OpPrereqError("Can't use drained node %s" % node.name,
+                                   errors.ECODE_STATE)
+
+
+def CheckNodeVmCapable(lu: NoHooksLU, node_uuid: str) -> None:
+    node = lu.cfg.GetNodeInfo(node_uuid)
+    if not node.vm_capable:
+        raise errors.OpPrereqError("Can't use non-vm_capable node %s" %
+                                   node.name, errors.ECODE_STATE)
+
+
+def CheckInstanceOnline(instance: objects.Instance) -> None:
+    """Refuse an instance marked offline (it may not run anywhere)."""
+    if instance.admin_state == objects.ADMINST_OFFLINE:
+        raise errors.OpPrereqError("Instance '%s' is marked to be offline" %
+                                   instance.name, errors.ECODE_STATE)
+
+
+def CheckNodeFreeMemory(lu: NoHooksLU, node_uuid: str, reason: str,
+                        requested: int, hvname: str) -> int:
+    """Refuse unless the node has ``requested`` MiB free for ``hvname``.
+
+    The refusal names the node, what the memory is for, the amount needed
+    and the amount available. Returns the free memory.
+    """
+    node = lu.cfg.GetNodeInfo(node_uuid)
+    result = lu.rpc.call_node_info([node_uuid], [], [hvname])[node_uuid]
+    result.Raise("Can't compute free memory on node %s" % node.name,
+                 prereq=True, ecode=errors.ECODE_ENVIRON)
+    free = ((result.payload or {}).get("hv", {}).get(hvname, {})
+            .get("memory_free"))
+    if not isinstance(free, int):
+        raise errors.OpPrereqError("Can't compute free memory on node %s,"
+                                   " result was '%s'" % (node.name, free),
+                                   errors.ECODE_ENVIRON)
+    if requested > free:
+        raise errors.OpPrereqError(
+            "Not enough memory on node %s for %s: needed %s MiB, available"
+            " %s MiB" % (node.name, reason, requested, free),
+            errors.ECODE_NORES)
+    return free
+
+
+def _OsDevPath(node_name: str, dev_path: str) -> str:
+    """The device path as the OS RPCs expect it (a virtual path).
+
+    blockdev_assemble answers with the node's local path; on a virtual
+    cluster that lies below the node's root, which the node adds again.
+    """
+    root = vcluster.NodeRootDirectory(node_name)
+    if root and (dev_path == root or dev_path.startswith(root + "/")):
+        return dev_path[len(root):] or "/"
+    return dev_path
+
+
+def AssembleInstanceDisks(lu: NoHooksLU, instance: objects.Instance,
+                          disks: list[objects.Disk]) -> list[list]:
+    """Make the disks usable on the primary node.
+
+    Returns ``[[disk dict, device path], ...]`` in disk order, what
+    instance_start takes. A failure shuts the disks down again.
+    """
+    node = instance.primary_node
+    inst_dict = {"name": instance.name}
+    result = []
+    for idx, disk in enumerate(disks):
+        answer = lu.rpc.call_blockdev_assemble(node, disk.ToDict(),
+                                               inst_dict, True, idx)
+        if answer.fail_msg:
+            ShutdownInstanceDisks(lu, instance, disks)
+            answer.Raise("Cannot activate block device disk/%d of instance"
+                         " %s" % (idx, instance.name))
+        result.append([disk.ToDict(), answer.payload])
+    return result
+
+
+def ShutdownInstanceDisks(lu: NoHooksLU, instance: objects.Instance,
+                          disks: list[objects.Disk]) -> bool:
+    """Shut the disks down on their nodes; False (after warnings) if some
+    node failed."""
+    ok = True
+    for disk in disks:
+        for node_uuid in disk.nodes or [instance.primary_node]:
+            result = lu.rpc.call_blockdev_shutdown(node_uuid, disk.ToDict())
+            if result.fail_msg:
+                lu.LogWarning("Could not shutdown block device %s on node"
+                              " %s: %s", disk.iv_name, result.node,
+                              result.fail_msg)
+                ok = False
+    return ok
+
+
+def RemoveDisks(lu: NoHooksLU, instance_name: str,
+                disks: list[objects.Disk]) -> bool:
+    """Destroy the disks' storage on their nodes; False (after warnings)
+    if some removal failed."""
+    ok = True
+    for disk in disks:
+        for node_uuid in disk.nodes:
+            result = lu.rpc.call_blockdev_remove(node_uuid, disk.ToDict())
+            if result.fail_msg:
+                lu.LogWarning("Could not remove disk %s of instance %s on"
+                              " node %s: %s", disk.iv_name, instance_name,
+                              result.node, result.fail_msg)
+                ok = False
+    return ok
+
+
+def StartInstance(lu: NoHooksLU, instance: objects.Instance,
+                  hvparams: dict | None = None,
+                  beparams: dict | None = None,
+                  paused: bool = False) -> None:
+    """Assemble the disks and start the instance on its primary node.
+
+    ``hvparams``/``beparams`` override the effective ones for this start
+    only. A failed start shuts the disks down again.
+    """
+    disks = lu.cfg.GetInstanceDisks(instance.uuid)
+    block_devices = AssembleInstanceDisks(lu, instance, disks)
+    cluster = lu.cfg.GetClusterInfo()
+    result = lu.rpc.call_instance_start(
+        instance.primary_node,
+        cluster.InstanceRpcDict(instance, hvparams, beparams),
+        block_devices, paused)
+    if result.fail_msg:
+        ShutdownInstanceDisks(lu, instance, disks)
+        result.Raise("Could not start instance %s" % instance.name)
+
+
+def _InstanceRunning(lu: NoHooksLU, instance: objects.Instance) -> bool:
+    result = lu.rpc.call_instance_info(
+        instance.primary_node, instance.name, instance.hypervisor,
+        lu.cfg.GetClusterInfo().FillHV(instance))
+    result.Raise("Error checking node %s" % result.node, prereq=True,
+                 ecode=errors.ECODE_ENVIRON)
+    return bool(result.payload)
+
+
+def _SetAdminState(lu: NoHooksLU, instance_uuid: str, state: str,
+                   source: str = objects.ADMIN_SOURCE) -> objects.Instance:
+    instance = lu.cfg.GetInstanceInfo(instance_uuid)
+    if (instance.admin_state, instance.admin_state_source) != (state,
+                                                                 source):
+        instance.admin_state = state
+        instance.admin_state_source = source
+        lu.cfg.Update(instance)
+    return instance
+
+
+def ConvertBeParams(beparams: dict) -> dict:
+    """Backend parameters typed on the command line, converted and checked.
+
+    The legacy ``memory`` sets both ``minmem`` and ``maxmem``.
+    """
+    beparams = dict(beparams)
+    memory = beparams.pop(objects.BE_MEMORY, None)
+    if memory is not None:
+        beparams.setdefault(objects.BE_MINMEM, memory)
+        beparams.setdefault(objects.BE_MAXMEM, memory)
+    return GetUpdatedParams({}, beparams, objects.BE_PARAMETERS, "backend")
+
+
+def ConvertHvParams(hv_name: str, hvparams: dict) -> dict:
+    """Instance hypervisor parameters, converted and checked (overrides)."""
+    globals_set = sorted(objects.HVC_GLOBALS & set(hvparams))
+    if globals_set:
+        raise errors.OpPrereqError(
+            "The following hypervisor parameters are global and cannot be"
+            " customized at instance level, please modify them at cluster"
+            " level: %s" % ", ".join(globals_set), errors.ECODE_INVAL)
+    return GetUpdatedParams({}, hvparams, HypervisorClass(hv_name).PARAMETERS,
+                            "%s hypervisor" % hv_name)
+
+
+def _CheckMinMaxMem(filled_be: dict) -> None:
+    minmem, maxmem = (filled_be[objects.BE_MINMEM],
+                      filled_be[objects.BE_MAXMEM])
+    if minmem > maxmem:
+        raise errors.OpPrereqError("Minimum memory (%s) must not be greater"
+                                   " than maximum memory (%s)" %
+                                   (minmem, maxmem), errors.ECODE_INVAL)
+
+
+# Creation ------------------------------------------------------------------
+
+def _ParseDisks(disks: list[dict], template: str) -> list[dict]:
+    """Check the disk descriptions; sizes in MiB, mode filled in."""
+    if template == constants.DT_DISKLESS:
+        if disks:
+            raise errors.OpPrereqError("Disk template %s does not allow"
+                                       " disks" % template,
+                                       errors.ECODE_INVAL)
+        return []
+    if not disks:
+        raise errors.OpPrereqError("Disk template %s needs at least one"
+                                   " disk" % template, errors.ECODE_INVAL)
+    adopted = [bool(disk.get("adopt")) for disk in disks]
+    if any(adopted):
+        if template not in constants.DTS_MAY_ADOPT:
+            raise errors.OpPrereqError("Disk adoption is not supported for"
+                                       " the '%s' disk template" % template,
+                                       errors.ECODE_INVAL)
+        if not all(adopted):
+            raise errors.OpPrereqError("Either all disks are adopted or none"
+                                       " is", errors.ECODE_INVAL)
+    elif template in constants.DTS_MUST_ADOPT:
+        raise errors.OpPrereqError("Disk template %s requires disk adoption,"
+                                   " but no 'adopt' parameter given" %
+                                   template, errors.ECODE_INVAL)
+    result = []
+    for idx, disk in enumerate(disks):
+        unknown = sorted(set(disk) - _DISK_KEYS)
+        if unknown:
+            raise errors.OpPrereqError("Unknown disk parameter(s) for disk %d:"
+                                       " %s" % (idx, ", ".join(unknown)),
+                                       errors.ECODE_INVAL)
+        mode = disk.get("mode") or objects.DISK_RDWR
+        if mode not in objects.DISK_ACCESS_SET:
+            raise errors.OpPrereqError("Invalid disk access mode '%s'" % mode,
+                                       errors.ECODE_INVAL)
+        size = disk.get("size")
+        if disk.get("adopt"):
+            if size is not None:
+                raise errors.OpPrereqError("Disk %d: the size of an adopted"
+                                           " disk is the device's, don't give"
+                                           " one" % idx, errors.ECODE_INVAL)
+        elif size is None:
+            raise errors.OpPrereqError("Missing disk size for disk %d" % idx,
+                                       errors.ECODE_INVAL)
+        else:
+            try:
+                size = int(size)
+            except (TypeError, ValueError):
+                raise errors.OpPrereqError("Invalid disk size '%s'" % size,
+                                           errors.ECODE_INVAL) from None
+            if size <= 0:
+                raise errors.OpPrereqError("Invalid disk size '%s'" % size,
+                                           errors.ECODE_INVAL)
+        name = disk.get("name")
+        if name is not None and (not isinstance(name, str) or
+                                 name.lower() == constants.VALUE_NONE):
+            name = None
+        result.append({"size": size, "mode": mode, "name": name or None,
+                       "adopt": disk.get("adopt")})
+    return result
+
+
+def _ParseNics(nics: list[dict], instance_ip: str | None) -> list[dict]:
+    """Check the NIC descriptions; MACs normalised, ips resolved."""
+    result = []
+    for idx, nic in enumerate(nics):
+        unknown = sorted(set(nic) - _NIC_KEYS)
+        if unknown:
+            raise errors.OpPrereqError("Unknown NIC parameter(s) for NIC %d:"
+                                       " %s" % (idx, ", ".join(unknown)),
+                                       errors.ECODE_INVAL)
+        mac = (nic.get("mac") or constants.VALUE_AUTO).lower()
+        if mac not in (constants.VALUE_AUTO, constants.VALUE_GENERATE):
+            if not objects.NIC._FIELD_CHECKS["mac"](mac):
+                raise errors.OpPrereqError("Invalid MAC address specified:"
+                                           " %s" % nic["mac"],
+                                           errors.ECODE_INVAL)
+        ip = nic.get("ip")
+        if ip is None or (isinstance(ip, str) and
+                          ip.lower() == constants.VALUE_NONE):
+            ip = None
+        elif isinstance(ip, str) and ip.lower() == constants.VALUE_AUTO:
+            if instance_ip is None:
+                raise errors.OpPrereqError("IP address set to auto but name"
+                                           " checks have been skipped",
+                                           errors.ECODE_INVAL)
+            ip = instance_ip
+        elif not netutils.IsValidIP(str(ip)):
+            raise errors.OpPrereqError("Invalid IP address '%s'" % ip,
+                                       errors.ECODE_INVAL)
+        nicparams = {key: nic[key] for key in (objects.NIC_MODE,
+                                                objects.NIC_LINK,
+                                                objects.NIC_VLAN)
+                     if nic.get(key) not in (None, "")}
+        try:
+            objects.CheckParamDict(objects.NIC_PARAMETERS, nicparams, "NIC")
+        except errors.TypeEnforcementError as err:
+            raise errors.OpPrereqError("NIC %d: %s" % (idx, err),
+                                       errors.ECODE_INVAL) from None
+        result.append({"mac": mac, "ip": ip, "nicparams": nicparams,
+                       "name": nic.get("name") or None})
+    return result
+
+
+def _UsedMacs(cfg: Any) -> set[str]:
+    return {nic.mac for inst in cfg.GetAllInstancesInfo().values()
+            for nic in inst.nics}
+
+
+def GenerateMAC(prefix: str, used: set[str]) -> str:
+    """A MAC address with the cluster's prefix not in ``used``."""
+    for _ in range(1000):
+        mac = "%s:%02x:%02x:%02x" % (prefix, random.randint(0, 255),
+                                     random.randint(0, 255),
+                                     random.randint(0, 255))
+        if mac not in used:
+            return mac
+    raise errors.OpExecError("Can't generate a unique MAC address with"
+                             " prefix %s" % prefix)
+
+
+def _IpInUse(address: str) -> bool:
+    """Whether something answers on ``address`` (noded's port)."""
+    try:
+        with socket.create_connection((address, constants.DEFAULT_NODED_PORT),
+                                      timeout=_IP_CHECK_TIMEOUT):
+            return True
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
+class LUInstanceCreate(NoHooksLU):
+    """Create an instance: disks, OS installation, configuration, start.
+
+    Runs alone (Big Ganeti Lock held exclusively): the new instance has no
+    lock yet, and its name, MACs and disk paths must not be taken by a
+    concurrent creation between the checks and the configuration update.
+    """
+
+    REQ_BGL = True
+
+    def CheckArguments(self) -> None:
+        op = self.op
+        if op.mode != constants.INSTANCE_CREATE:
+            raise errors.OpPrereqError("Unsupported instance creation mode"
+                                       " '%s'" % op.mode, errors.ECODE_INVAL)
+        if op.ip_check and not op.name_check:
+            raise errors.OpPrereqError("Cannot do IP address check without a"
+                                       " name check", errors.ECODE_INVAL)
+        if not op.pnode:
+            raise errors.OpPrereqError("A primary node must be given (-n)",
+                                       errors.ECODE_INVAL)
+        if not op.os_type and not op.no_install:
+            raise errors.OpPrereqError("No guest OS specified",
+                                       errors.ECODE_INVAL)
+        if op.disk_template is None:
+            op.disk_template = \
+                self.cfg.GetClusterInfo().enabled_disk_templates[0]
+        if op.snode is not None and \
+                op.disk_template not in constants.DTS_INT_MIRROR:
+            raise errors.OpPrereqError("Disk template %s does not use a"
+                                       " secondary node" % op.disk_template,
+                                       errors.ECODE_INVAL)
+        if op.file_storage_dir is not None:
+            if op.disk_template not in constants.DTS_FILEBASED:
+                raise errors.OpPrereqError(
+                    "A file storage directory is only valid for the file"
+                    " based disk templates", errors.ECODE_INVAL)
+            path = os.path.normpath(op.file_storage_dir)
+            if os.path.isabs(path) or path.split("/")[0] == "..":
+                raise errors.OpPrereqError(
+                    "The file storage directory '%s' must be a path below"
+                    " the cluster's file storage directory (relative, no"
+                    " '..')" % op.file_storage_dir, errors.ECODE_INVAL)
+        self._disks = _ParseDisks(op.disks, op.disk_template)
+        for tag in op.tags:
+            try:
+                objects.ValidateTag(tag)
+            except errors.TagError as err:
+                raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
+        self._instance_ip = None
+        if op.name_check:
+            try:
+                hostname = netutils.Hostname(op.instance_name)
+            except errors.ResolverError as err:
+                raise errors.OpPrereqError(
+                    "Cannot resolve instance name '%s': %s" %
+                    (op.instance_name, err.args[-1]), errors.ECODE_RESOLVER)
+            op.instance_name = hostname.name
+            self._instance_ip = hostname.ip
+        self._nics = _ParseNics(op.nics, self._instance_ip)
+
+    def ExpandNames(self) -> None:
+        if self.cfg.GetInstanceInfoByName(self.op.instance_name) is not None:
+            raise errors.OpPrereqError("Instance '%s' is already in the"
+                                       " cluster" % self.op.instance_name,
+                                       errors.ECODE_EXISTS)
+        self.op.pnode_uuid, self.op.pnode = ExpandNodeUuidAndName(
+            self.cfg, self.op.pnode_uuid, self.op.pnode)
+        # The exclusive BGL covers everything this LU touches
+        self.needed_locks = {}
+
+    def _CheckTemplate(self, cluster: objects.Cluster) -> None:
+        template = self.op.disk_template
+        if template not in cluster.enabled_disk_templates:
+            raise errors.OpPrereqError(
+                "Cannot create an instance with disk template '%s', as it is"
+                " not enabled in the cluster. Enabled disk templates are:"
+                " %s." % (template,
+                          ",".join(cluster.enabled_disk_templates)),
+                errors.ECODE_STATE)
+        allowed = cluster.ipolicy.get(objects.IPOLICY_DTS, [])
+        if template not in allowed:
+            raise errors.OpPrereqError(
+                "Disk template %s is not allowed by the instance policy"
+                " (allowed: %s)" % (template, ", ".join(allowed)),
+                errors.ECODE_INVAL)
+
+    def _CheckParams(self, cluster: objects.Cluster) -> None:
+        op = self.op
+        self.hypervisor = op.hypervisor or cluster.primary_hypervisor
+        if self.hypervisor not in cluster.enabled_hypervisors:
+            raise errors.OpPrereqError(
+                "Selected hypervisor (%s) not enabled in the cluster (%s)" %
+                (self.hypervisor, ",".join(cluster.enabled_hypervisors)),
+                errors.ECODE_STATE)
+        self.hvparams = ConvertHvParams(self.hypervisor, op.hvparams)
+        filled_hv = cluster.SimpleFillHV(self.hypervisor, op.os_type,
+                                         self.hvparams)
+        try:
+            HypervisorClass(self.hypervisor).CheckParameterSyntax(filled_hv)
+        except errors.HypervisorError as err:
+            raise errors.OpPrereqError(str(err), errors.ECODE_INVAL) from None
+        CheckHvParamsOnNodes(self, [op.pnode_uuid], self.hypervisor,
+                             filled_hv)
+        self.beparams = ConvertBeParams(op.beparams)
+        self.filled_be = cluster.SimpleFillBE(self.beparams)
+        _CheckMinMaxMem(self.filled_be)
+        if op.os_type:
+            operating_system.CheckOSParams(
+                self, True, [op.pnode_uuid], op.os_type,
+                cluster.SimpleFillOS(op.os_type, op.osparams),
+                op.force_variant)
+        elif op.osparams:
+            raise errors.OpPrereqError("OS parameters given without an OS",
+                                       errors.ECODE_INVAL)
+
+    def _CheckNics(self, cluster: objects.Cluster) -> None:
+        used = _UsedMacs(self.cfg)
+        for idx, nic in enumerate(self._nics):
+            mac = nic["mac"]
+            if mac in (constants.VALUE_AUTO, constants.VALUE_GENERATE):
+                continue
+            if mac in used:
+                raise errors.OpPrereqError("MAC address %s already in use in"
+                                           " cluster" % mac,
+                                           errors.ECODE_NOTUNIQUE)
+            used.add(mac)
+            filled = cluster.SimpleFillNIC(nic["nicparams"])
+            if filled[objects.NIC_MODE] == objects.NIC_MODE_ROUTED and \
+                    not nic["ip"]:
+                raise errors.OpPrereqError("Routed NIC mode requires an ip"
+                                           " address (NIC %d)" % idx,
+                                           errors.ECODE_INVAL)
+
+    def _CheckFreeDisk(self, cluster: objects.Cluster) -> None:
+        if self.op.disk_template != constants.DT_FILE:
+            return
+        needed = sum(disk["size"] for disk in self._disks)
+        result = self.rpc.call_node_info(
+            [self.op.pnode_uuid], [cluster.file_storage_dir],
+            [self.hypervisor])[self.op.pnode_uuid]
+        result.Raise("Can't compute free disk space on node %s" %
+                     self.op.pnode, prereq=True, ecode=errors.ECODE_ENVIRON)
+        storage = (result.payload or {}).get("storage") or [{}]
+        free = storage[0].get("storage_free")
+        if not isinstance(free, int):
+            raise errors.OpPrereqError(
+                "Can't compute free disk space on node %s: %s" %
+                (self.op.pnode, storage[0].get("error", "no data")),
+                errors.ECODE_ENVIRON)
+        if needed > free:
+            raise errors.OpPrereqError(
+                "Not enough disk space on target node %s for file storage:"
+                " required %d MiB, available %d MiB" %
+                (self.op.pnode, needed, free), errors.ECODE_NORES)
+
+    def CheckPrereq(self) -> None:
+        op = self.op
+        cluster = self.cfg.GetClusterInfo()
+        self._CheckTemplate(cluster)
+        CheckNodeOnline(self, op.pnode_uuid)
+        CheckNodeNotDrained(self, op.pnode_uuid)
+        CheckNodeVmCapable(self, op.pnode_uuid)
+        self._CheckParams(cluster)
+        self._CheckNics(cluster)
+        if op.ip_check and self._instance_ip and \
+                _IpInUse(self._instance_ip):
+            raise errors.OpPrereqError("IP %s of instance %s already in use" %
+                                       (self._instance_ip, op.instance_name),
+                                       errors.ECODE_NOTUNIQUE)
+        self._CheckFreeDisk(cluster)
+        if op.start:
+            CheckNodeFreeMemory(self, op.pnode_uuid,
+                                "creating instance %s" % op.instance_name,
+                                self.filled_be[objects.BE_MAXMEM],
+                                self.hypervisor)
+
+    def _DiskDir(self, cluster: objects.Cluster) -> str:
+        base = (cluster.shared_file_storage_dir
+                if self.op.disk_template == constants.DT_SHARED_FILE
+                else cluster.file_storage_dir)
+        parts = [base]
+        if self.op.file_storage_dir:
+            parts.append(os.path.normpath(self.op.file_storage_dir))
+        parts.append(self.op.instance_name)
+        return os.path.join(*parts)
+
+    def _BuildDisks(self, cluster: objects.Cluster) -> list[objects.Disk]:
+        template = self.op.disk_template
+        result = []
+        for idx, spec in enumerate(self._disks):
+            uuid = self.cfg.GenerateUniqueID()
+            if template in constants.DTS_FILEBASED:
+                logical_id = [self.op.file_driver or constants.FD_LOOP,
+                              os.path.join(self._DiskDir(cluster),
+                                           "%s.disk%d" % (uuid, idx))]
+            elif template == constants.DT_BLOCK:
+                logical_id = [constants.BLOCKDEV_DRIVER_MANUAL,
+                              spec["adopt"]]
+            else:
+                raise errors.OpPrereqError("Disk template %s is not supported"
+                                           " for new instances" % template,
+                                           errors.ECODE_INVAL)
+            result.append(objects.Disk(
+                dev_type=template, size=spec["size"] or 0,
+                mode=spec["mode"], name=spec["name"], logical_id=logical_id,
+                nodes=[self.op.pnode_uuid], iv_name="disk/%d" % idx,
+                params={}, uuid=uuid))
+        return result
+
+    def _AdoptedSizes(self, disks: list[objects.Disk]) -> None:
+        """Adopted devices keep their size: ask the node for it."""
+        if self.op.disk_template not in constants.DTS_MUST_ADOPT:
+            return
+        result = self.rpc.call_blockdev_getdimensions(
+            self.op.pnode_uuid, [disk.ToDict() for disk in disks])
+        result.Raise("Cannot get the sizes of the adopted devices")
+        for disk, dims in zip(disks, result.payload or []):
+            if not dims:
+                raise errors.OpExecError("Cannot find the adopted device %s"
+                                         " on node %s" %
+                                         (disk.logical_id[1], self.op.pnode))
+            disk.size = int(dims[0]) // (1024 * 1024)
+
+    def _BuildInstance(self, cluster: objects.Cluster,
+                       disks: list[objects.Disk]) -> objects.Instance:
+        op = self.op
+        used = _UsedMacs(self.cfg)
+        nics = []
+        for spec in self._nics:
+            mac = spec["mac"]
+            if mac in (constants.VALUE_AUTO, constants.VALUE_GENERATE):
+                mac = GenerateMAC(cluster.mac_prefix, used)
+            used.add(mac)
+            nics.append(objects.NIC(mac=mac, ip=spec["ip"],
+                                    nicparams=spec["nicparams"],
+                                    name=spec["name"],
+                                    uuid=self.cfg.GenerateUniqueID()))
+        return objects.Instance(
+            name=op.instance_name, primary_node=op.pnode_uuid,
+            os=op.os_type or "", hypervisor=self.hypervisor,
+            hvparams=self.hvparams, beparams=self.beparams,
+            osparams=dict(op.osparams),
+            admin_state=(objects.ADMINST_UP if op.start
+                         else objects.ADMINST_DOWN),
+            nics=nics, disks=[disk.uuid for disk in disks],
+            disks_active=False, tags=set(op.tags),
+            uuid=self.cfg.GenerateUniqueID())
+
+    def _CreateDisks(self, instance: objects.Instance,
+                     disks: list[objects.Disk],
+                     created: list[objects.Disk]) -> None:
+        for disk in disks:
+            result = self.rpc.call_blockdev_create(
+                instance.primary_node, disk.ToDict(), disk.size,
+                instance.name, True, "originstname+%s" % instance.name,
+                False)
+            result.Raise("Can't create block device %s on node %s for"
+                         " instance %s" % (disk.iv_name, self.op.pnode,
+                                           instance.name))
+            created.append(disk)
+
+    def _InstallOS(self, instance: objects.Instance,
+                   disks: list[objects.Disk],
+                   feedback_fn: Callable[[str], None]) -> None:
+        feedback_fn("* running the instance OS create scripts...")
+        block_devices = AssembleInstanceDisks(self, instance, disks)
+        try:
+            os_disks = [dict(disk_dict,
+                             dev_path=_OsDevPath(self.op.pnode, path))
+                        for disk_dict, path in block_devices]
+            result = self.rpc.call_instance_os_add(
+                instance.primary_node,
+                operating_system.InstanceOsRpcDict(
+                    self.cfg.GetClusterInfo(), instance, os_disks),
+                False, self.op.debug_level or 0)
+            result.Raise("Could not add os for instance %s on node %s" %
+                         (instance.name, self.op.pnode))
+        finally:
+            ShutdownInstanceDisks(self, instance, disks)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> list[str]:
+        cluster = self.cfg.GetClusterInfo()
+        disks = self._BuildDisks(cluster)
+        self._AdoptedSizes(disks)
+        instance = self._BuildInstance(cluster, disks)
+        created: list[objects.Disk] = []
+        added = False
+        try:
+            if disks:
+                feedback_fn("* creating instance disks...")
+            self._CreateDisks(instance, disks, created)
+            if self.op.os_type and not self.op.no_install and disks:
+                self._InstallOS(instance, disks, feedback_fn)
+            self.cfg.AddInstance(instance, disks)
+            added = True
+            if self.op.start:
+                feedback_fn("* starting instance...")
+                StartInstance(self, instance)
+        except Exception:
+            self.LogWarning("Creation of instance %s failed, removing what"
+                            " was created", instance.name)
+            if added:
+                self.cfg.RemoveInstance(instance.uuid)
+            RemoveDisks(self, instance.name, created)
+            raise
+        self.glm.add(locking.LEVEL_INSTANCE, instance.uuid)
+        logging.info("Created instance %s on node %s", instance.name,
+                     self.op.pnode)
+        return [self.op.pnode]
+
+
+# Removal -------------------------------------------------------------------
+
+class _InstanceLU(NoHooksLU):
+    """An LU working on one existing instance and its nodes."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.op.instance_uuid, self.op.instance_name = \
+            ExpandInstanceUuidAndName(self.cfg, self.op.instance_uuid,
+                                      self.op.instance_name)
+        self.needed_locks = {
+            locking.LEVEL_INSTANCE: [self.op.instance_uuid],
+            locking.LEVEL_NODE: [],
+            locking.LEVEL_NODE_RES: [],
+        }
+
+    def DeclareLocks(self, level: int) -> None:
+        if level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
+            self.needed_locks[level] = self.cfg.GetInstanceNodes(
+                self.op.instance_uuid)
+
+    def CheckPrereq(self) -> None:
+        self.instance = self.cfg.GetInstanceInfo(self.op.instance_uuid)
+        if self.instance is None:
+            raise errors.OpPrereqError("Instance '%s' not known" %
+                                       self.op.instance_name,
+                                       errors.ECODE_NOENT)
+        self.pnode = self.cfg.GetNodeInfo(self.instance.primary_node)
+
+
+class LUInstanceRemove(_InstanceLU):
+    """Stop an instance, destroy its disks and drop it from the config."""
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        instance = self.instance
+        ignore = self.op.ignore_failures
+        logging.info("Shutting down instance %s on node %s", instance.name,
+                     self.pnode.name)
+        result = self.rpc.call_instance_shutdown(
+            instance.primary_node,
+            self.cfg.GetClusterInfo().InstanceRpcDict(instance),
+            self.op.shutdown_timeout)
+        if result.fail_msg:
+            if not ignore:
+                raise errors.OpExecError("Could not shutdown instance %s on"
+                                         " node %s: %s" %
+                                         (instance.name, self.pnode.name,
+                                          result.fail_msg))
+            feedback_fn("Warning: can't shutdown instance: %s" %
+                        result.fail_msg)
+        disks = self.cfg.GetInstanceDisks(instance.uuid)
+        logging.info("Removing block devices for instance %s", instance.name)
+        if not RemoveDisks(self, instance.name, disks) and not ignore:
+            raise errors.OpExecError("Can't remove instance's disks")
+        logging.info("Removing instance %s out of cluster config",
+                     instance.name)
+        self.cfg.RemoveInstance(instance.uuid)
+        self.remove_locks[locking.LEVEL_INSTANCE] = [instance.uuid]
+
+
+# Start, stop, reboot -------------------------------------------------------
+
+class LUInstanceStartup(_InstanceLU):
+    """Start an instance (and remember it should run)."""
+
+    def CheckPrereq(self) -> None:
+        super().CheckPrereq()
+        instance = self.instance
+        CheckInstanceOnline(instance)
+        cluster = self.cfg.GetClusterInfo()
+        self.beparams = ConvertBeParams(self.op.beparams)
+        self.hvparams = ConvertHvParams(instance.hypervisor,
+                                        self.op.hvparams)
+        filled_be = objects.FillDict(cluster.FillBE(instance), self.beparams)
+        _CheckMinMaxMem(filled_be)
+        if self.hvparams:
+            filled_hv = objects.FillDict(cluster.FillHV(instance),
+                                         self.hvparams)
+            try:
+                HypervisorClass(instance.hypervisor).CheckParameterSyntax(
+                    filled_hv)
+            except errors.HypervisorError as err:
+                raise errors.OpPrereqError(str(err),
+                                           errors.ECODE_INVAL) from None
+            CheckHvParamsOnNodes(self, [instance.primary_node],
+                                 instance.hypervisor, filled_hv)
+        self.primary_offline = self.pnode.offline
+        if self.primary_offline:
+            if not self.op.ignore_offline_nodes:
+                raise errors.OpPrereqError(
+                    "Can't start instance %s: its primary node %s is"
+                    " offline" % (instance.name, self.pnode.name),
+                    errors.ECODE_STATE)
+            if self.op.hvparams or self.op.beparams:
+                raise errors.OpPrereqError(
+                    "Starting an instance with custom parameters while its"
+                    " primary node is offline is not supported",
+                    errors.ECODE_INVAL)
+            self.LogWarning("Ignoring offline primary node")
+            return
+        self.running = _InstanceRunning(self, instance)
+        if not self.running:
+            CheckNodeFreeMemory(self, instance.primary_node,
+                                "starting instance %s" % instance.name,
+                                filled_be[objects.BE_MAXMEM],
+                                instance.hypervisor)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        instance = self.instance
+        if not self.op.no_remember:
+            instance = _SetAdminState(self, instance.uuid,
+                                      objects.ADMINST_UP)
+        if self.primary_offline:
+            feedback_fn("Primary node offline, marked instance as started")
+            return
+        if self.running:
+            feedback_fn("Instance %s is already running" % instance.name)
+            return
+        StartInstance(self, instance, self.hvparams, self.beparams,
+                      self.op.startup_paused)
+
+
+class LUInstanceShutdown(_InstanceLU):
+    """Stop an instance (and remember it should not run)."""
+
+    def CheckPrereq(self) -> None:
+        super().CheckPrereq()
+        if not self.op.force:
+            CheckInstanceOnline(self.instance)
+        if self.pnode.offline and not self.op.ignore_offline_nodes:
+            raise errors.OpPrereqError(
+                "Can't shut down instance %s: its primary node %s is"
+                " offline" % (self.instance.name, self.pnode.name),
+                errors.ECODE_STATE)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        instance = self.instance
+        if not self.op.no_remember and \
+                instance.admin_state != objects.ADMINST_OFFLINE:
+            instance = _SetAdminState(
+                self, instance.uuid, objects.ADMINST_DOWN,
+                self.op.admin_state_source or objects.ADMIN_SOURCE)
+        if self.pnode.offline:
+            feedback_fn("Primary node offline, marked instance as stopped")
+            return
+        result = self.rpc.call_instance_shutdown(
+            instance.primary_node,
+            self.cfg.GetClusterInfo().InstanceRpcDict(instance),
+            self.op.timeout)
+        if result.fail_msg:
+            self.LogWarning("Could not shutdown instance: %s",
+                            result.fail_msg)
+        ShutdownInstanceDisks(self, instance,
+                              self.cfg.GetInstanceDisks(instance.uuid))
+
+
+class LUInstanceReboot(_InstanceLU):
+    """Reboot an instance; a stopped one is started."""
+
+    def CheckPrereq(self) -> None:
+        super().CheckPrereq()
+        CheckInstanceOnline(self.instance)
+        CheckNodeOnline(self, self.instance.primary_node)
+        self.running = _InstanceRunning(self, self.instance)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        instance = self.instance
+        cluster = self.cfg.GetClusterInfo()
+        node = instance.primary_node
+        if self.running and self.op.reboot_type in (
+                constants.INSTANCE_REBOOT_SOFT,
+                constants.INSTANCE_REBOOT_HARD):
+            result = self.rpc.call_instance_reboot(
+                node, cluster.InstanceRpcDict(instance),
+                self.op.reboot_type, self.op.shutdown_timeout)
+            result.Raise("Could not reboot instance")
+        else:
+            if self.running:
+                result = self.rpc.call_instance_shutdown(
+                    node, cluster.InstanceRpcDict(instance),
+                    self.op.shutdown_timeout)
+                result.Raise("Could not shutdown instance for full reboot")
+                ShutdownInstanceDisks(self, instance,
+                                      self.cfg.GetInstanceDisks(
+                                          instance.uuid))
+            else:
+                self.LogInfo("Instance %s was already stopped, starting now",
+                             instance.name)
+            StartInstance(self, instance)
+        _SetAdminState(self, instance.uuid, objects.ADMINST_UP)

@@ -1,0 +1,501 @@
+"""The ``instance`` query resource: field table, live data and status.
+
+Configuration fields come from the instance, its disks and the cluster's
+filled parameters; live fields (status, oper_*) from the
+``all_instances_info`` answers of the online vm_capable nodes, fetched only
+when a requested or filtered field needs them. The status values are
+Ganeti's: the admin state combined with what the nodes report.
+"""
+
+from typing import Any, Callable
+
+from ganeti import config, constants, errors, objects, query
+from ganeti.cmdlib.base import NoHooksLU
+from ganeti.hypervisor import GetHypervisorClass
+
+# Per-index fields exist for this many disks and NICs (Ganeti's limits)
+MAX_DISKS = 16
+MAX_NICS = 8
+
+_BE_TITLES = {
+    objects.BE_MINMEM: "ConfigMinMem",
+    objects.BE_MAXMEM: "ConfigMaxMem",
+    objects.BE_VCPUS: "ConfigVCPUs",
+    objects.BE_AUTO_BALANCE: "Auto_balance",
+    objects.BE_ALWAYS_FAILOVER: "Always_failover",
+    objects.BE_SPINDLE_USE: "Spindle_use",
+}
+_KIND_OF_CHECK = {
+    "boolean": constants.QFT_BOOL,
+    "integer": constants.QFT_NUMBER,
+    "number": constants.QFT_NUMBER_FLOAT,
+    "string": constants.QFT_TEXT,
+}
+
+
+class InstanceQueryData:
+    """What the instance fields are computed from, gathered once per query.
+
+    ``live_data`` maps instance UUIDs to their runtime information (None
+    if no live field was asked for); ``wrong_node`` holds the instances
+    found running on a node other than their primary; ``bad_nodes`` the
+    nodes that did not answer.
+    """
+
+    def __init__(self, instances: list[objects.Instance], cfg: Any,
+                 live_data: dict[str, dict] | None = None,
+                 wrong_node: set[str] | None = None,
+                 bad_nodes: set[str] | None = None):
+        self.instances = instances
+        self.cluster = cfg.GetClusterInfo()
+        self.nodes = cfg.GetAllNodesInfo()
+        self.groups = cfg.GetAllNodeGroupsInfo()
+        self.disks = {inst.uuid: cfg.GetInstanceDisks(inst.uuid)
+                      for inst in instances}
+        self.live_data = live_data
+        self.wrong_node = wrong_node or set()
+        self.bad_nodes = bad_nodes or set()
+
+    def Items(self) -> list["InstanceItem"]:
+        return [InstanceItem(self, inst) for inst in self.instances]
+
+
+class InstanceItem:
+    """One row of an instance query."""
+
+    __slots__ = ("ctx", "inst", "disks")
+
+    def __init__(self, ctx: InstanceQueryData, inst: objects.Instance):
+        self.ctx = ctx
+        self.inst = inst
+        self.disks = ctx.disks[inst.uuid]
+
+    def NodeName(self, uuid: str) -> str:
+        node = self.ctx.nodes.get(uuid)
+        return node.name if node is not None else uuid
+
+    def SecondaryNodes(self) -> list[str]:
+        result = []
+        for disk in self.disks:
+            for uuid in disk.nodes or ():
+                if uuid != self.inst.primary_node and uuid not in result:
+                    result.append(uuid)
+        return result
+
+    def Live(self) -> Any:
+        """The runtime information ({} if not running), or why none."""
+        node = self.ctx.nodes.get(self.inst.primary_node)
+        if node is None or node.offline:
+            return query.FS_OFFLINE
+        if node.uuid in self.ctx.bad_nodes or self.ctx.live_data is None:
+            return query.FS_NODATA
+        return self.ctx.live_data.get(self.inst.uuid, {})
+
+
+def ComputeStatus(item: InstanceItem) -> str:
+    """Ganeti's instance status (constants.INSTST_*)."""
+    inst = item.inst
+    live = item.Live()
+    if live is query.FS_OFFLINE:
+        return constants.INSTST_NODEOFFLINE
+    if live is query.FS_NODATA:
+        return constants.INSTST_NODEDOWN
+    if live:
+        if inst.uuid in item.ctx.wrong_node:
+            return constants.INSTST_WRONGNODE
+        if inst.admin_state == objects.ADMINST_UP:
+            return constants.INSTST_RUNNING
+        return constants.INSTST_ERRORUP
+    if inst.admin_state == objects.ADMINST_UP:
+        return constants.INSTST_ERRORDOWN
+    if inst.admin_state == objects.ADMINST_DOWN:
+        if inst.admin_state_source == objects.USER_SOURCE:
+            return constants.INSTST_USERDOWN
+        return constants.INSTST_ADMINDOWN
+    return constants.INSTST_ADMINOFFLINE
+
+
+def _LiveValue(key: str) -> Callable[[InstanceItem], Any]:
+    def get(item: InstanceItem) -> Any:
+        live = item.Live()
+        if isinstance(live, query.FieldStatus):
+            return live
+        if not live:
+            return query.FS_UNAVAIL
+        return live.get(key, query.FS_UNAVAIL)
+    return get
+
+
+def _OperState(item: InstanceItem) -> Any:
+    live = item.Live()
+    if isinstance(live, query.FieldStatus):
+        return live
+    return bool(live)
+
+
+def _Indexed(values_of: Callable[[InstanceItem], list], idx: int
+             ) -> Callable[[InstanceItem], Any]:
+    def get(item: InstanceItem) -> Any:
+        values = values_of(item)
+        return values[idx] if idx < len(values) else query.FS_UNAVAIL
+    return get
+
+
+def _FilledNics(item: InstanceItem) -> list[dict]:
+    return [item.ctx.cluster.SimpleFillNIC(nic.nicparams)
+            for nic in item.inst.nics]
+
+
+def _NicBridges(item: InstanceItem) -> list[Any]:
+    return [params[objects.NIC_LINK]
+            if params[objects.NIC_MODE] == objects.NIC_MODE_BRIDGED else None
+            for params in _FilledNics(item)]
+
+
+def _HvParam(name: str) -> Callable[[InstanceItem], Any]:
+    def get(item: InstanceItem) -> Any:
+        filled = item.ctx.cluster.FillHV(item.inst)
+        return filled.get(name, query.FS_UNAVAIL)
+    return get
+
+
+def _AllHvParams() -> dict[str, Any]:
+    result = {}
+    for hv_name in sorted(constants.HYPER_TYPES):
+        try:
+            hv_class = GetHypervisorClass(hv_name)
+        except errors.HypervisorError:
+            continue
+        for name, spec in hv_class.PARAMETERS.items():
+            result.setdefault(name, spec)
+    return result
+
+
+def _DiskFields() -> query.FieldTable:
+    def sizes(item: InstanceItem) -> list[int]:
+        return [disk.size for disk in item.disks]
+
+    def names(item: InstanceItem) -> list[Any]:
+        return [disk.name for disk in item.disks]
+
+    def uuids(item: InstanceItem) -> list[str]:
+        return [disk.uuid for disk in item.disks]
+
+    def spindles(item: InstanceItem) -> list[Any]:
+        return [disk.spindles for disk in item.disks]
+
+    def template(item: InstanceItem) -> str:
+        if not item.disks:
+            return constants.DT_DISKLESS
+        return item.disks[0].dev_type
+
+    table: query.FieldTable = {
+        "disk_template": ("Disk_template", constants.QFT_TEXT, template,
+                          "Instance disk template"),
+        "disk_usage": ("DiskUsage", constants.QFT_UNIT,
+                       lambda item: sum(sizes(item)),
+                       "Total disk space used by instance on each of its"
+                       " nodes; this is not the disk size visible to the"
+                       " instance, but the usage on the node"),
+        "disk.count": ("Disks", constants.QFT_NUMBER,
+                       lambda item: len(item.disks), "Number of disks"),
+        "disk.sizes": ("Disk_sizes", constants.QFT_OTHER, sizes,
+                       "List of disk sizes"),
+        "disk.spindles": ("Disk_spindles", constants.QFT_OTHER, spindles,
+                          "List of disk spindles"),
+        "disk.names": ("Disk_names", constants.QFT_OTHER, names,
+                       "List of disk names"),
+        "disk.uuids": ("Disk_UUIDs", constants.QFT_OTHER, uuids,
+                       "List of disk UUIDs"),
+    }
+    for idx in range(MAX_DISKS):
+        table["disk.size/%d" % idx] = (
+            "Disk/%d" % idx, constants.QFT_UNIT, _Indexed(sizes, idx),
+            "Disk size of %s disk" % _Ordinal(idx))
+        table["disk.spindles/%d" % idx] = (
+            "DiskSpindles/%d" % idx, constants.QFT_NUMBER,
+            _Indexed(spindles, idx),
+            "Spindles of %s disk" % _Ordinal(idx))
+        table["disk.name/%d" % idx] = (
+            "DiskName/%d" % idx, constants.QFT_TEXT, _Indexed(names, idx),
+            "Name of %s disk" % _Ordinal(idx))
+        table["disk.uuid/%d" % idx] = (
+            "DiskUUID/%d" % idx, constants.QFT_TEXT, _Indexed(uuids, idx),
+            "UUID of %s disk" % _Ordinal(idx))
+    return table
+
+
+def _Ordinal(idx: int) -> str:
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(
+        (idx + 1) % 10 if (idx + 1) % 100 not in (11, 12, 13) else 0, "th")
+    return "%d%s" % (idx + 1, suffix)
+
+
+def _NicFields() -> query.FieldTable:
+    def attr(name: str) -> Callable[[InstanceItem], list]:
+        return lambda item: [getattr(nic, name) for nic in item.inst.nics]
+
+    def param(name: str) -> Callable[[InstanceItem], list]:
+        return lambda item: [params[name] for params in _FilledNics(item)]
+
+    per_nic = {
+        # name: (list field, list title, index title, getter, doc)
+        "mac": ("nic.macs", "NIC_MACs", "NicMAC", attr("mac"), "MAC address"),
+        "ip": ("nic.ips", "NIC_IPs", "NicIP", attr("ip"), "IP address"),
+        "name": ("nic.names", "NIC_Names", "NicName", attr("name"), "Name"),
+        "uuid": ("nic.uuids", "NIC_UUIDs", "NicUUID", attr("uuid"), "UUID"),
+        "mode": ("nic.modes", "NIC_modes", "NicMode",
+                 param(objects.NIC_MODE), "Mode"),
+        "link": ("nic.links", "NIC_links", "NicLink",
+                 param(objects.NIC_LINK), "Link"),
+        "vlan": ("nic.vlans", "NIC_VLANs", "NicVLAN",
+                 param(objects.NIC_VLAN), "VLAN"),
+        "bridge": ("nic.bridges", "NIC_bridges", "NicBridge", _NicBridges,
+                   "Bridge (bridged mode only)"),
+    }
+    table: query.FieldTable = {
+        "nic.count": ("NICs", constants.QFT_NUMBER,
+                      lambda item: len(item.inst.nics),
+                      "Number of network interfaces"),
+    }
+    for key, (list_name, list_title, title, getter, doc) in per_nic.items():
+        table[list_name] = (list_title, constants.QFT_OTHER, getter,
+                            "List containing each network interface's %s" %
+                            doc.lower())
+        for idx in range(MAX_NICS):
+            table["nic.%s/%d" % (key, idx)] = (
+                "%s/%d" % (title, idx), constants.QFT_TEXT,
+                _Indexed(getter, idx),
+                "%s of %s network interface" % (doc, _Ordinal(idx)))
+    return table
+
+
+def _ParamFields() -> query.FieldTable:
+    table: query.FieldTable = {
+        "hvparams": ("HypervisorParameters", constants.QFT_OTHER,
+                     lambda item: item.ctx.cluster.FillHV(item.inst),
+                     "Hypervisor parameters (merged)"),
+        "beparams": ("BackendParameters", constants.QFT_OTHER,
+                     lambda item: item.ctx.cluster.FillBE(item.inst),
+                     "Backend parameters (merged)"),
+        "osparams": ("OpSysParameters", constants.QFT_OTHER,
+                     lambda item: item.ctx.cluster.SimpleFillOS(
+                         item.inst.os, item.inst.osparams),
+                     "Operating system parameters (merged)"),
+        "custom_hvparams": ("CustomHypervisorParameters",
+                            constants.QFT_OTHER,
+                            lambda item: dict(item.inst.hvparams),
+                            "Custom hypervisor parameters"),
+        "custom_beparams": ("CustomBackendParameters", constants.QFT_OTHER,
+                            lambda item: dict(item.inst.beparams),
+                            "Custom backend parameters"),
+        "custom_osparams": ("CustomOpSysParameters", constants.QFT_OTHER,
+                            lambda item: dict(item.inst.osparams),
+                            "Custom operating system parameters"),
+        "custom_nicparams": ("CustomNicParameters", constants.QFT_OTHER,
+                             lambda item: [dict(nic.nicparams)
+                                           for nic in item.inst.nics],
+                             "Custom network interface parameters"),
+    }
+    for name, spec in objects.BE_PARAMETERS.items():
+        table["be/%s" % name] = (
+            _BE_TITLES.get(name, name),
+            _KIND_OF_CHECK.get(spec.check.kind, constants.QFT_OTHER),
+            (lambda key: lambda item:
+             item.ctx.cluster.FillBE(item.inst)[key])(name),
+            "The \"%s\" backend parameter" % name)
+    for name, spec in _AllHvParams().items():
+        table["hv/%s" % name] = (
+            name, _KIND_OF_CHECK.get(spec.check.kind, constants.QFT_OTHER),
+            _HvParam(name), "The \"%s\" hypervisor parameter" % name)
+    return table
+
+
+def _BuildInstanceFields() -> query.FieldTable:
+    def attr(name: str) -> Callable[[InstanceItem], Any]:
+        return lambda item: getattr(item.inst, name)
+
+    def group_of(uuid: str, item: InstanceItem) -> Any:
+        node = item.ctx.nodes.get(uuid)
+        return node.group if node is not None else None
+
+    def group_name(uuid: Any, item: InstanceItem) -> Any:
+        group = item.ctx.groups.get(uuid)
+        return group.name if group is not None else query.FS_UNAVAIL
+
+    table: query.FieldTable = {
+        "name": ("Instance", constants.QFT_TEXT, attr("name"),
+                 "Instance name"),
+        "os": ("OS", constants.QFT_TEXT, attr("os"), "Operating system"),
+        "hypervisor": ("Hypervisor", constants.QFT_TEXT, attr("hypervisor"),
+                       "Hypervisor name"),
+        "pnode": ("Primary_node", constants.QFT_TEXT,
+                  lambda item: item.NodeName(item.inst.primary_node),
+                  "Primary node"),
+        "pnode.group": ("PrimaryNodeGroup", constants.QFT_TEXT,
+                        lambda item: group_name(
+                            group_of(item.inst.primary_node, item), item),
+                        "Primary node's group"),
+        "pnode.group.uuid": ("PrimaryNodeGroupUUID", constants.QFT_TEXT,
+                             lambda item: group_of(item.inst.primary_node,
+                                                   item),
+                             "Primary node's group UUID"),
+        "snodes": ("Secondary_Nodes", constants.QFT_OTHER,
+                   lambda item: [item.NodeName(uuid)
+                                 for uuid in item.SecondaryNodes()],
+                   "Secondary nodes; usually this will just be one node"),
+        "snodes.group": ("SecondaryNodesGroups", constants.QFT_OTHER,
+                         lambda item: [group_name(group_of(uuid, item), item)
+                                       for uuid in item.SecondaryNodes()],
+                         "Node groups of secondary nodes"),
+        "snodes.group.uuid": ("SecondaryNodesGroupsUUID",
+                              constants.QFT_OTHER,
+                              lambda item: [group_of(uuid, item)
+                                            for uuid in item.SecondaryNodes()],
+                              "Node group UUIDs of secondary nodes"),
+        "admin_state": ("InstanceState", constants.QFT_TEXT,
+                        attr("admin_state"),
+                        "Desired state of the instance"),
+        "admin_state_source": ("InstanceStateSource", constants.QFT_TEXT,
+                               attr("admin_state_source"),
+                               "Who last changed the desired state of the"
+                               " instance"),
+        "admin_up": ("Autostart", constants.QFT_BOOL,
+                     lambda item: item.inst.admin_state ==
+                     objects.ADMINST_UP,
+                     "Desired state of the instance: whether it should"
+                     " run"),
+        "disks_active": ("DisksActive", constants.QFT_BOOL,
+                         attr("disks_active"),
+                         "Desired state of the instance disks"),
+        "network_port": ("Network_port", constants.QFT_OTHER,
+                         attr("network_port"),
+                         "Instance network port if available (e.g. for"
+                         " VNC console)"),
+        "forthcoming": ("Forthcoming", constants.QFT_BOOL,
+                        lambda item: bool(item.inst.forthcoming),
+                        "Whether the instance is only reserved"),
+        "status": ("Status", constants.QFT_TEXT, ComputeStatus,
+                   "Instance status; \"%s\" if instance is set to be"
+                   " running and actually is, \"%s\" if instance is"
+                   " stopped and is not running, \"%s\" if instance"
+                   " running, but not on its designated primary node,"
+                   " \"%s\" if instance should be stopped, but is"
+                   " actually running, \"%s\" if instance should run,"
+                   " but doesn't, \"%s\" if instance's primary node is"
+                   " down, \"%s\" if instance's primary node is marked"
+                   " offline, \"%s\" if instance is offline and does not"
+                   " use dynamic resources, \"%s\" if the user shut the"
+                   " instance down" %
+                   (constants.INSTST_RUNNING, constants.INSTST_ADMINDOWN,
+                    constants.INSTST_WRONGNODE, constants.INSTST_ERRORUP,
+                    constants.INSTST_ERRORDOWN, constants.INSTST_NODEDOWN,
+                    constants.INSTST_NODEOFFLINE,
+                    constants.INSTST_ADMINOFFLINE,
+                    constants.INSTST_USERDOWN)),
+        "oper_state": ("Running", constants.QFT_BOOL, _OperState,
+                       "Actual state of instance"),
+        "oper_ram": ("Memory", constants.QFT_UNIT, _LiveValue("memory"),
+                     "Actual memory usage as seen by hypervisor"),
+        "oper_vcpus": ("VCPUs", constants.QFT_NUMBER, _LiveValue("vcpus"),
+                       "Actual number of VCPUs as seen by hypervisor"),
+    }
+    table.update(_ParamFields())
+    table.update(_DiskFields())
+    table.update(_NicFields())
+    table.update(query._ObjectFields("Instance", lambda item: item.inst))
+    aliases = {
+        "vcpus": "be/vcpus", "be/memory": "be/maxmem",
+        "sda_size": "disk.size/0", "sdb_size": "disk.size/1",
+        "ip": "nic.ip/0", "mac": "nic.mac/0", "bridge": "nic.bridge/0",
+        "nic_mode": "nic.mode/0", "nic_link": "nic.link/0",
+    }
+    for alias, target in aliases.items():
+        table[alias] = table[target]
+    return table
+
+
+INSTANCE_FIELDS = _BuildInstanceFields()
+# Fields whose values come from the nodes (all_instances_info RPC)
+INSTANCE_LIVE_FIELDS = frozenset(["status", "oper_state", "oper_ram",
+                                  "oper_vcpus"])
+# Fields compared by name component in filters (query.MatchHostname)
+INSTANCE_HOSTNAME_FIELDS = frozenset(["name"])
+
+
+class InstanceQuery:
+    """The ``instance`` resource (served by LUQuery)."""
+
+    FIELDS = INSTANCE_FIELDS
+
+    def __init__(self, lu: NoHooksLU):
+        self.cfg = lu.cfg
+        self.rpc = lu.rpc
+        self.lu = lu
+
+    def _Instances(self, qfilter: Any) -> tuple[list, Any]:
+        names = query.RequestedNames(qfilter)
+        if names is None:
+            instances = sorted(self.cfg.GetAllInstancesInfo().values(),
+                               key=lambda inst: config.NiceSortKey(inst.name))
+            return instances, qfilter
+        uuids = []
+        for name in names:
+            uuid = self.cfg.ExpandInstanceName(name)
+            if uuid is None:
+                raise errors.OpPrereqError("Instance '%s' not known" % name,
+                                           errors.ECODE_NOENT)
+            if uuid not in uuids:
+                uuids.append(uuid)
+        return [self.cfg.GetInstanceInfo(uuid) for uuid in uuids], None
+
+    def _LiveData(self) -> tuple[dict, set, set]:
+        """Runtime information of the instances from all online vm nodes.
+
+        Returns (live data by instance UUID, UUIDs of instances running on
+        a node other than their primary, UUIDs of nodes that failed).
+        """
+        cluster = self.cfg.GetClusterInfo()
+        nodes = [node for node in self.cfg.GetAllNodesInfo().values()
+                 if node.vm_capable and not node.offline]
+        live: dict[str, dict] = {}
+        wrong_node: set[str] = set()
+        bad_nodes: set[str] = set()
+        if not nodes:
+            return live, wrong_node, bad_nodes
+        hv_names = list(cluster.enabled_hypervisors)
+        all_hvparams = {name: cluster.GetHVDefaults(name)
+                        for name in hv_names}
+        results = self.rpc.call_all_instances_info(
+            [node.uuid for node in nodes], hv_names, all_hvparams)
+        by_name = {inst.name: inst
+                   for inst in self.cfg.GetAllInstancesInfo().values()}
+        for node in nodes:
+            result = results[node.uuid]
+            if result.fail_msg or not isinstance(result.payload, dict):
+                self.lu.LogWarning("Can't get instance data from node %s:"
+                                   " %s", node.name, result.fail_msg)
+                bad_nodes.add(node.uuid)
+                continue
+            for name, info in result.payload.items():
+                inst = by_name.get(name)
+                if inst is None:
+                    continue
+                if inst.primary_node == node.uuid:
+                    live[inst.uuid] = info
+                else:
+                    wrong_node.add(inst.uuid)
+                    live.setdefault(inst.uuid, info)
+        return live, wrong_node, bad_nodes
+
+    def Query(self, fields: list[str], qfilter: Any) -> dict:
+        instances, remaining_filter = self._Instances(qfilter)
+        wanted = set(fields) | query.FilterFields(remaining_filter)
+        live = wrong_node = bad_nodes = None
+        if wanted & INSTANCE_LIVE_FIELDS:
+            live, wrong_node, bad_nodes = self._LiveData()
+        data = InstanceQueryData(instances, self.cfg, live, wrong_node,
+                                 bad_nodes)
+        return query.Query(self.FIELDS, data.Items(), fields,
+                           remaining_filter,
+                           hostname_fields=INSTANCE_HOSTNAME_FIELDS)
