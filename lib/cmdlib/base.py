@@ -135,18 +135,41 @@ def RunPostHook(lu: LogicalUnit, node: str) -> None:
         lu.LogWarning("Errors occurred running hooks on %s: %s", node, err)
 
 
-def ExpandNodeUuidAndName(cfg: Any, expected_uuid: str | None,
-                          name: str) -> tuple[str, str]:
-    """Resolve a node name (or uuid) given by the user to (uuid, name)."""
-    uuid = cfg.ExpandNodeName(name)
+def _ExpandUuidAndName(kind: str, expand_fn: Callable[[str], str | None],
+                       get_fn: Callable[[str], Any],
+                       expected_uuid: str | None,
+                       name: str) -> tuple[str, str]:
+    """Resolve a name (or uuid) given by the user to (uuid, name).
+
+    ``expected_uuid`` (the opcode's *_uuid parameter, if set) must match:
+    a job that names an object renamed and re-created since must not act
+    on the new one.
+    """
+    uuid = expand_fn(name)
     if uuid is None:
-        raise errors.OpPrereqError("Node '%s' not known" % name,
+        raise errors.OpPrereqError("%s '%s' not known" %
+                                   (kind.capitalize(), name),
                                    errors.ECODE_NOENT)
     if expected_uuid is not None and uuid != expected_uuid:
         raise errors.OpPrereqError(
-            "The node's UUID '%s' does not match the expected UUID '%s' for"
-            " node '%s'" % (uuid, expected_uuid, name), errors.ECODE_NOENT)
-    return uuid, cfg.GetNodeInfo(uuid).name
+            "The %s's UUID '%s' does not match the expected UUID '%s' for"
+            " %s '%s'" % (kind, uuid, expected_uuid, kind, name),
+            errors.ECODE_NOENT)
+    return uuid, get_fn(uuid).name
+
+
+def ExpandNodeUuidAndName(cfg: Any, expected_uuid: str | None,
+                          name: str) -> tuple[str, str]:
+    """Resolve a node name (or uuid) given by the user to (uuid, name)."""
+    return _ExpandUuidAndName("node", cfg.ExpandNodeName, cfg.GetNodeInfo,
+                              expected_uuid, name)
+
+
+def ExpandInstanceUuidAndName(cfg: Any, expected_uuid: str | None,
+                              name: str) -> tuple[str, str]:
+    """Resolve an instance name (or uuid) given by the user to (uuid, name)."""
+    return _ExpandUuidAndName("instance", cfg.ExpandInstanceName,
+                              cfg.GetInstanceInfo, expected_uuid, name)
 
 
 _TRUE_WORDS = frozenset(["yes", "true", "on", "1"])

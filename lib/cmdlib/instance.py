@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 from ganeti import constants, errors, locking, netutils, objects, vcluster
 from ganeti.cmdlib import operating_system
-from ganeti.cmdlib.base import ExpandNodeUuidAndName, NoHooksLU
+from ganeti.cmdlib.base import (ExpandInstanceUuidAndName,
+                                 ExpandNodeUuidAndName, NoHooksLU)
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
 from ganeti.cmdlib.node import GetUpdatedParams
 
@@ -27,21 +28,6 @@ _IP_CHECK_TIMEOUT = 2.0
 
 
 # Helpers shared by the instance LUs ----------------------------------------
-
-def ExpandInstanceUuidAndName(cfg: Any, expected_uuid: str | None,
-                              name: str) -> tuple[str, str]:
-    """Resolve an instance name (or uuid) given by the user to (uuid, name)."""
-    uuid = cfg.ExpandInstanceName(name)
-    if uuid is None:
-        raise errors.OpPrereqError("Instance '%s' not known" % name,
-                                   errors.ECODE_NOENT)
-    if expected_uuid is not None and uuid != expected_uuid:
-        raise errors.OpPrereqError(
-            "The instance's UUID '%s' does not match the expected UUID '%s'"
-            " for instance '%s'" % (uuid, expected_uuid, name),
-            errors.ECODE_NOENT)
-    return uuid, cfg.GetInstanceInfo(uuid).name
-
 
 def CheckNodeOnline(lu: NoHooksLU, node_uuid: str) -> None:
     """Refuse an offline node."""
