@@ -1025,3 +1025,70 @@ def RemoveTags(opts: Any, args: list[str]) -> int:
                                    errors.ECODE_INVAL)
     SubmitOrSend(opcodes.OpTagsDel(kind=kind, name=name, tags=args), opts)
     return constants.EXIT_SUCCESS
+
+
+# Generic "info" output --------------------------------------------------------
+
+def FormatParamsDictInfo(custom: dict, actual: dict) -> dict:
+    """Effective parameters for display: own values as they are, inherited
+    ones as "default (<value>)"."""
+    result = {}
+    for key, value in actual.items():
+        if isinstance(value, dict) and value:
+            result[key] = FormatParamsDictInfo(custom.get(key) or {}, value)
+        elif key in custom:
+            result[key] = str(custom[key])
+        else:
+            result[key] = "default (%s)" % (value, )
+    return result
+
+
+def _SerializeInfo(lines: list[str], data: Any, level: int,
+                   prefix: str) -> None:
+    """Append ``data`` in Ganeti's YAML-like "info" layout.
+
+    ``prefix`` is what precedes the first line (the key, or the list
+    dash); lists of pairs are ordered mappings.
+    """
+    indent = "  " * level
+    if isinstance(data, list) and data and isinstance(data[0], tuple):
+        items = data
+    elif isinstance(data, dict) and data:
+        items = sorted(data.items())
+    elif isinstance(data, list) and data:
+        if prefix:
+            lines.append(prefix.rstrip())
+            prefix = indent
+        for item in data:
+            _SerializeInfo(lines, item, level + 1, prefix + "- ")
+            prefix = indent
+        return
+    elif isinstance(data, (list, dict)):
+        lines.append(prefix)
+        return
+    else:
+        lines.append("%s%s" % (prefix, data))
+        return
+    if prefix.strip().endswith(":"):
+        lines.append(prefix.rstrip())
+        prefix = indent
+    for key, value in items:
+        _SerializeInfo(lines, value, level + 1, "%s%s: " % (prefix, key))
+        prefix = indent
+
+
+def PrintGenericInfo(data: list) -> None:
+    """Print a list of objects, each a list of (key, value) pairs."""
+    lines: list[str] = []
+    _SerializeInfo(lines, data, 0, "")
+    for line in lines:
+        ToStdout("%s", line)
+
+
+def QueryRows(resource: str, fields: list[str], names: list[str]) -> list:
+    """Rows of plain values (None where a value is missing) of the named
+    objects, all if no names are given."""
+    result = GetClient().Query(resource, fields,
+                                   qlang.MakeFilter(names or None, False))
+    return [[value if status == constants.RS_NORMAL else None
+             for status, value in row] for row in result["data"]]

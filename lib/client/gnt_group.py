@@ -8,8 +8,6 @@ from ganeti.cli_opts import (
     DRY_RUN_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, NOHDR_OPT,
     OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SUBMIT_OPT,
     TAG_SRC_OPT, VERBOSE_OPT)
-from ganeti.client.gnt_node import (FormatParamsDictInfo, PrintGenericInfo,
-                                    QueryRows)
 
 _SetParams = opcodes.OpGroupSetParams
 
@@ -115,19 +113,19 @@ def GroupInfo(opts: Any, args: list[str]) -> int:
     """Show the groups' parameters, marking inherited values."""
     infos = []
     for (name, ndparams, custom_ndparams, diskparams, custom_diskparams,
-         ipolicy, custom_ipolicy) in QueryRows(constants.QR_GROUP,
+         ipolicy, custom_ipolicy) in cli.QueryRows(constants.QR_GROUP,
                                                _INFO_FIELDS, args):
         infos.append([
             ("Node group", name),
             ("Node parameters",
-             FormatParamsDictInfo(custom_ndparams or {}, ndparams or {})),
+             cli.FormatParamsDictInfo(custom_ndparams or {}, ndparams or {})),
             ("Disk parameters",
-             FormatParamsDictInfo(custom_diskparams or {},
+             cli.FormatParamsDictInfo(custom_diskparams or {},
                                   diskparams or {})),
             ("Instance policy",
-             FormatParamsDictInfo(custom_ipolicy or {}, ipolicy or {})),
+             cli.FormatParamsDictInfo(custom_ipolicy or {}, ipolicy or {})),
         ])
-    PrintGenericInfo(infos)
+    cli.PrintGenericInfo(infos)
     return constants.EXIT_SUCCESS
 
 

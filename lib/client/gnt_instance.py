@@ -11,8 +11,6 @@ from ganeti.cli_opts import (
     NODE_PLACEMENT_OPT, NOHDR_OPT, OS_OPT, OSPARAMS_OPT, OpcodeOption,
     PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SHUTDOWN_TIMEOUT_OPT, SUBMIT_OPT,
     TAG_SRC_OPT, UNITS_OPT, VERBOSE_OPT, ParseUnit, cli_option)
-from ganeti.client.gnt_node import (FormatParamsDictInfo, PrintGenericInfo,
-                                    QueryRows)
 
 _Create = opcodes.OpInstanceCreate
 _Startup = opcodes.OpInstanceStartup
@@ -261,15 +259,15 @@ def _FormatInstanceInfo(row: list, static: bool) -> list[tuple[str, Any]]:
         ("Nodes", nodes),
         ("Operating system", info["os"]),
         ("Operating system parameters",
-         FormatParamsDictInfo(info["custom_osparams"] or {},
+         cli.FormatParamsDictInfo(info["custom_osparams"] or {},
                               info["osparams"] or {})),
         ("Allocated network port", info["network_port"]),
         ("Hypervisor", info["hypervisor"]),
         ("Hypervisor parameters",
-         FormatParamsDictInfo(info["custom_hvparams"] or {},
+         cli.FormatParamsDictInfo(info["custom_hvparams"] or {},
                               info["hvparams"] or {})),
         ("Back-end parameters",
-         FormatParamsDictInfo(info["custom_beparams"] or {},
+         cli.FormatParamsDictInfo(info["custom_beparams"] or {},
                               info["beparams"] or {})),
         ("NICs", _FormatNics(info["nic.macs"], info["nic.ips"],
                              info["nic.modes"], info["nic.links"],
@@ -294,11 +292,11 @@ def ShowInstanceConfig(opts: Any, args: list[str]) -> int:
     fields = list(_INFO_FIELDS)
     if opts.static:
         fields[fields.index("oper_state")] = "admin_up"
-    rows = QueryRows(constants.QR_INSTANCE, fields, args)
+    rows = cli.QueryRows(constants.QR_INSTANCE, fields, args)
     if not rows:
         cli.ToStderr("No instances.")
         return constants.EXIT_FAILURE
-    PrintGenericInfo([_FormatInstanceInfo(row, opts.static)
+    cli.PrintGenericInfo([_FormatInstanceInfo(row, opts.static)
                       for row in rows])
     return constants.EXIT_SUCCESS
 

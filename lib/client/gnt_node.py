@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from ganeti import cli, config, constants, opcodes, qlang
+from ganeti import cli, config, constants, opcodes
 from ganeti.cli_opts import (
     ARGS_MANY_NODES, ARGS_ONE_NODE, ArgHost, ArgNode, ArgUnknown,
     DRY_RUN_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, NOHDR_OPT,
@@ -75,73 +75,6 @@ STORAGE_TYPE_OPT = OpcodeOption(
     metavar="STORAGE_TYPE")
 
 
-# Generic information output (Ganeti's cli.PrintGenericInfo) ----------------
-
-def FormatParamsDictInfo(custom: dict, actual: dict) -> dict:
-    """Effective parameters for display: own values as they are, inherited
-    ones as "default (<value>)"."""
-    result = {}
-    for key, value in actual.items():
-        if isinstance(value, dict) and value:
-            result[key] = FormatParamsDictInfo(custom.get(key) or {}, value)
-        elif key in custom:
-            result[key] = str(custom[key])
-        else:
-            result[key] = "default (%s)" % (value, )
-    return result
-
-
-def _SerializeInfo(lines: list[str], data: Any, level: int,
-                   prefix: str) -> None:
-    """Append ``data`` in Ganeti's YAML-like "info" layout.
-
-    ``prefix`` is what precedes the first line (the key, or the list
-    dash); lists of pairs are ordered mappings.
-    """
-    indent = "  " * level
-    if isinstance(data, list) and data and isinstance(data[0], tuple):
-        items = data
-    elif isinstance(data, dict) and data:
-        items = sorted(data.items())
-    elif isinstance(data, list) and data:
-        if prefix:
-            lines.append(prefix.rstrip())
-            prefix = indent
-        for item in data:
-            _SerializeInfo(lines, item, level + 1, prefix + "- ")
-            prefix = indent
-        return
-    elif isinstance(data, (list, dict)):
-        lines.append(prefix)
-        return
-    else:
-        lines.append("%s%s" % (prefix, data))
-        return
-    if prefix.strip().endswith(":"):
-        lines.append(prefix.rstrip())
-        prefix = indent
-    for key, value in items:
-        _SerializeInfo(lines, value, level + 1, "%s%s: " % (prefix, key))
-        prefix = indent
-
-
-def PrintGenericInfo(data: list) -> None:
-    """Print a list of objects, each a list of (key, value) pairs."""
-    lines: list[str] = []
-    _SerializeInfo(lines, data, 0, "")
-    for line in lines:
-        cli.ToStdout("%s", line)
-
-
-def QueryRows(resource: str, fields: list[str], names: list[str]) -> list:
-    """Rows of plain values (None where a value is missing) of the named
-    objects, all if no names are given."""
-    result = cli.GetClient().Query(resource, fields,
-                                   qlang.MakeFilter(names or None, False))
-    return [[value if status == constants.RS_NORMAL else None
-             for status, value in row] for row in result["data"]]
-
-
 # Commands --------------------------------------------------------------------
 
 def AddNode(opts: Any, args: list[str]) -> int:
@@ -197,15 +130,15 @@ def _FormatNodeInfo(row: list) -> list[tuple[str, Any]]:
         info += [("primary for instances", config.NiceSort(pinst or [])),
                  ("secondary for instances", config.NiceSort(sinst or []))]
     info.append(("node parameters",
-                 FormatParamsDictInfo(custom_ndparams or {},
+                 cli.FormatParamsDictInfo(custom_ndparams or {},
                                       ndparams or {})))
     return info
 
 
 def ShowNodeConfig(opts: Any, args: list[str]) -> int:
     """Show the nodes' flags, addresses, instances and parameters."""
-    PrintGenericInfo([_FormatNodeInfo(row) for row in
-                      QueryRows(constants.QR_NODE, _INFO_FIELDS, args)])
+    cli.PrintGenericInfo([_FormatNodeInfo(row) for row in
+                      cli.QueryRows(constants.QR_NODE, _INFO_FIELDS, args)])
     return constants.EXIT_SUCCESS
 
 
