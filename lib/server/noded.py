@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 from cryptography import x509 as cx509
@@ -212,7 +213,30 @@ def ExecNoded(options: optparse.Values, args: list[str],
             return
         joined.clear()
         logging.info("Joined a cluster, restarting as a member")
-        http_server = PrepNoded(options, args)
+        http_server = _RebindAsMember(options, args, stop_event)
+        if http_server is None:
+            return
+
+
+def _RebindAsMember(options: optparse.Values, args: list[str],
+                    stop_event: threading.Event,
+                    timeout: float = 30) -> server.HttpServer | None:
+    """The member server after a join, retrying while the port is busy.
+
+    Connections the join-mode server accepted may still be closing; a
+    failure is logged (and retried) rather than ending the daemon.
+    """
+    deadline = time.monotonic() + timeout
+    while not stop_event.is_set():
+        try:
+            return PrepNoded(options, args)
+        except OSError as err:
+            if time.monotonic() > deadline:
+                raise
+            logging.warning("Cannot serve as a member yet: %s; retrying",
+                            err)
+            stop_event.wait(0.2)
+    return None
 
 
 def main() -> None:
