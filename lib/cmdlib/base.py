@@ -7,7 +7,7 @@ holding the locks the LU declared in ``needed_locks`` while it runs.
 
 from typing import Any, Callable
 
-from ganeti import constants, errors, locking, objects
+from ganeti import config, constants, errors, locking, objects, query
 
 
 class ResultWithJobs:
@@ -214,3 +214,21 @@ def ForceParamDict(table: dict, params: dict, what: str) -> dict:
     except errors.TypeEnforcementError as err:
         raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
     return result
+
+
+def SelectQueryItems(qfilter: Any, all_items: Callable[[], Any],
+                     lookup: Callable[[str], str],
+                     get: Callable[[str], Any]) -> tuple[list, Any]:
+    """The objects a query looks at, and the filter still to apply.
+
+    A filter that only names objects selects them directly, in the
+    requested order and without duplicates; ``lookup(name) -> uuid``
+    raises for an unknown name, as Ganeti refuses those. Any other filter
+    is applied to all objects, sorted by name.
+    """
+    names = query.RequestedNames(qfilter)
+    if names is None:
+        return sorted(all_items(),
+                      key=lambda item: config.NiceSortKey(item.name)), qfilter
+    uuids = list(dict.fromkeys(lookup(name) for name in names))
+    return [get(uuid) for uuid in uuids], None

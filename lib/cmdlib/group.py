@@ -65,12 +65,32 @@ def _UpdatedIPolicy(old: dict, changes: dict) -> dict:
     return result
 
 
-class LUGroupAdd(LogicalUnit):
+class _GroupLU(LogicalUnit):
+    """A hooked LU on one existing group, locked by name.
+
+    Hooks run on the master unless a subclass says otherwise; the
+    environment names the group.
+    """
+
+    HTYPE = constants.HTYPE_GROUP
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
+        self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid]}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"GROUP_NAME": self.op.group_name}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.GetMasterNode()
+        return ([master], [master])
+
+
+class LUGroupAdd(_GroupLU):
     """Add a node group."""
 
     HPATH = "group-add"
-    HTYPE = constants.HTYPE_GROUP
-    REQ_BGL = False
 
     def CheckArguments(self) -> None:
         if self.op.ndparams:
@@ -83,13 +103,6 @@ class LUGroupAdd(LogicalUnit):
     def ExpandNames(self) -> None:
         # The new group's lock is created (held) in Exec
         self.needed_locks = {}
-
-    def BuildHooksEnv(self) -> dict[str, Any]:
-        return {"GROUP_NAME": self.op.group_name}
-
-    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
-        master = self.cfg.GetMasterNode()
-        return ([master], [master])
 
     def CheckPrereq(self) -> None:
         existing = _LookupGroup(self.cfg, self.op.group_name)
@@ -198,15 +211,13 @@ class LUGroupAssignNodes(NoHooksLU):
                                   feedback_fn)
 
 
-class LUGroupSetParams(LogicalUnit):
+class LUGroupSetParams(_GroupLU):
     """Change a group's allocation policy and parameters.
 
     Returns the changed parameters as ``(name, new value)`` pairs.
     """
 
     HPATH = "group-modify"
-    HTYPE = constants.HTYPE_GROUP
-    REQ_BGL = False
 
     def CheckArguments(self) -> None:
         changes = [self.op.ndparams, self.op.diskparams, self.op.alloc_policy,
@@ -215,17 +226,9 @@ class LUGroupSetParams(LogicalUnit):
             raise errors.OpPrereqError("Please pass at least one"
                                        " modification", errors.ECODE_INVAL)
 
-    def ExpandNames(self) -> None:
-        self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
-        self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid]}
-
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"GROUP_NAME": self.op.group_name,
                 "NEW_ALLOC_POLICY": self.op.alloc_policy}
-
-    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
-        master = self.cfg.GetMasterNode()
-        return ([master], [master])
 
     def CheckPrereq(self) -> None:
         self.group = self.cfg.GetNodeGroup(self.group_uuid)
@@ -265,23 +268,10 @@ class LUGroupSetParams(LogicalUnit):
         return result
 
 
-class LUGroupRemove(LogicalUnit):
+class LUGroupRemove(_GroupLU):
     """Remove an empty group that is not the cluster's last one."""
 
     HPATH = "group-remove"
-    HTYPE = constants.HTYPE_GROUP
-    REQ_BGL = False
-
-    def ExpandNames(self) -> None:
-        self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
-        self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid]}
-
-    def BuildHooksEnv(self) -> dict[str, Any]:
-        return {"GROUP_NAME": self.op.group_name}
-
-    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
-        master = self.cfg.GetMasterNode()
-        return ([master], [master])
 
     def CheckPrereq(self) -> None:
         members = [node.name for node in self.cfg.GetAllNodesInfo().values()
@@ -302,16 +292,10 @@ class LUGroupRemove(LogicalUnit):
         self.remove_locks[locking.LEVEL_NODEGROUP] = [self.group_uuid]
 
 
-class LUGroupRename(LogicalUnit):
+class LUGroupRename(_GroupLU):
     """Rename a group; returns the new name."""
 
     HPATH = "group-rename"
-    HTYPE = constants.HTYPE_GROUP
-    REQ_BGL = False
-
-    def ExpandNames(self) -> None:
-        self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
-        self.needed_locks = {locking.LEVEL_NODEGROUP: [self.group_uuid]}
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"OLD_NAME": self.op.group_name,

@@ -9,8 +9,9 @@ Ganeti's: the admin state combined with what the nodes report.
 
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, objects, query
-from ganeti.cmdlib.base import NoHooksLU
+from ganeti import constants, errors, objects, query
+from ganeti.cmdlib.base import (ExpandInstanceUuidAndName, NoHooksLU,
+                                 SelectQueryItems)
 from ganeti.hypervisor import GetHypervisorClass
 
 # Per-index fields exist for this many disks and NICs (Ganeti's limits)
@@ -434,20 +435,10 @@ class InstanceQuery:
         self.lu = lu
 
     def _Instances(self, qfilter: Any) -> tuple[list, Any]:
-        names = query.RequestedNames(qfilter)
-        if names is None:
-            instances = sorted(self.cfg.GetAllInstancesInfo().values(),
-                               key=lambda inst: config.NiceSortKey(inst.name))
-            return instances, qfilter
-        uuids = []
-        for name in names:
-            uuid = self.cfg.ExpandInstanceName(name)
-            if uuid is None:
-                raise errors.OpPrereqError("Instance '%s' not known" % name,
-                                           errors.ECODE_NOENT)
-            if uuid not in uuids:
-                uuids.append(uuid)
-        return [self.cfg.GetInstanceInfo(uuid) for uuid in uuids], None
+        return SelectQueryItems(
+            qfilter, lambda: self.cfg.GetAllInstancesInfo().values(),
+            lambda name: ExpandInstanceUuidAndName(self.cfg, None, name)[0],
+            self.cfg.GetInstanceInfo)
 
     def _LiveData(self) -> tuple[dict, set, set]:
         """Runtime information of the instances from all online vm nodes.

@@ -11,16 +11,13 @@ from typing import Any, Callable
 
 from ganeti import config, constants, errors, query
 from ganeti.cmdlib import instance_query, operating_system
-from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.base import (ExpandNodeUuidAndName, NoHooksLU,
+                                 SelectQueryItems)
 from ganeti.rpc import node as rpc_node
 
 
 def _QueryError(err: errors.ParameterError) -> errors.OpPrereqError:
     return errors.OpPrereqError(str(err), errors.ECODE_INVAL)
-
-
-def _Unique(items: list[Any]) -> list[Any]:
-    return list(dict.fromkeys(items))
 
 
 class _NodeQuery:
@@ -35,19 +32,10 @@ class _NodeQuery:
 
     def _Nodes(self, qfilter: Any) -> tuple[list, Any]:
         """The nodes to look at and the filter still to apply to them."""
-        names = query.RequestedNames(qfilter)
-        if names is None:
-            nodes = sorted(self.cfg.GetAllNodesInfo().values(),
-                           key=lambda node: config.NiceSortKey(node.name))
-            return nodes, qfilter
-        uuids = []
-        for name in names:
-            uuid = self.cfg.ExpandNodeName(name)
-            if uuid is None:
-                raise errors.OpPrereqError("Node '%s' not known" % name,
-                                           errors.ECODE_NOENT)
-            uuids.append(uuid)
-        return [self.cfg.GetNodeInfo(uuid) for uuid in _Unique(uuids)], None
+        return SelectQueryItems(
+            qfilter, lambda: self.cfg.GetAllNodesInfo().values(),
+            lambda name: ExpandNodeUuidAndName(self.cfg, None, name)[0],
+            self.cfg.GetNodeInfo)
 
     def _InstanceMaps(self) -> tuple[dict, dict]:
         primary: dict[str, list[str]] = {}
@@ -120,13 +108,9 @@ class _GroupQuery:
         self.cfg = lu.cfg
 
     def _Groups(self, qfilter: Any) -> tuple[list, Any]:
-        names = query.RequestedNames(qfilter)
-        if names is None:
-            groups = sorted(self.cfg.GetAllNodeGroupsInfo().values(),
-                            key=lambda group: config.NiceSortKey(group.name))
-            return groups, qfilter
-        uuids = _Unique([self.cfg.LookupNodeGroup(name) for name in names])
-        return [self.cfg.GetNodeGroup(uuid) for uuid in uuids], None
+        return SelectQueryItems(
+            qfilter, lambda: self.cfg.GetAllNodeGroupsInfo().values(),
+            self.cfg.LookupNodeGroup, self.cfg.GetNodeGroup)
 
     def Query(self, fields: list[str], qfilter: Any) -> dict:
         groups, remaining_filter = self._Groups(qfilter)
