@@ -872,13 +872,16 @@ def OSCoreEnv(os_name: str, inst_os: objects.OS, os_params: dict,
 def _DiskPath(disk: dict) -> str:
     """The local path of an instance disk sent by the master.
 
-    The master sends each disk with ``dev_path``, the (virtual) path of
-    its device or image file on this node.
+    The master sends each disk with ``dev_path``, the path that
+    blockdev_assemble answered on this very node: device paths are
+    node-local and only ever go back to the node that made them.
     """
-    vpath = disk.get("dev_path")
-    if not vpath:
-        _Fail("Disk %s has no device path", disk.get("uuid") or disk)
-    return _LocalPath(vpath)
+    path = disk.get("dev_path")
+    if not isinstance(path, str) or not os.path.isabs(path) or \
+            "\0" in path:
+        _Fail("Disk %s has no valid device path: %r",
+              disk.get("uuid") or disk, path)
+    return os.path.normpath(path)
 
 
 def _DiskBackendType(disk: dict) -> str:

@@ -678,6 +678,18 @@ class OpInstanceReboot(OpCode):
     OP_RESULT = ht.TNone
 
 
+# Instance modification (modify, rename, reinstall, console) ---------------------
+
+
+# Instance disks (grow, activate, deactivate, recreate) ----------------------------
+
+
+# Instance placement (failover, migrate, move, change-group) -----------------------
+
+
+# Backups (export, import, list, remove) -------------------------------------------
+
+
 # Testing -------------------------------------------------------------------------
 
 class OpTestDelay(OpCode):

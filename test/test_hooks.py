@@ -495,3 +495,62 @@ def test_cluster_verify_post_hooks_run_on_the_group(vcluster):
         assert env["GANETI_OP_CODE"] == "OP_CLUSTER_VERIFY_GROUP"
         assert env["GANETI_CLUSTER_TAGS"] == ""
     assert not os.path.exists(node2.Path("cluster-verify-pre.env"))
+
+
+def test_instance_hooks_environment_and_veto(vcluster):
+    node2 = vcluster.nodes[NODE2]
+    name = "hooked.example.test"
+    add_pre = [_Recording(node, "instance-add", "pre")
+               for node in (vcluster, node2)]
+    start_post = _Recording(node2, "instance-start", "post")
+    remove_post = _Recording(vcluster, "instance-remove", "post")
+    vcluster.Run("gnt-instance", "add", "-t", "diskless", "--no-install",
+                 "--no-start", "--no-name-check", "--no-ip-check",
+                 "-n", NODE2, "-B", "memory=96,vcpus=2", "--net",
+                 "0:mac=aa:00:00:00:00:42,link=br7", name)
+    env = _ReadEnv(add_pre[1])
+    assert {key: env[key] for key in (
+        "GANETI_OBJECT_TYPE", "GANETI_INSTANCE_NAME",
+        "GANETI_INSTANCE_PRIMARY", "GANETI_INSTANCE_SECONDARIES",
+        "GANETI_INSTANCE_STATUS", "GANETI_INSTANCE_MAXMEM",
+        "GANETI_INSTANCE_VCPUS", "GANETI_INSTANCE_DISK_TEMPLATE",
+        "GANETI_INSTANCE_NIC_COUNT", "GANETI_INSTANCE_NIC0_MAC",
+        "GANETI_INSTANCE_NIC0_LINK", "GANETI_INSTANCE_DISK_COUNT",
+        "GANETI_INSTANCE_ADD_MODE")} == {
+        "GANETI_OBJECT_TYPE": "INSTANCE",
+        "GANETI_INSTANCE_NAME": name,
+        "GANETI_INSTANCE_PRIMARY": NODE2,
+        "GANETI_INSTANCE_SECONDARIES": "",
+        "GANETI_INSTANCE_STATUS": "down",
+        "GANETI_INSTANCE_MAXMEM": "96",
+        "GANETI_INSTANCE_VCPUS": "2",
+        "GANETI_INSTANCE_DISK_TEMPLATE": "diskless",
+        "GANETI_INSTANCE_NIC_COUNT": "1",
+        "GANETI_INSTANCE_NIC0_MAC": "aa:00:00:00:00:42",
+        "GANETI_INSTANCE_NIC0_LINK": "br7",
+        "GANETI_INSTANCE_DISK_COUNT": "0",
+        "GANETI_INSTANCE_ADD_MODE": "create",
+    }
+    assert os.path.exists(add_pre[0])
+    # A veto on the primary node keeps the instance down
+    deny = os.path.join(_HooksDir(node2, "instance-start", "pre"), "50-deny")
+    _Script(deny, "echo 'not now'; exit 1")
+    try:
+        result = vcluster.Run("gnt-instance", "startup", name, check=False)
+    finally:
+        os.unlink(deny)
+    assert result.returncode != 0
+    assert "script: instance-start-pre.d/50-deny, output: not now" in \
+        result.stderr
+    assert not os.path.exists(start_post)
+    status = vcluster.Run("gnt-instance", "list", "--no-headers", "-o",
+                          "admin_state", name).stdout.strip()
+    assert status == "down"
+    vcluster.Run("gnt-instance", "startup", name)
+    env = _ReadEnv(start_post)
+    assert env["GANETI_INSTANCE_STATUS"] == "down"
+    assert env["GANETI_POST_INSTANCE_STATUS"] == "up"
+    vcluster.Run("gnt-instance", "remove", "-f", name)
+    env = _ReadEnv(remove_post)
+    assert env["GANETI_POST_INSTANCE_NAME"] == name
+    assert env["GANETI_SHUTDOWN_TIMEOUT"] == "120"

@@ -36,7 +36,9 @@ def cluster():
         yield test_cluster
 
 
-def _Instance(**extra):
+def _Instance(dev_path=DISK_VPATH, **extra):
+    """The instance as sent to a node; ``dev_path`` is local to that node,
+    as blockdev_assemble answered it."""
     instance = objects.Instance(name="inst1.example.test", os="tinyimage",
                                 hypervisor=constants.HT_KVM,
                                 primary_node="node1", uuid="i-1")
@@ -45,7 +47,7 @@ def _Instance(**extra):
                   disks=[{"dev_type": constants.DT_FILE,
                           "logical_id": ["loop", DISK_VPATH], "size": 16,
                           "mode": "rw", "uuid": "d-1",
-                          "dev_path": DISK_VPATH}])
+                          "dev_path": dev_path}])
     result.update(extra)
     return result
 
@@ -96,7 +98,7 @@ def test_create_through_noded(cluster):
     with open(disk, "wb") as fobj:
         fobj.truncate(16 << 20)
     runner = cluster.Runner()
-    result = runner.call_instance_os_add("node1", _Instance(), False, 0)
+    result = runner.call_instance_os_add("node1", _Instance(disk), False, 0)
     assert result.fail_msg is None, result.fail_msg
     with open(disk, "rb") as fobj:
         fobj.seek(1080)

@@ -1,11 +1,9 @@
-"""LUs creating, removing, starting, stopping and rebooting instances.
+"""LUs creating and removing instances.
 
-Nodes never apply defaults: every instance sent to a node goes through
-objects.Cluster.InstanceRpcDict (filled hv/be/nic parameters), OS calls
-through operating_system.InstanceOsRpcDict. Instance creation is
-all-or-nothing: when any step after the first disk was created fails, the
-disks are removed again and the configuration keeps no trace of the
-instance.
+OS calls get the instance through operating_system.InstanceOsRpcDict.
+Instance creation is all-or-nothing: when any step after the first disk
+was created fails, the disks are removed again and the configuration keeps
+no trace of the instance.
 """
 
 import logging
@@ -14,216 +12,21 @@ import random
 import socket
 from typing import Any, Callable
 
-from ganeti import constants, errors, locking, netutils, objects, vcluster
+from ganeti import constants, errors, locking, netutils, objects
 from ganeti.cmdlib import operating_system
-from ganeti.cmdlib.base import (ExpandInstanceUuidAndName,
-                                 ExpandNodeUuidAndName, NoHooksLU)
+from ganeti.cmdlib.base import ExpandNodeUuidAndName, LogicalUnit
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
-from ganeti.cmdlib.node import GetUpdatedParams
+from ganeti.cmdlib.instance_utils import (
+    AssembleInstanceDisks, BuildInstanceHookEnv, CheckMinMaxMem,
+    CheckNodeFreeDisk, CheckNodeFreeMemory, CheckNodeNotDrained, CheckNodeOnline,
+    CheckNodeVmCapable, ConvertBeParams, ConvertHvParams, InstanceLU,
+    RemoveDisks, ShutdownInstanceDisks, StartInstance)
 
 _DISK_KEYS = frozenset(["size", "mode", "name", "adopt"])
 _NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name"])
 # How long the IP check waits for an answer (seconds)
 _IP_CHECK_TIMEOUT = 2.0
 
-
-# Helpers shared by the instance LUs ----------------------------------------
-
-def CheckNodeOnline(lu: NoHooksLU, node_uuid: str) -> None:
-    """Refuse an offline node."""
-    node = lu.cfg.GetNodeInfo(node_uuid)
-    if node.offline:
-        raise errors.OpPrereqError("Can't use offline node %s" % node.name,
-                                   errors.ECODE_STATE)
-
-
-def CheckNodeNotDrained(lu: NoHooksLU, node_uuid: str) -> None:
-    node = lu.cfg.GetNodeInfo(node_uuid)
-    if node.drained:
-        raise errors.OpPrereqError("Can't use drained node %s" % node.name,
-                                   errors.ECODE_STATE)
-
-
-def CheckNodeVmCapable(lu: NoHooksLU, node_uuid: str) -> None:
-    node = lu.cfg.GetNodeInfo(node_uuid)
-    if not node.vm_capable:
-        raise errors.OpPrereqError("Can't use non-vm_capable node %s" %
-                                   node.name, errors.ECODE_STATE)
-
-
-def CheckInstanceOnline(instance: objects.Instance) -> None:
-    """Refuse an instance marked offline (it may not run anywhere)."""
-    if instance.admin_state == objects.ADMINST_OFFLINE:
-        raise errors.OpPrereqError("Instance '%s' is marked to be offline" %
-                                   instance.name, errors.ECODE_STATE)
-
-
-def CheckNodeFreeMemory(lu: NoHooksLU, node_uuid: str, reason: str,
-                        requested: int, hvname: str) -> int:
-    """Refuse unless the node has ``requested`` MiB free for ``hvname``.
-
-    The refusal names the node, what the memory is for, the amount needed
-    and the amount available. Returns the free memory.
-    """
-    node = lu.cfg.GetNodeInfo(node_uuid)
-    result = lu.rpc.call_node_info([node_uuid], [], [hvname])[node_uuid]
-    result.Raise("Can't compute free memory on node %s" % node.name,
-                 prereq=True, ecode=errors.ECODE_ENVIRON)
-    free = ((result.payload or {}).get("hv", {}).get(hvname, {})
-            .get("memory_free"))
-    if not isinstance(free, int):
-        raise errors.OpPrereqError("Can't compute free memory on node %s,"
-                                   " result was '%s'" % (node.name, free),
-                                   errors.ECODE_ENVIRON)
-    if requested > free:
-        raise errors.OpPrereqError(
-            "Not enough memory on node %s for %s: needed %s MiB, available"
-            " %s MiB" % (node.name, reason, requested, free),
-            errors.ECODE_NORES)
-    return free
-
-
-def _OsDevPath(node_name: str, dev_path: str) -> str:
-    """The device path as the OS RPCs expect it (a virtual path).
-
-    blockdev_assemble answers with the node's local path; on a virtual
-    cluster that lies below the node's root, which the node adds again.
-    """
-    root = vcluster.NodeRootDirectory(node_name)
-    if root and (dev_path == root or dev_path.startswith(root + "/")):
-        return dev_path[len(root):] or "/"
-    return dev_path
-
-
-def AssembleInstanceDisks(lu: NoHooksLU, instance: objects.Instance,
-                          disks: list[objects.Disk]) -> list[list]:
-    """Make the disks usable on the primary node.
-
-    Returns ``[[disk dict, device path], ...]`` in disk order, what
-    instance_start takes. A failure shuts the disks down again.
-    """
-    node = instance.primary_node
-    inst_dict = {"name": instance.name}
-    result = []
-    for idx, disk in enumerate(disks):
-        answer = lu.rpc.call_blockdev_assemble(node, disk.ToDict(),
-                                               inst_dict, True, idx)
-        if answer.fail_msg:
-            ShutdownInstanceDisks(lu, instance, disks)
-            answer.Raise("Cannot activate block device disk/%d of instance"
-                         " %s" % (idx, instance.name))
-        result.append([disk.ToDict(), answer.payload])
-    return result
-
-
-def ShutdownInstanceDisks(lu: NoHooksLU, instance: objects.Instance,
-                          disks: list[objects.Disk]) -> bool:
-    """Shut the disks down on their nodes; False (after warnings) if some
-    node failed."""
-    ok = True
-    for disk in disks:
-        for node_uuid in disk.nodes or [instance.primary_node]:
-            result = lu.rpc.call_blockdev_shutdown(node_uuid, disk.ToDict())
-            if result.fail_msg:
-                lu.LogWarning("Could not shutdown block device %s on node"
-                              " %s: %s", disk.iv_name, result.node,
-                              result.fail_msg)
-                ok = False
-    return ok
-
-
-def RemoveDisks(lu: NoHooksLU, instance_name: str,
-                disks: list[objects.Disk]) -> bool:
-    """Destroy the disks' storage on their nodes; False (after warnings)
-    if some removal failed."""
-    ok = True
-    for disk in disks:
-        for node_uuid in disk.nodes:
-            result = lu.rpc.call_blockdev_remove(node_uuid, disk.ToDict())
-            if result.fail_msg:
-                lu.LogWarning("Could not remove disk %s of instance %s on"
-                              " node %s: %s", disk.iv_name, instance_name,
-                              result.node, result.fail_msg)
-                ok = False
-    return ok
-
-
-def StartInstance(lu: NoHooksLU, instance: objects.Instance,
-                  hvparams: dict | None = None,
-                  beparams: dict | None = None,
-                  paused: bool = False) -> None:
-    """Assemble the disks and start the instance on its primary node.
-
-    ``hvparams``/``beparams`` override the effective ones for this start
-    only. A failed start shuts the disks down again.
-    """
-    disks = lu.cfg.GetInstanceDisks(instance.uuid)
-    block_devices = AssembleInstanceDisks(lu, instance, disks)
-    cluster = lu.cfg.GetClusterInfo()
-    result = lu.rpc.call_instance_start(
-        instance.primary_node,
-        cluster.InstanceRpcDict(instance, hvparams, beparams),
-        block_devices, paused)
-    if result.fail_msg:
-        ShutdownInstanceDisks(lu, instance, disks)
-        result.Raise("Could not start instance %s" % instance.name)
-
-
-def _InstanceRunning(lu: NoHooksLU, instance: objects.Instance) -> bool:
-    result = lu.rpc.call_instance_info(
-        instance.primary_node, instance.name, instance.hypervisor,
-        lu.cfg.GetClusterInfo().FillHV(instance))
-    result.Raise("Error checking node %s" % result.node, prereq=True,
-                 ecode=errors.ECODE_ENVIRON)
-    return bool(result.payload)
-
-
-def _SetAdminState(lu: NoHooksLU, instance_uuid: str, state: str,
-                   source: str = objects.ADMIN_SOURCE) -> objects.Instance:
-    instance = lu.cfg.GetInstanceInfo(instance_uuid)
-    if (instance.admin_state, instance.admin_state_source) != (state,
-                                                                 source):
-        instance.admin_state = state
-        instance.admin_state_source = source
-        lu.cfg.Update(instance)
-    return instance
-
-
-def ConvertBeParams(beparams: dict) -> dict:
-    """Backend parameters typed on the command line, converted and checked.
-
-    The legacy ``memory`` sets both ``minmem`` and ``maxmem``.
-    """
-    beparams = dict(beparams)
-    memory = beparams.pop(objects.BE_MEMORY, None)
-    if memory is not None:
-        beparams.setdefault(objects.BE_MINMEM, memory)
-        beparams.setdefault(objects.BE_MAXMEM, memory)
-    return GetUpdatedParams({}, beparams, objects.BE_PARAMETERS, "backend")
-
-
-def ConvertHvParams(hv_name: str, hvparams: dict) -> dict:
-    """Instance hypervisor parameters, converted and checked (overrides)."""
-    globals_set = sorted(objects.HVC_GLOBALS & set(hvparams))
-    if globals_set:
-        raise errors.OpPrereqError(
-            "The following hypervisor parameters are global and cannot be"
-            " customized at instance level, please modify them at cluster"
-            " level: %s" % ", ".join(globals_set), errors.ECODE_INVAL)
-    return GetUpdatedParams({}, hvparams, HypervisorClass(hv_name).PARAMETERS,
-                            "%s hypervisor" % hv_name)
-
-
-def _CheckMinMaxMem(filled_be: dict) -> None:
-    minmem, maxmem = (filled_be[objects.BE_MINMEM],
-                      filled_be[objects.BE_MAXMEM])
-    if minmem > maxmem:
-        raise errors.OpPrereqError("Minimum memory (%s) must not be greater"
-                                   " than maximum memory (%s)" %
-                                   (minmem, maxmem), errors.ECODE_INVAL)
-
-
-# Creation ------------------------------------------------------------------
 
 def _ParseDisks(disks: list[dict], template: str) -> list[dict]:
     """Check the disk descriptions; sizes in MiB, mode filled in."""
@@ -358,7 +161,7 @@ def _IpInUse(address: str) -> bool:
         return False
 
 
-class LUInstanceCreate(NoHooksLU):
+class LUInstanceCreate(LogicalUnit):
     """Create an instance: disks, OS installation, configuration, start.
 
     Runs alone (Big Ganeti Lock held exclusively): the new instance has no
@@ -366,6 +169,8 @@ class LUInstanceCreate(NoHooksLU):
     concurrent creation between the checks and the configuration update.
     """
 
+    HPATH = "instance-add"
+    HTYPE = constants.HTYPE_INSTANCE
     REQ_BGL = True
 
     def CheckArguments(self) -> None:
@@ -429,6 +234,30 @@ class LUInstanceCreate(NoHooksLU):
         # The exclusive BGL covers everything this LU touches
         self.needed_locks = {}
 
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        op = self.op
+        instance = objects.Instance(
+            name=op.instance_name, primary_node=op.pnode_uuid,
+            os=op.os_type or "", hypervisor=self.hypervisor,
+            hvparams=self.hvparams, beparams=self.beparams,
+            admin_state=(objects.ADMINST_UP if op.start
+                         else objects.ADMINST_DOWN),
+            nics=[objects.NIC(mac=spec["mac"], ip=spec["ip"],
+                              nicparams=spec["nicparams"], name=spec["name"])
+                  for spec in self._nics],
+            tags=set(op.tags))
+        disks = [objects.Disk(dev_type=op.disk_template, size=spec["size"] or 0,
+                              mode=spec["mode"], name=spec["name"],
+                              nodes=[op.pnode_uuid])
+                 for spec in self._disks]
+        env = BuildInstanceHookEnv(self, instance, disks)
+        env["INSTANCE_ADD_MODE"] = op.mode
+        return env
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        nodes = [self.cfg.GetMasterNode(), self.op.pnode_uuid]
+        return nodes, nodes
+
     def _CheckTemplate(self, cluster: objects.Cluster) -> None:
         template = self.op.disk_template
         if template not in cluster.enabled_disk_templates:
@@ -464,7 +293,7 @@ class LUInstanceCreate(NoHooksLU):
                              filled_hv)
         self.beparams = ConvertBeParams(op.beparams)
         self.filled_be = cluster.SimpleFillBE(self.beparams)
-        _CheckMinMaxMem(self.filled_be)
+        CheckMinMaxMem(self.filled_be)
         if op.os_type:
             operating_system.CheckOSParams(
                 self, True, [op.pnode_uuid], op.os_type,
@@ -493,26 +322,10 @@ class LUInstanceCreate(NoHooksLU):
                                            errors.ECODE_INVAL)
 
     def _CheckFreeDisk(self, cluster: objects.Cluster) -> None:
-        if self.op.disk_template != constants.DT_FILE:
-            return
-        needed = sum(disk["size"] for disk in self._disks)
-        result = self.rpc.call_node_info(
-            [self.op.pnode_uuid], [cluster.file_storage_dir],
-            [self.hypervisor])[self.op.pnode_uuid]
-        result.Raise("Can't compute free disk space on node %s" %
-                     self.op.pnode, prereq=True, ecode=errors.ECODE_ENVIRON)
-        storage = (result.payload or {}).get("storage") or [{}]
-        free = storage[0].get("storage_free")
-        if not isinstance(free, int):
-            raise errors.OpPrereqError(
-                "Can't compute free disk space on node %s: %s" %
-                (self.op.pnode, storage[0].get("error", "no data")),
-                errors.ECODE_ENVIRON)
-        if needed > free:
-            raise errors.OpPrereqError(
-                "Not enough disk space on target node %s for file storage:"
-                " required %d MiB, available %d MiB" %
-                (self.op.pnode, needed, free), errors.ECODE_NORES)
+        if self.op.disk_template == constants.DT_FILE:
+            CheckNodeFreeDisk(self, self.op.pnode_uuid,
+                              sum(disk["size"] for disk in self._disks),
+                              self.hypervisor)
 
     def CheckPrereq(self) -> None:
         op = self.op
@@ -626,8 +439,7 @@ class LUInstanceCreate(NoHooksLU):
         feedback_fn("* running the instance OS create scripts...")
         block_devices = AssembleInstanceDisks(self, instance, disks)
         try:
-            os_disks = [dict(disk_dict,
-                             dev_path=_OsDevPath(self.op.pnode, path))
+            os_disks = [dict(disk_dict, dev_path=path)
                         for disk_dict, path in block_devices]
             result = self.rpc.call_instance_os_add(
                 instance.primary_node,
@@ -672,37 +484,13 @@ class LUInstanceCreate(NoHooksLU):
 
 # Removal -------------------------------------------------------------------
 
-class _InstanceLU(NoHooksLU):
-    """An LU working on one existing instance and its nodes."""
-
-    REQ_BGL = False
-
-    def ExpandNames(self) -> None:
-        self.op.instance_uuid, self.op.instance_name = \
-            ExpandInstanceUuidAndName(self.cfg, self.op.instance_uuid,
-                                      self.op.instance_name)
-        self.needed_locks = {
-            locking.LEVEL_INSTANCE: [self.op.instance_uuid],
-            locking.LEVEL_NODE: [],
-            locking.LEVEL_NODE_RES: [],
-        }
-
-    def DeclareLocks(self, level: int) -> None:
-        if level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
-            self.needed_locks[level] = self.cfg.GetInstanceNodes(
-                self.op.instance_uuid)
-
-    def CheckPrereq(self) -> None:
-        self.instance = self.cfg.GetInstanceInfo(self.op.instance_uuid)
-        if self.instance is None:
-            raise errors.OpPrereqError("Instance '%s' not known" %
-                                       self.op.instance_name,
-                                       errors.ECODE_NOENT)
-        self.pnode = self.cfg.GetNodeInfo(self.instance.primary_node)
-
-
-class LUInstanceRemove(_InstanceLU):
+class LUInstanceRemove(InstanceLU):
     """Stop an instance, destroy its disks and drop it from the config."""
+
+    HPATH = "instance-remove"
+
+    def _ExtraHookEnv(self) -> dict[str, Any]:
+        return {"SHUTDOWN_TIMEOUT": self.op.shutdown_timeout}
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> None:
         instance = self.instance
@@ -729,135 +517,3 @@ class LUInstanceRemove(_InstanceLU):
                      instance.name)
         self.cfg.RemoveInstance(instance.uuid)
         self.remove_locks[locking.LEVEL_INSTANCE] = [instance.uuid]
-
-
-# Start, stop, reboot -------------------------------------------------------
-
-class LUInstanceStartup(_InstanceLU):
-    """Start an instance (and remember it should run)."""
-
-    def CheckPrereq(self) -> None:
-        super().CheckPrereq()
-        instance = self.instance
-        CheckInstanceOnline(instance)
-        cluster = self.cfg.GetClusterInfo()
-        self.beparams = ConvertBeParams(self.op.beparams)
-        self.hvparams = ConvertHvParams(instance.hypervisor,
-                                        self.op.hvparams)
-        filled_be = objects.FillDict(cluster.FillBE(instance), self.beparams)
-        _CheckMinMaxMem(filled_be)
-        if self.hvparams:
-            filled_hv = objects.FillDict(cluster.FillHV(instance),
-                                         self.hvparams)
-            try:
-                HypervisorClass(instance.hypervisor).CheckParameterSyntax(
-                    filled_hv)
-            except errors.HypervisorError as err:
-                raise errors.OpPrereqError(str(err),
-                                           errors.ECODE_INVAL) from None
-            CheckHvParamsOnNodes(self, [instance.primary_node],
-                                 instance.hypervisor, filled_hv)
-        self.primary_offline = self.pnode.offline
-        if self.primary_offline:
-            if not self.op.ignore_offline_nodes:
-                raise errors.OpPrereqError(
-                    "Can't start instance %s: its primary node %s is"
-                    " offline" % (instance.name, self.pnode.name),
-                    errors.ECODE_STATE)
-            if self.op.hvparams or self.op.beparams:
-                raise errors.OpPrereqError(
-                    "Starting an instance with custom parameters while its"
-                    " primary node is offline is not supported",
-                    errors.ECODE_INVAL)
-            self.LogWarning("Ignoring offline primary node")
-            return
-        self.running = _InstanceRunning(self, instance)
-        if not self.running:
-            CheckNodeFreeMemory(self, instance.primary_node,
-                                "starting instance %s" % instance.name,
-                                filled_be[objects.BE_MAXMEM],
-                                instance.hypervisor)
-
-    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
-        instance = self.instance
-        if not self.op.no_remember:
-            instance = _SetAdminState(self, instance.uuid,
-                                      objects.ADMINST_UP)
-        if self.primary_offline:
-            feedback_fn("Primary node offline, marked instance as started")
-            return
-        if self.running:
-            feedback_fn("Instance %s is already running" % instance.name)
-            return
-        StartInstance(self, instance, self.hvparams, self.beparams,
-                      self.op.startup_paused)
-
-
-class LUInstanceShutdown(_InstanceLU):
-    """Stop an instance (and remember it should not run)."""
-
-    def CheckPrereq(self) -> None:
-        super().CheckPrereq()
-        if not self.op.force:
-            CheckInstanceOnline(self.instance)
-        if self.pnode.offline and not self.op.ignore_offline_nodes:
-            raise errors.OpPrereqError(
-                "Can't shut down instance %s: its primary node %s is"
-                " offline" % (self.instance.name, self.pnode.name),
-                errors.ECODE_STATE)
-
-    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
-        instance = self.instance
-        if not self.op.no_remember and \
-                instance.admin_state != objects.ADMINST_OFFLINE:
-            instance = _SetAdminState(
-                self, instance.uuid, objects.ADMINST_DOWN,
-                self.op.admin_state_source or objects.ADMIN_SOURCE)
-        if self.pnode.offline:
-            feedback_fn("Primary node offline, marked instance as stopped")
-            return
-        result = self.rpc.call_instance_shutdown(
-            instance.primary_node,
-            self.cfg.GetClusterInfo().InstanceRpcDict(instance),
-            self.op.timeout)
-        if result.fail_msg:
-            self.LogWarning("Could not shutdown instance: %s",
-                            result.fail_msg)
-        ShutdownInstanceDisks(self, instance,
-                              self.cfg.GetInstanceDisks(instance.uuid))
-
-
-class LUInstanceReboot(_InstanceLU):
-    """Reboot an instance; a stopped one is started."""
-
-    def CheckPrereq(self) -> None:
-        super().CheckPrereq()
-        CheckInstanceOnline(self.instance)
-        CheckNodeOnline(self, self.instance.primary_node)
-        self.running = _InstanceRunning(self, self.instance)
-
-    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
-        instance = self.instance
-        cluster = self.cfg.GetClusterInfo()
-        node = instance.primary_node
-        if self.running and self.op.reboot_type in (
-                constants.INSTANCE_REBOOT_SOFT,
-                constants.INSTANCE_REBOOT_HARD):
-            result = self.rpc.call_instance_reboot(
-                node, cluster.InstanceRpcDict(instance),
-                self.op.reboot_type, self.op.shutdown_timeout)
-            result.Raise("Could not reboot instance")
-        else:
-            if self.running:
-                result = self.rpc.call_instance_shutdown(
-                    node, cluster.InstanceRpcDict(instance),
-                    self.op.shutdown_timeout)
-                result.Raise("Could not shutdown instance for full reboot")
-                ShutdownInstanceDisks(self, instance,
-                                      self.cfg.GetInstanceDisks(
-                                          instance.uuid))
-            else:
-                self.LogInfo("Instance %s was already stopped, starting now",
-                             instance.name)
-            StartInstance(self, instance)
-        _SetAdminState(self, instance.uuid, objects.ADMINST_UP)

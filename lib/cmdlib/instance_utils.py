@@ -1,0 +1,350 @@
+"""Helpers shared by the instance LUs, and their base class.
+
+Nodes never apply defaults: every instance sent to a node goes through
+objects.Cluster.InstanceRpcDict (filled hv/be/nic parameters). Device
+paths answered by blockdev_assemble are local to the node that answered
+and only ever go back to that node.
+"""
+
+from typing import Any
+
+from ganeti import constants, errors, locking, objects
+from ganeti.cmdlib.base import ExpandInstanceUuidAndName, LogicalUnit
+from ganeti.cmdlib.cluster import HypervisorClass
+from ganeti.cmdlib.node import GetUpdatedParams
+
+
+def CheckNodeOnline(lu: LogicalUnit, node_uuid: str) -> None:
+    """Refuse an offline node."""
+    node = lu.cfg.GetNodeInfo(node_uuid)
+    if node.offline:
+        raise errors.OpPrereqError("Can't use offline node %s" % node.name,
+                                   errors.ECODE_STATE)
+
+
+def CheckNodeNotDrained(lu: LogicalUnit, node_uuid: str) -> None:
+    node = lu.cfg.GetNodeInfo(node_uuid)
+    if node.drained:
+        raise errors.OpPrereqError("Can't use drained node %s" % node.name,
+                                   errors.ECODE_STATE)
+
+
+def CheckNodeVmCapable(lu: LogicalUnit, node_uuid: str) -> None:
+    node = lu.cfg.GetNodeInfo(node_uuid)
+    if not node.vm_capable:
+        raise errors.OpPrereqError("Can't use non-vm_capable node %s" %
+                                   node.name, errors.ECODE_STATE)
+
+
+def CheckInstanceOnline(instance: objects.Instance) -> None:
+    """Refuse an instance marked offline (it may not run anywhere)."""
+    if instance.admin_state == objects.ADMINST_OFFLINE:
+        raise errors.OpPrereqError("Instance '%s' is marked to be offline" %
+                                   instance.name, errors.ECODE_STATE)
+
+
+def CheckNodeFreeMemory(lu: LogicalUnit, node_uuid: str, reason: str,
+                        requested: int, hvname: str) -> int:
+    """Refuse unless the node has ``requested`` MiB free for ``hvname``.
+
+    The refusal names the node, what the memory is for, the amount needed
+    and the amount available. Returns the free memory.
+    """
+    node = lu.cfg.GetNodeInfo(node_uuid)
+    result = lu.rpc.call_node_info([node_uuid], [], [hvname])[node_uuid]
+    result.Raise("Can't compute free memory on node %s" % node.name,
+                 prereq=True, ecode=errors.ECODE_ENVIRON)
+    free = ((result.payload or {}).get("hv", {}).get(hvname, {})
+            .get("memory_free"))
+    if not isinstance(free, int):
+        raise errors.OpPrereqError("Can't compute free memory on node %s,"
+                                   " result was '%s'" % (node.name, free),
+                                   errors.ECODE_ENVIRON)
+    if requested > free:
+        raise errors.OpPrereqError(
+            "Not enough memory on node %s for %s: needed %s MiB, available"
+            " %s MiB" % (node.name, reason, requested, free),
+            errors.ECODE_NORES)
+    return free
+
+
+def CheckNodeFreeDisk(lu: LogicalUnit, node_uuid: str, requested: int,
+                      hvname: str) -> int:
+    """Refuse unless the node's file storage has ``requested`` MiB free.
+
+    Only the ``file`` template has per-node space to check: shared,
+    adopted and external storage is the admin's. The refusal names the
+    node, the amount needed and the amount available. Returns the free
+    space.
+    """
+    node = lu.cfg.GetNodeInfo(node_uuid)
+    cluster = lu.cfg.GetClusterInfo()
+    result = lu.rpc.call_node_info([node_uuid], [cluster.file_storage_dir],
+                                   [hvname])[node_uuid]
+    result.Raise("Can't compute free disk space on node %s" % node.name,
+                 prereq=True, ecode=errors.ECODE_ENVIRON)
+    storage = (result.payload or {}).get("storage") or [{}]
+    free = storage[0].get("storage_free")
+    if not isinstance(free, int):
+        raise errors.OpPrereqError(
+            "Can't compute free disk space on node %s: %s" %
+            (node.name, storage[0].get("error", "no data")),
+            errors.ECODE_ENVIRON)
+    if requested > free:
+        raise errors.OpPrereqError(
+            "Not enough disk space on target node %s for file storage:"
+            " required %d MiB, available %d MiB" %
+            (node.name, requested, free), errors.ECODE_NORES)
+    return free
+
+
+def AssembleInstanceDisks(lu: LogicalUnit, instance: objects.Instance,
+                          disks: list[objects.Disk]) -> list[list]:
+    """Make the disks usable on the primary node.
+
+    Returns ``[[disk dict, device path], ...]`` in disk order, what
+    instance_start takes. A failure shuts the disks down again.
+    """
+    node = instance.primary_node
+    inst_dict = {"name": instance.name}
+    result = []
+    for idx, disk in enumerate(disks):
+        answer = lu.rpc.call_blockdev_assemble(node, disk.ToDict(),
+                                               inst_dict, True, idx)
+        if answer.fail_msg:
+            ShutdownInstanceDisks(lu, instance, disks)
+            answer.Raise("Cannot activate block device disk/%d of instance"
+                         " %s" % (idx, instance.name))
+        result.append([disk.ToDict(), answer.payload])
+    return result
+
+
+def ShutdownInstanceDisks(lu: LogicalUnit, instance: objects.Instance,
+                          disks: list[objects.Disk]) -> bool:
+    """Shut the disks down on their nodes; False (after warnings) if some
+    node failed."""
+    ok = True
+    for disk in disks:
+        for node_uuid in disk.nodes or [instance.primary_node]:
+            result = lu.rpc.call_blockdev_shutdown(node_uuid, disk.ToDict())
+            if result.fail_msg:
+                lu.LogWarning("Could not shutdown block device %s on node"
+                              " %s: %s", disk.iv_name, result.node,
+                              result.fail_msg)
+                ok = False
+    return ok
+
+
+def RemoveDisks(lu: LogicalUnit, instance_name: str,
+                disks: list[objects.Disk]) -> bool:
+    """Destroy the disks' storage on their nodes; False (after warnings)
+    if some removal failed."""
+    ok = True
+    for disk in disks:
+        for node_uuid in disk.nodes:
+            result = lu.rpc.call_blockdev_remove(node_uuid, disk.ToDict())
+            if result.fail_msg:
+                lu.LogWarning("Could not remove disk %s of instance %s on"
+                              " node %s: %s", disk.iv_name, instance_name,
+                              result.node, result.fail_msg)
+                ok = False
+    return ok
+
+
+def StartInstance(lu: LogicalUnit, instance: objects.Instance,
+                  hvparams: dict | None = None,
+                  beparams: dict | None = None,
+                  paused: bool = False) -> None:
+    """Assemble the disks and start the instance on its primary node.
+
+    ``hvparams``/``beparams`` override the effective ones for this start
+    only. A failed start shuts the disks down again.
+    """
+    disks = lu.cfg.GetInstanceDisks(instance.uuid)
+    block_devices = AssembleInstanceDisks(lu, instance, disks)
+    cluster = lu.cfg.GetClusterInfo()
+    result = lu.rpc.call_instance_start(
+        instance.primary_node,
+        cluster.InstanceRpcDict(instance, hvparams, beparams),
+        block_devices, paused)
+    if result.fail_msg:
+        ShutdownInstanceDisks(lu, instance, disks)
+        result.Raise("Could not start instance %s" % instance.name)
+
+
+def InstanceRunning(lu: LogicalUnit, instance: objects.Instance) -> bool:
+    result = lu.rpc.call_instance_info(
+        instance.primary_node, instance.name, instance.hypervisor,
+        lu.cfg.GetClusterInfo().FillHV(instance))
+    result.Raise("Error checking node %s" % result.node, prereq=True,
+                 ecode=errors.ECODE_ENVIRON)
+    return bool(result.payload)
+
+
+def SetAdminState(lu: LogicalUnit, instance_uuid: str, state: str,
+                   source: str = objects.ADMIN_SOURCE) -> objects.Instance:
+    instance = lu.cfg.GetInstanceInfo(instance_uuid)
+    if (instance.admin_state, instance.admin_state_source) != (state,
+                                                                 source):
+        instance.admin_state = state
+        instance.admin_state_source = source
+        lu.cfg.Update(instance)
+    return instance
+
+
+def ConvertBeParams(beparams: dict) -> dict:
+    """Backend parameters typed on the command line, converted and checked.
+
+    The legacy ``memory`` sets both ``minmem`` and ``maxmem``.
+    """
+    beparams = dict(beparams)
+    memory = beparams.pop(objects.BE_MEMORY, None)
+    if memory is not None:
+        beparams.setdefault(objects.BE_MINMEM, memory)
+        beparams.setdefault(objects.BE_MAXMEM, memory)
+    return GetUpdatedParams({}, beparams, objects.BE_PARAMETERS, "backend")
+
+
+def ConvertHvParams(hv_name: str, hvparams: dict) -> dict:
+    """Instance hypervisor parameters, converted and checked (overrides)."""
+    globals_set = sorted(objects.HVC_GLOBALS & set(hvparams))
+    if globals_set:
+        raise errors.OpPrereqError(
+            "The following hypervisor parameters are global and cannot be"
+            " customized at instance level, please modify them at cluster"
+            " level: %s" % ", ".join(globals_set), errors.ECODE_INVAL)
+    return GetUpdatedParams({}, hvparams, HypervisorClass(hv_name).PARAMETERS,
+                            "%s hypervisor" % hv_name)
+
+
+def CheckMinMaxMem(filled_be: dict) -> None:
+    minmem, maxmem = (filled_be[objects.BE_MINMEM],
+                      filled_be[objects.BE_MAXMEM])
+    if minmem > maxmem:
+        raise errors.OpPrereqError("Minimum memory (%s) must not be greater"
+                                   " than maximum memory (%s)" %
+                                   (minmem, maxmem), errors.ECODE_INVAL)
+
+
+# Creation ------------------------------------------------------------------
+
+
+# Hooks ---------------------------------------------------------------------
+
+def BuildInstanceHookEnv(lu: LogicalUnit, instance: objects.Instance,
+                         disks: list[objects.Disk] | None = None,
+                         override: dict[str, Any] | None = None
+                         ) -> dict[str, Any]:
+    """The INSTANCE_* hook variables of an instance (Ganeti's names).
+
+    ``disks`` defaults to the instance's disks in the configuration; an
+    instance being created passes its planned ones. ``override`` replaces
+    computed values, for an operation whose hooks must describe the
+    instance as it will be.
+    """
+    cfg = lu.cfg
+    cluster = cfg.GetClusterInfo()
+    filled_be = cluster.FillBE(instance)
+    if disks is None:
+        disks = cfg.GetInstanceDisks(instance.uuid)
+    secondaries = dict.fromkeys(node for disk in disks
+                                for node in disk.nodes or []
+                                if node != instance.primary_node)
+    env: dict[str, Any] = {
+        "OP_TARGET": instance.name,
+        "INSTANCE_NAME": instance.name,
+        "INSTANCE_PRIMARY": cfg.GetNodeNames([instance.primary_node])[0],
+        "INSTANCE_SECONDARIES": " ".join(cfg.GetNodeNames(
+            list(secondaries))),
+        "INSTANCE_OS_TYPE": instance.os,
+        "INSTANCE_STATUS": instance.admin_state,
+        "INSTANCE_MEMORY": filled_be[objects.BE_MAXMEM],
+        "INSTANCE_MAXMEM": filled_be[objects.BE_MAXMEM],
+        "INSTANCE_MINMEM": filled_be[objects.BE_MINMEM],
+        "INSTANCE_VCPUS": filled_be[objects.BE_VCPUS],
+        "INSTANCE_DISK_TEMPLATE": (disks[0].dev_type if disks
+                                   else constants.DT_DISKLESS),
+        "INSTANCE_HYPERVISOR": instance.hypervisor,
+        "INSTANCE_TAGS": " ".join(sorted(instance.GetTags())),
+    }
+    env["INSTANCE_NIC_COUNT"] = len(instance.nics)
+    for idx, nic in enumerate(instance.nics):
+        filled = cluster.SimpleFillNIC(nic.nicparams)
+        prefix = "INSTANCE_NIC%d_" % idx
+        env[prefix + "NAME"] = nic.name or ""
+        env[prefix + "UUID"] = nic.uuid or ""
+        env[prefix + "IP"] = nic.ip or ""
+        env[prefix + "MAC"] = nic.mac
+        env[prefix + "MODE"] = filled[objects.NIC_MODE]
+        env[prefix + "LINK"] = filled[objects.NIC_LINK]
+        env[prefix + "VLAN"] = filled.get(objects.NIC_VLAN, "")
+        if filled[objects.NIC_MODE] == objects.NIC_MODE_BRIDGED:
+            env[prefix + "BRIDGE"] = filled[objects.NIC_LINK]
+    env["INSTANCE_DISK_COUNT"] = len(disks)
+    for idx, disk in enumerate(disks):
+        prefix = "INSTANCE_DISK%d_" % idx
+        env[prefix + "NAME"] = disk.name or ""
+        env[prefix + "UUID"] = disk.uuid or ""
+        env[prefix + "SIZE"] = disk.size
+        env[prefix + "MODE"] = disk.mode
+    for source, kind in ((filled_be, "BE"),
+                         (cluster.FillHV(instance), "HV")):
+        for key, value in source.items():
+            env["INSTANCE_%s_%s" % (kind, key)] = value
+    env.update(override or {})
+    return env
+
+
+class InstanceLU(LogicalUnit):
+    """An LU working on one existing instance and its nodes.
+
+    Its hooks run on the master and the instance's nodes with the
+    INSTANCE_* environment; subclasses set HPATH and may add variables
+    in ``_ExtraHookEnv``.
+    """
+
+    HTYPE = constants.HTYPE_INSTANCE
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.op.instance_uuid, self.op.instance_name = \
+            ExpandInstanceUuidAndName(self.cfg, self.op.instance_uuid,
+                                      self.op.instance_name)
+        self.needed_locks = {
+            locking.LEVEL_INSTANCE: [self.op.instance_uuid],
+            locking.LEVEL_NODE: [],
+            locking.LEVEL_NODE_RES: [],
+        }
+
+    def DeclareLocks(self, level: int) -> None:
+        if level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
+            self.needed_locks[level] = self.cfg.GetInstanceNodes(
+                self.op.instance_uuid)
+
+    def CheckPrereq(self) -> None:
+        self.instance = self.cfg.GetInstanceInfo(self.op.instance_uuid)
+        if self.instance is None:
+            raise errors.OpPrereqError("Instance '%s' not known" %
+                                       self.op.instance_name,
+                                       errors.ECODE_NOENT)
+        self.pnode = self.cfg.GetNodeInfo(self.instance.primary_node)
+
+    def _ExtraHookEnv(self) -> dict[str, Any]:
+        """The operation's own hook variables (beside INSTANCE_*)."""
+        return {}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        # The post phase describes the instance as the operation left it;
+        # one the operation removed keeps its last description
+        current = self.cfg.GetInstanceInfo(self.instance.uuid)
+        if current is None:
+            return self._hooks_env
+        env = BuildInstanceHookEnv(self, current)
+        env.update(self._ExtraHookEnv())
+        self._hooks_env = env
+        return env
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        nodes = [self.cfg.GetMasterNode()] + \
+            self.cfg.GetInstanceNodes(self.instance.uuid)
+        return nodes, nodes
