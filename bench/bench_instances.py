@@ -7,7 +7,7 @@ another with the real command, each started, and reports the time per
 add for diskless and for file instances (a small file disk that the OS
 writes a filesystem onto).
 
-Usage: bench/bench_instances.py [--count 20] [--disk-size 16M]
+Usage: bench/bench_instances.py [--count 20] [--disk-size 1G]
 """
 
 import argparse
@@ -45,7 +45,7 @@ def Report(what: str, samples: list[float]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=20)
-    parser.add_argument("--disk-size", default="16M")
+    parser.add_argument("--disk-size", default="1G")
     args = parser.parse_args()
     cluster = VirtualCluster()
     try:

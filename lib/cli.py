@@ -941,8 +941,9 @@ def GenericList(resource: str, fields: list[str], names: list[str] | None,
                                  header=header,
                                  format_override=format_override,
                                  verbose=verbose)
-    for line in lines:
-        ToStdout(line)
+    if lines:
+        # One write: a large listing line by line costs a flush per line
+        ToStdout("\n".join(lines))
     if found_unknown:
         return constants.EXIT_UNKNOWN_FIELD
     return constants.EXIT_SUCCESS

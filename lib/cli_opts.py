@@ -12,7 +12,7 @@ import re
 from optparse import Option, OptionValueError
 from typing import Any
 
-from ganeti import constants, errors, ht
+from ganeti import constants, errors, ht, impexp
 
 __all__ = [
     # Argument definitions
@@ -26,18 +26,23 @@ __all__ = [
     # Option machinery
     "CliOption", "cli_option", "OpcodeOption", "NO_PREFIX", "UN_PREFIX",
     "check_bool", "check_ident_key_val", "check_key_val", "check_list",
-    "check_maybefloat", "check_unit", "ParseUnit", "SplitKeyVal",
+    "check_maybefloat", "check_unit", "MigrationModeFromOpts", "ParseUnit",
+    "SplitKeyVal",
     # Options
     "ALL_OPT", "BACKEND_OPT", "COMMON_OPTS", "CONFIRM_OPT", "DEBUG_OPT",
-    "DISK_OPT", "DISK_TEMPLATE_OPT", "DRY_RUN_OPT", "EARLY_RELEASE_OPT",
-    "FIELDS_OPT", "FILTER_OPT", "FORCE_FILTER_OPT", "FORCE_OPT",
-    "HVLIST_OPT", "HVOPTS_OPT", "HYPERVISOR_OPT", "IALLOCATOR_OPT",
-    "IGNORE_IPOLICY_OPT", "INTERVAL_OPT", "NET_OPT", "NEW_SECONDARY_OPT",
-    "NODE_LIST_OPT", "NODE_PLACEMENT_OPT", "NOHDR_OPT", "NWSYNC_OPT",
-    "OS_OPT", "OSPARAMS_OPT", "PRINT_JOBID_OPT", "PRIORITY_OPT",
-    "REASON_OPT", "SEP_OPT", "SHUTDOWN_TIMEOUT_OPT", "SUBMIT_OPT",
-    "SYNC_OPT", "TAG_SRC_OPT", "TIMEOUT_OPT", "TO_GROUP_OPT", "UNITS_OPT",
-    "VERBOSE_OPT", "YES_DOIT_OPT",
+    "COMPRESS_OPT", "DISK_OPT", "DISK_TEMPLATE_OPT", "DRY_RUN_OPT",
+    "EARLY_RELEASE_OPT", "DST_NODE_OPT", "FIELDS_OPT", "FILTER_OPT",
+    "FORCE_FILTER_OPT",
+    "FORCE_OPT", "HVLIST_OPT", "HVOPTS_OPT", "HYPERVISOR_OPT", "IALLOCATOR_OPT",
+    "IGNORE_CONSIST_OPT", "IGNORE_IPOLICY_OPT", "INTERVAL_OPT",
+    "MIGRATION_MODE_OPT", "NET_OPT", "NEW_SECONDARY_OPT",
+    "NODE_LIST_OPT", "NODE_PLACEMENT_OPT", "NOHDR_OPT", "NONLIVE_OPT",
+    "NORUNTIME_CHGS_OPT", "NWSYNC_OPT",
+    "OS_OPT", "OSPARAMS_OPT", "OSPARAMS_PRIVATE_OPT", "PRINT_JOBID_OPT",
+    "PRIORITY_OPT", "REASON_OPT", "SEP_OPT", "SHUTDOWN_TIMEOUT_OPT",
+    "SINGLE_NODE_OPT", "SUBMIT_OPT", "SYNC_OPT", "TAG_SRC_OPT", "TIMEOUT_OPT",
+    "TO_GROUP_OPT",
+    "UNITS_OPT", "VERBOSE_OPT", "YES_DOIT_OPT",
 ]
 
 # Key prefixes in key=value lists: "no_key" sets False, "-key" sets None
@@ -503,6 +508,57 @@ NODE_LIST_OPT = cli_option("-n", "--node", dest="nodes", default=[],
                            help="Use only this node (can be used multiple"
                            " times, if not given defaults to all nodes)")
 
+DST_NODE_OPT = cli_option("-n", "--target-node", dest="dst_node",
+                          metavar="<node>", default=None,
+                          help="Target node for the instance(s)")
+
+SINGLE_NODE_OPT = cli_option("-n", "--node", dest="node", metavar="<node>",
+                             default=None, help="Target node")
+
+COMPRESS_OPT = cli_option("--compress", dest="compress", type="string",
+                          default=impexp.IEC_NONE, metavar="<tool>",
+                          help="The compression mode to use (none or one of"
+                          " the cluster's compression tools)")
+
+IGNORE_CONSIST_OPT = cli_option("--ignore-consistency",
+                                dest="ignore_consistency",
+                                action="store_true", default=False,
+                                help="Ignore the consistency of the disks"
+                                " (and a source node that can't shut the"
+                                " instance down)")
+
+NONLIVE_OPT = cli_option("--non-live", dest="live", default=True,
+                         action="store_false",
+                         help="Do a non-live migration (this usually means"
+                         " freeze the instance, save the state, transfer"
+                         " and only then resume running on the target"
+                         " node)")
+
+MIGRATION_MODE_OPT = cli_option("--migration-mode", dest="migration_mode",
+                                default=None,
+                                choices=sorted(constants.HT_MIGRATION_MODES),
+                                help="Override default migration mode"
+                                " (choose either live or non-live)")
+
+NORUNTIME_CHGS_OPT = cli_option("--no-runtime-changes",
+                                dest="allow_runtime_chgs", default=True,
+                                action="store_false",
+                                help="Don't allow runtime changes (memory"
+                                " ballooning) of the instance(s)")
+
+
+def MigrationModeFromOpts(opts: Any) -> str | None:
+    """The migration mode of ``--non-live``/``--migration-mode`` (None:
+    the hypervisor's default); both together are refused."""
+    if not opts.live and opts.migration_mode is not None:
+        raise errors.OpPrereqError("Only one of the --non-live and"
+                                   " --migration-mode options can be passed",
+                                   errors.ECODE_INVAL)
+    if not opts.live:
+        return constants.HT_MIGRATION_NONLIVE
+    return opts.migration_mode
+
+
 NEW_SECONDARY_OPT = cli_option("-n", "--new-secondary", dest="dst_node",
                                metavar="NODE", default=None,
                                help="New secondary node")
@@ -542,6 +598,12 @@ HVLIST_OPT = cli_option("-H", "--hypervisor-parameters", dest="hvparams",
 OSPARAMS_OPT = cli_option("-O", "--os-parameters", dest="osparams",
                           type="keyval", default={},
                           help="OS parameters")
+
+OSPARAMS_PRIVATE_OPT = cli_option("--os-parameters-private",
+                                  dest="osparams_private", type="keyval",
+                                  default={},
+                                  help="Private OS parameters (not shown by"
+                                  " gnt-instance info)")
 
 DISK_OPT = cli_option("--disk", dest="disks", action="append",
                       type="identkeyval", default=[],

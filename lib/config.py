@@ -17,17 +17,18 @@ to date incrementally. The file is byte-identical to a plain
 ``json.dumps(data, sort_keys=True, separators=(",", ":"))``.
 """
 
-import gc
 import json
 import logging
 import os
 import re
 import threading
 import time
+import types
 from typing import Any, Callable, Iterable
 
 from ganeti import constants, errors, netutils, objects, pathutils, ssconf
 from ganeti import utils
+from ganeti.utils import gcpause
 from ganeti.objects import (Cluster, ConfigData, ConfigObject, Disk,
                             FilterRule, Instance, Network, Node, NodeGroup)
 
@@ -77,7 +78,7 @@ class _Snapshot:
     """
 
     __slots__ = ("data", "names", "disk_owner", "order", "ssconf",
-                 "members")
+                 "members", "instances_by_name")
 
     def __init__(self, data: ConfigData, names: dict, disk_owner: dict,
                  order: dict):
@@ -87,6 +88,7 @@ class _Snapshot:
         self.order = order
         self.ssconf: dict[str, str] | None = None
         self.members: dict[str, list[str]] | None = None
+        self.instances_by_name: tuple[Instance, ...] | None = None
 
     def Container(self, name: str) -> dict:
         return getattr(self.data, name)
@@ -101,6 +103,46 @@ class _Snapshot:
                 uuids.sort()
             self.members = members
         return self.members
+
+
+class ConfigView:
+    """One published configuration, read without copying.
+
+    The ConfigWriter accessors return copies, which is what callers that
+    change objects need; a query reads every instance and changes nothing,
+    so it reads one view instead. The objects (and the mappings, which are
+    read-only proxies) are those of the configuration itself: they must
+    not be modified. Everything comes from the same configuration, even if
+    it is changed meanwhile. Node groups have no ``members`` here.
+    """
+
+    __slots__ = ("_snap", "cluster", "nodes", "nodegroups", "instances",
+                 "disks", "networks")
+
+    def __init__(self, snap: "_Snapshot"):
+        data = snap.data
+        self._snap = snap
+        self.cluster: Cluster = data.cluster
+        self.nodes = types.MappingProxyType(data.nodes)
+        self.nodegroups = types.MappingProxyType(data.nodegroups)
+        self.instances = types.MappingProxyType(data.instances)
+        self.disks = types.MappingProxyType(data.disks)
+        self.networks = types.MappingProxyType(data.networks)
+
+    def InstancesByName(self) -> tuple[Instance, ...]:
+        """All instances, sorted by name (NiceSortKey)."""
+        snap = self._snap
+        if snap.instances_by_name is None:
+            # Computed once per configuration, as the snapshot never changes
+            snap.instances_by_name = tuple(sorted(
+                snap.data.instances.values(),
+                key=lambda inst: NiceSortKey(inst.name)))
+        return snap.instances_by_name
+
+    def InstanceDisks(self, inst: Instance) -> list[Disk]:
+        """The instance's disks, in order."""
+        disks = self._snap.data.disks
+        return [disks[uuid] for uuid in inst.disks]
 
 
 class _ContainerText:
@@ -357,13 +399,8 @@ class ConfigWriter:
         # Loading creates hundreds of thousands of containers, none of them
         # garbage; without this the cyclic collector rescans them over and
         # over, which costs a good part of the load time
-        gc_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gcpause.CyclicGcPaused():
             return self._LoadFile(accept_foreign)
-        finally:
-            if gc_enabled:
-                gc.enable()
 
     def _LoadFile(self, accept_foreign: bool) -> _Snapshot:
         try:
@@ -411,6 +448,10 @@ class ConfigWriter:
     def GetConfigSerial(self) -> int:
         """Serial number of the whole configuration."""
         return self._snap.data.serial_no
+
+    def GetView(self) -> ConfigView:
+        """The current configuration, uncopied and not to be modified."""
+        return ConfigView(self._snap)
 
     def GetClusterInfo(self) -> Cluster:
         return self._snap.data.cluster.Copy()
@@ -977,6 +1018,76 @@ class ConfigWriter:
         self._RemoveObject(inst_uuid, "instances", feedback_fn,
                            lambda snap, inst: {"disks": {
                                uuid: None for uuid in inst.disks}})
+
+    def RenameInstance(self, inst_uuid: str, new_name: str,
+                       feedback_fn: FeedbackFn = None) -> None:
+        """Rename an instance, with its file disks' paths, in one write.
+
+        A file disk lives in a directory named after its instance
+        (``<storage dir>/<instance>/<file>``): its logical_id moves to the
+        new name's directory, which the caller renames on the node.
+        """
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            inst = snap.data.instances.get(inst_uuid)
+            if inst is None:
+                raise errors.ConfigurationError("Unknown instance %s" %
+                                                inst_uuid)
+            new_inst = inst.Copy()
+            new_inst.name = new_name
+            _Stamp(new_inst, now, new=False)
+            disk_changes = {}
+            for disk_uuid in inst.disks:
+                disk = snap.data.disks[disk_uuid]
+                if disk.dev_type not in constants.DTS_FILEBASED:
+                    continue
+                disk = disk.Copy()
+                driver, path = disk.logical_id
+                disk.logical_id = [driver, os.path.join(
+                    os.path.dirname(os.path.dirname(path)), new_name,
+                    os.path.basename(path))]
+                _Stamp(disk, now, new=False)
+                disk_changes[disk_uuid] = disk
+            return {"instances": {inst_uuid: new_inst},
+                    "disks": disk_changes}, None
+
+        self._Modify(prepare, feedback_fn)
+
+    def SetInstancePrimaryNode(self, inst_uuid: str, node_uuid: str,
+                               feedback_fn: FeedbackFn = None) -> None:
+        """Make ``node_uuid`` an instance's primary node, in one write.
+
+        The disks follow: the old primary is replaced by the new node in
+        each disk's nodes, so no reader ever sees the instance on one node
+        and its disks on another.
+        """
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            inst = snap.data.instances.get(inst_uuid)
+            if inst is None:
+                raise errors.ConfigurationError("Unknown instance %s" %
+                                                inst_uuid)
+            if node_uuid not in snap.data.nodes:
+                raise errors.ConfigurationError("Unknown node %s" %
+                                                node_uuid)
+            old_node = inst.primary_node
+            if old_node == node_uuid:
+                return {}, None
+            new_inst = inst.Copy()
+            new_inst.primary_node = node_uuid
+            _Stamp(new_inst, now, new=False)
+            disk_changes = {}
+            for disk_uuid in inst.disks:
+                disk = snap.data.disks[disk_uuid]
+                nodes = [node_uuid if node == old_node else node
+                         for node in disk.nodes or []]
+                if nodes != disk.nodes:
+                    disk = disk.Copy()
+                    disk.nodes = nodes
+                    _Stamp(disk, now, new=False)
+                    disk_changes[disk_uuid] = disk
+            return {"instances": {inst_uuid: new_inst},
+                    "disks": disk_changes}, None
+
+        self._Modify(prepare, feedback_fn)
 
     @staticmethod
     def _RenumberedDisks(snap: _Snapshot, disk_uuids: list[str],

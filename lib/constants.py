@@ -420,6 +420,8 @@ DTS_GROWABLE = frozenset([DT_SHARED_FILE, DT_DRBD8, DT_PLAIN, DT_EXT,
 DTS_MAY_ADOPT = frozenset([DT_BLOCK, DT_PLAIN])
 DTS_MUST_ADOPT = frozenset([DT_BLOCK])
 DTS_FILEBASED = frozenset([DT_FILE, DT_SHARED_FILE])
+# Storage local to one node, which a move copies to another
+DTS_COPYABLE = frozenset([DT_PLAIN, DT_FILE])
 DTS_SNAPSHOT_CAPABLE = frozenset([DT_PLAIN, DT_DRBD8, DT_EXT])
 DTS_NO_FREE_SPACE_CHECK = frozenset([DT_EXT, DT_SHARED_FILE, DT_FILE])
 
@@ -485,12 +487,24 @@ ES_PARAMETERS_FILE = "parameters.list"
 ES_SCRIPT_TIMEOUT = 5 * 60
 
 # Instances --------------------------------------------------------------------
-# Creation modes of OpInstanceCreate (only "create" is implemented so far)
+# Creation modes of OpInstanceCreate ("remote-import" is not implemented)
 INSTANCE_CREATE = "create"
 INSTANCE_IMPORT = "import"
 INSTANCE_REMOTE_IMPORT = "remote-import"
 INSTANCE_CREATE_MODES = frozenset([INSTANCE_CREATE, INSTANCE_IMPORT,
                                    INSTANCE_REMOTE_IMPORT])
+# Instance exports (gnt-backup); only local exports are implemented
+EXPORT_MODE_LOCAL = "local"
+EXPORT_MODE_REMOTE = "remote"
+EXPORT_MODES = frozenset([EXPORT_MODE_LOCAL, EXPORT_MODE_REMOTE])
+# The description of an export in its directory, and its sections
+EXPORT_CONF_FILE = "config.ini"
+INISECT_EXP = "export"
+INISECT_INS = "instance"
+INISECT_HYP = "hypervisor"
+INISECT_BEP = "backend"
+INISECT_OSP = "os"
+INISECT_OSP_PRIVATE = "os_private"
 # NIC MAC values asking the master to pick one
 VALUE_AUTO = "auto"
 VALUE_GENERATE = "generate"

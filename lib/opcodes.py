@@ -10,7 +10,7 @@ import copy
 import re
 from typing import Any
 
-from ganeti import constants, errors, ht
+from ganeti import constants, errors, ht, impexp
 
 _OPID_RE = re.compile("([a-z])([A-Z])")
 
@@ -61,6 +61,33 @@ _PDebugSimulateErrors = ("debug_simulate_errors", False, ht.TBool,
                          "Report every check as failed (testing aid)")
 _PVerifyClutter = ("verify_clutter", False, ht.TBool,
                    "Whether to check for files nobody should have left")
+# Instance placement, shared by the instance and node opcodes
+_PIgnoreIpolicy = ("ignore_ipolicy", False, ht.TBool,
+                   "Whether to ignore instance policy violations")
+_PMigrationMode = ("mode", None,
+                   ht.TMaybe(ht.TElemOf(constants.HT_MIGRATION_MODES)),
+                   "Migration mode (the hypervisor's migration_mode if not"
+                   " given)")
+_PMigrationLive = ("live", None, ht.TMaybeBool,
+                   "Legacy setting for live migration, do not use")
+_PMigrationTargetNode = ("target_node", None, ht.TMaybeString,
+                         "Target node for instance migration/failover")
+_PMigrationTargetNodeUuid = ("target_node_uuid", None, ht.TMaybeString,
+                             "Target node UUID for instance"
+                             " migration/failover")
+_PAllowRuntimeChgs = ("allow_runtime_changes", True, ht.TBool,
+                      "Allow runtime changes (eg. memory ballooning)")
+
+
+def _PIAllocFromDesc(desc: str) -> tuple:
+    """The ``iallocator`` parameter, with the opcode's own description."""
+    return ("iallocator", None, ht.TMaybeString, desc)
+
+
+# {"jobs": [[submitted, job id or error], ...]}: follow-up jobs of an LU
+_TJobIdListOnly = ht.TStrictDict(True, True, {
+    "jobs": ht.TListOf(ht.TTupleOf(ht.TBool, ht.TOr(ht.TJobId,
+                                                    ht.TString)))})
 _TAllocPolicy = ht.TElemOf(constants.VALID_ALLOC_POLICIES)
 _TParamsDict = ht.TDictOf(ht.TNonEmptyString, ht.TAny)
 _THvParams = ht.TDictOf(ht.TNonEmptyString, ht.TDict)
@@ -421,6 +448,19 @@ class OpNodeQueryStorage(OpCode):
     OP_RESULT = ht.TListOf(ht.TListOf(ht.TAny))
 
 
+class OpNodeMigrate(OpCode):
+    """Migrate all primary instances of a node away (one job each)."""
+    OP_DSC_FIELD = "node_name"
+    OP_PARAMS = [
+        _PNodeName, _PNodeUuid, _PMigrationMode, _PMigrationLive,
+        _PMigrationTargetNode, _PMigrationTargetNodeUuid,
+        _PAllowRuntimeChgs, _PIgnoreIpolicy,
+        _PIAllocFromDesc("Iallocator for deciding the target node for"
+                         " shared-storage instances"),
+    ]
+    OP_RESULT = _TJobIdListOnly
+
+
 # Node groups --------------------------------------------------------------------
 
 _GROUP_PARAMS = [
@@ -561,6 +601,9 @@ _PIgnoreOfflineNodes = ("ignore_offline_nodes", False, ht.TBool,
                         "Whether to ignore offline nodes")
 _PNoRemember = ("no_remember", False, ht.TBool,
                 "Do not remember the state change (the admin state stays)")
+_PCompress = ("compress", impexp.IEC_NONE, ht.TNonEmptyString,
+              "Compression of the data on its way between nodes: none or"
+              " one of the cluster's compression tools")
 # {"size": MiB, "mode": rw|ro, "name": ..., "adopt": device path}
 _TDiskSpec = ht.TDictOf(ht.TElemOf(["size", "mode", "name", "adopt"]),
                         ht.TAny)
@@ -577,7 +620,8 @@ class OpInstanceCreate(OpCode):
         _PInstanceName,
         ("mode", constants.INSTANCE_CREATE,
          ht.TElemOf(constants.INSTANCE_CREATE_MODES),
-         "Instance creation mode (only \"create\" is supported)"),
+         "Instance creation mode: create, or import (from an export made"
+         " by OpBackupExport; remote-import is not supported)"),
         ("disks", ht.NoDefault, ht.TListOf(_TDiskSpec),
          "Disk descriptions: size (MiB), mode (rw or ro), name and, for"
          " templates adopting existing devices, adopt (the device path)"),
@@ -616,6 +660,16 @@ class OpInstanceCreate(OpCode):
          "Driver for file-based disks"),
         ("start", True, ht.TBool, "Whether to start the instance"),
         ("tags", [], ht.TListOf(ht.TNonEmptyString), "Instance tags"),
+        _PIgnoreIpolicy,
+        ("src_node", None, ht.TMaybeString,
+         "Import: node holding the export (searched on all nodes if not"
+         " given)"),
+        ("src_node_uuid", None, ht.TMaybeString,
+         "Import: UUID of the source node (filled in from src_node)"),
+        ("src_path", None, ht.TMaybeString,
+         "Import: the export, by name or as the path of its directory on"
+         " the source node (the instance name if not given)"),
+        _PCompress,
     ]
     OP_RESULT = ht.TListOf(ht.TNonEmptyString)
 
@@ -678,16 +732,311 @@ class OpInstanceReboot(OpCode):
     OP_RESULT = ht.TNone
 
 
+class OpInstanceQueryData(OpCode):
+    """Detailed data of instances: configuration and runtime state."""
+    OP_PARAMS = [
+        _PUseLocking,
+        ("instances", [], ht.TListOf(ht.TNonEmptyString),
+         "Instance names (all instances if empty)"),
+        ("static", False, ht.TBool,
+         "Whether to only return configuration data without querying the"
+         " nodes"),
+    ]
+    OP_RESULT = ht.TDictOf(ht.TNonEmptyString, ht.TDict)
+
+
 # Instance modification (modify, rename, reinstall, console) ---------------------
+
+_TDeviceModIdent = ht.TOr(ht.TInt, ht.TNonEmptyString)
+# [[add|modify|remove, index (-1: the last) or name, {params}], ...], or
+# Ganeti's legacy form [[add|remove|index, {params}], ...]
+_TDeviceMods = ht.WithDesc(
+    "list of [operation (add, modify, remove), index or name, parameters]"
+    " (or legacy [add, remove or index, parameters])", "array")(
+    ht.TOr(ht.TListOf(ht.TTupleOf(
+               ht.TElemOf([constants.DDM_ADD, constants.DDM_MODIFY,
+                           constants.DDM_REMOVE]),
+               _TDeviceModIdent, ht.TDict)),
+           ht.TListOf(ht.TTupleOf(
+               ht.TOr(ht.TElemOf([constants.DDM_ADD, constants.DDM_REMOVE]),
+                      ht.TInt),
+               ht.TDict))))
+
+
+class OpInstanceSetParams(OpCode):
+    """Change the parameters, disks and NICs of an instance."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid, _PForce,
+        ("force_variant", False, ht.TBool,
+         "Whether to accept an OS variant the OS does not list"),
+        ("nics", [], _TDeviceMods,
+         "NIC changes; parameters: mac (auto or generate for a new"
+         " address), ip, mode, link, vlan, name. NICs are added and removed"
+         " at the end of the list only"),
+        ("disks", [], _TDeviceMods,
+         "Disk changes; parameters: size (MiB) and, for blockdev, adopt"
+         " (the device path) or, for ext, provider when adding; mode and"
+         " name. Disks are added and removed at the end of the list only"),
+        ("beparams", {}, ht.TDict,
+         "Backend parameters changed for the instance (\"default\" removes"
+         " one)"),
+        ("runtime_mem", None, ht.TMaybe(ht.TStrictPositiveInt),
+         "New memory (MiB) of the running instance, set by ballooning"),
+        ("hvparams", {}, ht.TDict,
+         "Hypervisor parameters changed for the instance (\"default\""
+         " removes one)"),
+        ("pnode", None, ht.TMaybeString,
+         "New primary node of a stopped instance whose disks are already"
+         " there (file-based templates)"),
+        ("pnode_uuid", None, ht.TMaybeString,
+         "New primary node UUID (filled in from pnode)"),
+        ("os_name", None, ht.TMaybeString,
+         "New operating system of the instance (not installed: the disks"
+         " stay as they are)"),
+        ("osparams", None, ht.TMaybeDict,
+         "OS parameters changed for the instance (\"default\" removes one)"),
+        ("offline", None, ht.TMaybeBool,
+         "Whether to mark the instance offline (true) or online, stopped"
+         " (false)"),
+        _PIgnoreIpolicy,
+    ]
+    OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TNonEmptyString, ht.TAny))
+
+
+class OpInstanceRename(OpCode):
+    """Rename a stopped instance (configuration, storage, OS)."""
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid,
+        ("new_name", ht.NoDefault, ht.TNonEmptyString, "New instance name"),
+        ("name_check", True, ht.TBool,
+         "Whether to resolve the new name (and use the resolved one)"),
+        ("ip_check", True, ht.TBool,
+         "Whether to refuse a new name whose IP address answers already"
+         " (needs name_check)"),
+    ]
+    OP_RESULT = ht.TNonEmptyString
+
+
+class OpInstanceReinstall(OpCode):
+    """Reinstall the OS of a stopped instance on its disks."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid,
+        ("os_type", None, ht.TMaybeString,
+         "New operating system (name or name+variant); the current one if"
+         " not given"),
+        ("force_variant", False, ht.TBool,
+         "Whether to accept an OS variant the OS does not list"),
+        ("osparams", None, ht.TMaybeDict,
+         "OS parameters changed for the instance (\"default\" removes one)"),
+        ("osparams_private", None, ht.TMaybeDict,
+         "Private OS parameters changed for the instance (\"default\""
+         " removes one)"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpInstanceConsole(OpCode):
+    """Describe how to reach the console of a running instance."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [_PInstanceName, _PInstanceUuid]
+    OP_RESULT = ht.TDict
 
 
 # Instance disks (grow, activate, deactivate, recreate) ----------------------------
 
+class OpInstanceActivateDisks(OpCode):
+    """Assemble an instance's disks on its primary node."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid,
+        ("ignore_size", False, ht.TBool,
+         "Whether to ignore the recorded size of the disks when activating"
+         " them (for a configuration out of step with the devices)"),
+        ("wait_for_sync", False, ht.TBool,
+         "Whether to wait for the disks to synchronize"),
+    ]
+    OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TNonEmptyString,
+                                       ht.TNonEmptyString, ht.TMaybeString))
+
+
+class OpInstanceDeactivateDisks(OpCode):
+    """Shut an instance's disks down."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [_PInstanceName, _PInstanceUuid, _PForce]
+    OP_RESULT = ht.TNone
+
+
+class OpInstanceRecreateDisks(OpCode):
+    """Recreate an instance's missing disks, possibly on other nodes."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid,
+        ("disks", [],
+         ht.TOr(ht.TListOf(ht.TNonNegativeInt),
+                ht.TListOf(ht.TTupleOf(ht.TNonNegativeInt, ht.TDict))),
+         "List of disk indexes (deprecated) or a list of tuples containing"
+         " a disk index and a possibly empty dictionary with disk parameter"
+         " changes (size, mode, spindles); all disks if empty"),
+        ("nodes", [], ht.TListOf(ht.TNonEmptyString),
+         "New instance nodes, if relocation is desired"),
+        ("node_uuids", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "New instance node UUIDs (filled in from nodes)"),
+        ("iallocator", None, ht.TMaybeString,
+         "Iallocator for deciding new nodes (not supported: give the"
+         " nodes)"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpInstanceGrowDisk(OpCode):
+    """Grow a disk of an instance."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid,
+        ("wait_for_sync", True, ht.TBool,
+         "Whether to wait for the disk to synchronize"),
+        ("disk", ht.NoDefault, ht.TNonNegativeInt, "Disk index"),
+        ("amount", ht.NoDefault, ht.TNonNegativeInt,
+         "Amount of disk space to add (megabytes)"),
+        ("absolute", False, ht.TBool,
+         "Whether the amount parameter is an absolute target or a relative"
+         " one"),
+        _PIgnoreIpolicy,
+    ]
+    OP_RESULT = ht.TNone
+
+
 
 # Instance placement (failover, migrate, move, change-group) -----------------------
 
+_PIgnoreConsistency = ("ignore_consistency", False, ht.TBool,
+                       "Whether to ignore disk consistency (and a source"
+                       " node that can't shut the instance down)")
+
+
+class OpInstanceFailover(OpCode):
+    """Stop an instance, make another node its primary and start it there.
+    """
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid, _PShutdownTimeout,
+        _PIgnoreConsistency, _PMigrationTargetNode,
+        _PMigrationTargetNodeUuid, _PIgnoreIpolicy,
+        _PIAllocFromDesc("Iallocator for deciding the target node for"
+                         " shared-storage instances"),
+        ("cleanup", False, ht.TBool,
+         "Whether a previously failed failover should be cleaned up"
+         " (not supported: clean up with a migration)"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpInstanceMigrate(OpCode):
+    """Move a running instance to another node without stopping it."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid, _PMigrationMode, _PMigrationLive,
+        _PMigrationTargetNode, _PMigrationTargetNodeUuid,
+        _PAllowRuntimeChgs, _PIgnoreIpolicy,
+        ("cleanup", False, ht.TBool,
+         "Whether a previously failed migration should be cleaned up"),
+        _PIAllocFromDesc("Iallocator for deciding the target node for"
+                         " shared-storage instances"),
+        ("allow_failover", False, ht.TBool,
+         "Whether we can fallback to failover if migration is not"
+         " possible"),
+        ("ignore_hvversions", False, ht.TBool,
+         "Whether to migrate between hypervisor versions the hypervisor"
+         " does not consider safe"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpInstanceMove(OpCode):
+    """Move an instance to another node by copying its disks (it is shut
+    down meanwhile)."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid, _PShutdownTimeout, _PIgnoreIpolicy,
+        ("target_node", ht.NoDefault, ht.TNonEmptyString, "Target node"),
+        ("target_node_uuid", None, ht.TMaybeString,
+         "Target node UUID (filled in from target_node)"),
+        _PIgnoreConsistency, _PCompress,
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpInstanceChangeGroup(OpCode):
+    """Move an instance to a node of another node group (follow-up job)."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid,
+        ("early_release", False, ht.TBool,
+         "Whether to release locks as soon as possible (only for"
+         " internally mirrored disks)"),
+        _PIAllocFromDesc("Iallocator for computing solution"),
+        ("target_groups", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "Destination group names or UUIDs (defaults to \"all but current"
+         " group\")"),
+    ]
+    OP_RESULT = _TJobIdListOnly
+
 
 # Backups (export, import, list, remove) -------------------------------------------
+
+_PExportMode = ("mode", constants.EXPORT_MODE_LOCAL,
+                ht.TElemOf(constants.EXPORT_MODES),
+                "Export mode (only \"local\", to a node of the cluster, is"
+                " supported)")
+
+
+class OpBackupQuery(OpCode):
+    """List the exports of the nodes (node name -> export names)."""
+    OP_PARAMS = [
+        _PUseLocking,
+        ("nodes", [], ht.TListOf(ht.TNonEmptyString),
+         "Empty list to query all nodes, node names otherwise"),
+    ]
+    OP_RESULT = ht.TDictOf(ht.TNonEmptyString,
+                           ht.TOr(ht.TAnd(ht.TBool, ht.TElemOf([False])),
+                                  ht.TListOf(ht.TNonEmptyString)))
+
+
+class OpBackupPrepare(OpCode):
+    """Prepare an instance for an export (nothing to do for local ones)."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [_PInstanceName, _PInstanceUuid, _PExportMode]
+    OP_RESULT = ht.TMaybeDict
+
+
+class OpBackupExport(OpCode):
+    """Export an instance's disks and configuration to a node."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid, _PShutdownTimeout, _PCompress,
+        ("target_node", ht.NoDefault, ht.TNonEmptyString,
+         "Node the export is written to"),
+        ("target_node_uuid", None, ht.TMaybeString,
+         "Target node UUID (filled in from target_node)"),
+        ("shutdown", True, ht.TBool,
+         "Whether to shut the instance down during the export (a running"
+         " instance is started again afterwards)"),
+        ("remove_instance", False, ht.TBool,
+         "Whether to remove the instance after a successful export"),
+        ("ignore_remove_failures", False, ht.TBool,
+         "Whether to ignore failures while removing the instance"),
+        _PExportMode,
+    ]
+    OP_RESULT = ht.TTupleOf(ht.TBool, ht.TListOf(ht.TBool))
+
+
+class OpBackupRemove(OpCode):
+    """Remove the exports of an instance from every node."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [_PInstanceName, _PInstanceUuid]
+    OP_RESULT = ht.TNone
 
 
 # Testing -------------------------------------------------------------------------

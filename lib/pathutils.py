@@ -30,7 +30,7 @@ DATA_DIR = _P(LOCALSTATEDIR + "/lib/ganeti")
 RUN_DIR = _P(LOCALSTATEDIR + "/run/ganeti")
 LOG_DIR = _P(LOCALSTATEDIR + "/log/ganeti")
 CONF_DIR = _P(SYSCONFDIR + "/ganeti")
-BACKUP_DIR = _P(LOCALSTATEDIR + "/lib/ganeti/export")
+EXPORT_DIR = _P("/srv/ganeti/export")
 SOCKET_DIR = RUN_DIR + "/socket"
 CRYPTO_KEYS_DIR = RUN_DIR + "/crypto"
 IMPORT_EXPORT_DIR = RUN_DIR + "/import-export"
@@ -99,6 +99,15 @@ def SsconfFileName(key: str) -> str:
     return SSCONF_PREFIX + key
 
 
+def ExportTempDir(instance_name: str) -> str:
+    """Where an export of an instance is built until it is complete.
+
+    Hidden (and renamed to ``EXPORT_DIR/<instance>`` when complete), so an
+    interrupted export is never listed.
+    """
+    return os.path.join(EXPORT_DIR, ".%s.new" % instance_name)
+
+
 def JobFileName(job_id: int, archived: bool = False,
                 queue_dir: str = QUEUE_DIR) -> str:
     """Path of a live or archived job file."""
@@ -123,7 +132,7 @@ def GetNodeDirectories() -> list[tuple[str, int]]:
         (CRYPTO_KEYS_DIR, 0o700),
         (IMPORT_EXPORT_DIR, 0o755),
         (RAPI_DATA_DIR, 0o750),
-        (BACKUP_DIR, 0o750),
+        (EXPORT_DIR, 0o750),
     ]
 
 

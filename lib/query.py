@@ -12,7 +12,6 @@ in Ganeti. The node and group resources' tables are defined here too; their
 items are built by ``NodeQueryData`` and ``GroupQueryData``.
 """
 
-import contextlib
 import json
 import math
 import operator
@@ -20,6 +19,7 @@ import re
 from typing import Any, Callable, Collection, ContextManager, Iterable
 
 from ganeti import constants, errors, objects, qlang
+from ganeti.utils import gcpause
 
 FieldTable = dict[str, tuple[str, str, Callable[[Any], Any], str]]
 
@@ -39,6 +39,7 @@ class FieldStatus:
 FS_NODATA = FieldStatus(constants.RS_NODATA)
 FS_UNAVAIL = FieldStatus(constants.RS_UNAVAIL)
 FS_OFFLINE = FieldStatus(constants.RS_OFFLINE)
+_FS_UNKNOWN = FieldStatus(constants.RS_UNKNOWN)
 
 
 def FieldDefinition(name: str, table: FieldTable) -> dict:
@@ -368,24 +369,37 @@ def Query(table: FieldTable, items: Iterable[Any], fields: list[str],
     its row built, so every row shows one consistent state of its item.
     """
     predicate = CompileFilter(table, qfilter, hostname_fields)
-    getters = [table[name][2] if name in table else None for name in fields]
-    data = []
-    for item in items:
-        with item_lock(item) if item_lock else contextlib.nullcontext():
-            if not predicate(item):
-                continue
-            data.append([_Cell(get, item) for get in getters])
+    getters = [table[name][2] if name in table else _UnknownField
+               for name in fields]
+    # A large result is many new lists, none of them garbage
+    with gcpause.CyclicGcPaused():
+        if item_lock is None:
+            data = [_Row(getters, item) for item in items if predicate(item)]
+        else:
+            data = []
+            for item in items:
+                with item_lock(item):
+                    if predicate(item):
+                        data.append(_Row(getters, item))
     return {"fields": [FieldDefinition(name, table) for name in fields],
             "data": data}
 
 
-def _Cell(get: Callable[[Any], Any] | None, item: Any) -> list:
-    if get is None:
-        return [constants.RS_UNKNOWN, None]
-    value = get(item)
-    if isinstance(value, FieldStatus):
-        return [value.status, None]
-    return [constants.RS_NORMAL, value]
+def _UnknownField(_item: Any) -> FieldStatus:
+    return _FS_UNKNOWN
+
+
+def _Row(getters: list[Callable[[Any], Any]], item: Any) -> list[list]:
+    """``[status, value]`` of each field of an item.
+
+    Runs for every cell of a result, hence one comprehension rather than
+    a function call per cell.
+    """
+    return [[value.status, None] if isinstance(value := get(item),
+                                               FieldStatus)
+            else [constants.RS_NORMAL, value]
+            for get in getters]
+
 
 
 # Common fields ---------------------------------------------------------------

@@ -219,9 +219,10 @@ CALLS += (
             "Source side, first step of a migration: data the target"
             " needs to accept the instance"),
     RpcCall("accept_instance",
-            (_A("instance"), _A("info"), _A("target")),
+            (_A("instance"), _A("info"), _A("target"), _A("block_devices")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
-            "Target side: prepare to receive a migrating instance"),
+            "Target side: prepare to receive a migrating instance on the"
+            " block devices (as for instance_start) assembled there"),
     RpcCall("instance_migrate",
             (_A("cluster_name"), _A("instance"), _A("target"), _A("live")),
             constants.RPC_TMO_SLOW, CALL_SINGLE,
@@ -276,7 +277,77 @@ CALLS += (
             " sharedfile), su_args [virtual directory], name a unit name"
             " or None for all, fields constants.SF_* names; rows of values"
             " (sizes in MiB)"),
+    RpcCall("file_storage_dir_rename",
+            (_A("old_file_storage_dir"), _A("new_file_storage_dir"),
+             _A("template")),
+            constants.RPC_TMO_FAST, CALL_SINGLE,
+            "Rename an instance's directory of file disks (virtual paths"
+            " below the cluster's storage directory of the file template"
+            " and the allow-list); done already if only the new one exists"),
 )
+
+# Instance exports (gnt-backup); the disk data itself moves through the
+# import/export transfers (ganeti.impexp)
+CALLS += (
+    RpcCall("export_list", (), constants.RPC_TMO_FAST, CALL_MULTI,
+            "Names of the complete exports on the node, sorted"),
+    RpcCall("export_info", (_A("path", ENC_VPATH),),
+            constants.RPC_TMO_FAST, CALL_SINGLE,
+            "The description (config.ini text) of the export in path, an"
+            " export directory of the node"),
+    RpcCall("export_remove", (_A("export"),), constants.RPC_TMO_FAST,
+            CALL_SINGLE, "Remove an export (by name) from the node"),
+    RpcCall("export_discard", (_A("instance_name"),),
+            constants.RPC_TMO_FAST, CALL_SINGLE,
+            "Remove the unfinished export of an instance, if any"),
+    RpcCall("os_transfer_command",
+            (_A("instance"), _A("mode"), _A("idx"), _A("compression"),
+             _A("debug")),
+            constants.RPC_TMO_FAST, CALL_SINGLE,
+            "The {argv, env} with which a transfer (an IEIO_COMMAND source"
+            " or destination on the same node) runs the OS export or"
+            " import script of disk idx, the dump compressed as"
+            " compression says"),
+    RpcCall("finalize_export",
+            (_A("instance"), _A("disks"), _A("compression")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Write the description of an export whose disk dumps were"
+            " transferred and move it into place (replacing the previous"
+            " export of the instance)"),
+)
+
+# Node-to-node transfers (ganeti.impexp): each end is a process of its
+# own, named by what import_start/export_start return. opts is
+# impexp.MakeOptions (the same for both ends); a source or destination is
+# [impexp.IEIO_*, arguments]
+CALLS += (
+    RpcCall("import_start",
+            (_A("opts"), _A("instance_name"), _A("component"), _A("dest"),
+             _A("address")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Receive one stream into dest: listen on address (the node's"
+            " own) and an ephemeral port for the exporting node; returns"
+            " {name, address, port}"),
+    RpcCall("export_start",
+            (_A("opts"), _A("host"), _A("port"), _A("instance_name"),
+             _A("component"), _A("source")),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Send one stream from source to the import listening on"
+            " host/port; returns the transfer's name"),
+    RpcCall("impexp_status", (_A("names"),), constants.RPC_TMO_FAST,
+            CALL_SINGLE,
+            "Status of each named transfer (impexp.STATUS_FIELDS: progress,"
+            " done, success, checksum, error), None for an unknown one"),
+    RpcCall("impexp_abort", (_A("name"),), constants.RPC_TMO_NORMAL,
+            CALL_SINGLE,
+            "Stop a transfer; an import also discards the file it wrote,"
+            " even once finished"),
+    RpcCall("impexp_cleanup", (_A("name"),), constants.RPC_TMO_NORMAL,
+            CALL_SINGLE,
+            "Forget a transfer, stopping it if it still runs (the data of"
+            " a successful import stays)"),
+)
+
 
 def _HooksTimeout(*_args: Any) -> float:
     """The node gives up on the scripts first and reports that."""

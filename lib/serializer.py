@@ -8,6 +8,8 @@ from typing import Any
 
 import simplejson
 
+from ganeti.utils import gcpause
+
 
 def DumpJson(data: Any, indent: bool = False) -> str:
     """Serialize ``data``; compact unless ``indent`` (for files admins read)."""
@@ -25,7 +27,10 @@ def LoadJson(text: str | bytes) -> Any:
     """Parse JSON text (str or UTF-8 bytes)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
-    return simplejson.loads(text)
+    # A large answer (e.g. a query over all instances) is a big tree of new
+    # containers, which the cyclic collector would go over again and again
+    with gcpause.CyclicGcPaused():
+        return simplejson.loads(text)
 
 
 Dump = DumpJson

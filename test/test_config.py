@@ -168,6 +168,33 @@ def test_readers_return_copies(cfg):
     assert "bogus" not in cfg.GetNodeGroup(group.uuid).members
 
 
+def test_view_is_one_uncopied_configuration(cfg):
+    for name in ("web10.example.com", "web9.example.com", "db1.example.com"):
+        _NewInstance(cfg, name)
+    view = cfg.GetView()
+    names = [inst.name for inst in view.InstancesByName()]
+    assert names == ["db1.example.com", "web9.example.com",
+                     "web10.example.com"]
+    # The configuration's own objects, behind read-only mappings
+    assert view.InstancesByName() is view.InstancesByName()
+    inst = view.InstancesByName()[0]
+    assert view.instances[inst.uuid] is inst
+    assert view.InstanceDisks(inst)[0] is view.disks[inst.disks[0]]
+    assert view.cluster.cluster_name == "cluster.example.com"
+    with pytest.raises(TypeError):
+        view.instances["x"] = inst
+    # Changes go to a new configuration; the view keeps showing its own
+    changed = cfg.GetInstanceInfo(inst.uuid)
+    changed.admin_state = objects.ADMINST_UP
+    cfg.Update(changed)
+    _NewInstance(cfg, "app1.example.com")
+    assert view.instances[inst.uuid].admin_state == objects.ADMINST_DOWN
+    assert len(view.InstancesByName()) == len(view.instances) == 3
+    new_view = cfg.GetView()
+    assert new_view.instances[inst.uuid].admin_state == objects.ADMINST_UP
+    assert new_view.InstancesByName()[0].name == "app1.example.com"
+
+
 def test_expand_names(cfg):
     inst = _NewInstance(cfg, "web1.example.com")
     _NewInstance(cfg, "web1.other.com")

@@ -17,7 +17,7 @@ import pytest
 
 from ganeti import pathutils
 
-from testutils_cluster import TOP, VirtualCluster
+from testutils_cluster import SMALL_IPOLICY_BOUNDS, TOP, VirtualCluster
 
 NODE2 = "node2.example.test"
 NODE3 = "node3.example.test"
@@ -47,7 +47,7 @@ def _MakeFailOS(path):
 def vc():
     cluster = VirtualCluster()
     try:
-        cluster.Init()
+        cluster.Init("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS)
         cluster.AddNode(NODE2)
         cluster.AddNode(NODE3)
         for node in cluster.nodes.values():
@@ -167,6 +167,10 @@ def test_file_instance_with_os_image(vc):
                   "disk_template,status,pnode") == \
         "2|16,8|8|file|running|%s" % NODE3
     assert os.path.exists(_FakeState(node3, "inst2"))
+    assert inst["disks_active"] is True
+    vc.Run("gnt-instance", "shutdown", "inst2")
+    (inst, ) = _Config(vc)["instances"].values()
+    assert inst["disks_active"] is False
 
     vc.Run("gnt-instance", "remove", "-f", "inst2")
     for path in paths:

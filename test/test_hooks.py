@@ -15,7 +15,7 @@ from ganeti import backend, constants, errors, opcodes, pathutils
 from ganeti.hooksmaster import HooksMaster
 from ganeti.rpc.client import RpcResult
 
-from testutils_cluster import VirtualCluster
+from testutils_cluster import SMALL_IPOLICY_BOUNDS, VirtualCluster
 from testutils_cmdlib import MakeContext
 
 MASTER = "node1.example.test"
@@ -376,7 +376,7 @@ def _Recording(node, hpath, phase):
 def vcluster():
     cluster = VirtualCluster()
     try:
-        cluster.Init()
+        cluster.Init("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS)
         node2 = cluster.NewNode(NODE2)
         for node in (cluster, node2):
             _Recording(node, "node-add", "pre")

@@ -4,6 +4,7 @@ The RPC tests run the hypervisor procedures through real noded processes
 and look at the fake hypervisor's state files in the nodes' roots.
 """
 
+import json
 import os
 import sys
 
@@ -319,8 +320,12 @@ def test_rpc_migration(cluster, runner):
     inst = _RpcInstance(name)
     runner.call_instance_start(source.name, inst, [], False).Raise("start")
     info = runner.call_migration_info(source.name, inst).payload
-    runner.call_accept_instance(target.name, inst, info,
-                                target.ip).Raise("accept")
+    devices = [[{"dev_type": constants.DT_SHARED_FILE, "size": 16,
+                 "logical_id": ["loop", "/shared/rpc-mig/disk0"],
+                 "uuid": "disk-0", "mode": "rw"},
+                "/shared/rpc-mig/disk0"]]
+    runner.call_accept_instance(target.name, inst, info, target.ip,
+                                devices).Raise("accept")
     runner.call_instance_migrate(source.name, "c.example.com", inst,
                                  target.ip, True).Raise("migrate")
     status = runner.call_instance_get_migration_status(source.name,
@@ -332,8 +337,15 @@ def test_rpc_migration(cluster, runner):
                                        True).Raise("src")
     assert not os.path.exists(_StateFile(source, name))
     assert os.path.exists(_StateFile(target, name))
+    # The target keeps the devices for a hard reboot; the source forgets
+    with open(target.Path(os.path.join(pathutils.DISK_LINKS_DIR, name)),
+              encoding="utf-8") as fobj:
+        assert json.load(fobj) == devices
+    assert not os.path.exists(source.Path(
+        os.path.join(pathutils.DISK_LINKS_DIR, name)))
     # The target now runs it: accepting it there again is refused
-    result = runner.call_accept_instance(target.name, inst, info, target.ip)
+    result = runner.call_accept_instance(target.name, inst, info, target.ip,
+                                         [])
     assert "already running" in result.fail_msg
     # Migrating from a node that doesn't run it is refused
     result = runner.call_instance_migrate(source.name, "c.example.com",

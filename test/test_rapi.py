@@ -18,6 +18,7 @@ import pytest
 
 from ganeti import constants, opcodes, pathutils
 from ganeti.rapi import client as rapi_client
+from ganeti.rapi import connector
 
 from testutils_cluster import VirtualCluster
 
@@ -143,7 +144,8 @@ def test_legacy_version_features_info(rapi):
     assert rapi.Ok("GET", "/", user=None) is None
     assert rapi.Ok("GET", "/2", user=None) is None
     assert rapi.Ok("GET", "/version", user=None) == constants.RAPI_VERSION
-    assert rapi.Ok("GET", "/2/features", user=None) == []
+    assert rapi.Ok("GET", "/2/features", user=None) == \
+        connector.GetFeatures()
     info = rapi.Ok("GET", "/2/info", user=None)
     assert info["name"] == rapi.cluster.cluster_name
     assert info["master"] == rapi.cluster.node
@@ -647,7 +649,7 @@ def test_ganeti_rapi_client(rapi):
                                           password=ADMIN[1])
     assert client.GetVersion() == constants.RAPI_VERSION
     assert client.GetInfo()["name"] == rapi.cluster.cluster_name
-    assert client.GetFeatures() == []
+    assert client.GetFeatures() == connector.GetFeatures()
     assert sorted(client.GetNodes()) == sorted([rapi.cluster.node, NODE2])
     assert client.GetNode(NODE2)["name"] == NODE2
     assert client.GetNodeRole(rapi.cluster.node) == "master"

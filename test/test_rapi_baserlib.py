@@ -102,17 +102,19 @@ def test_resource_table_is_consistent():
 
 
 def test_features_come_from_the_resources(monkeypatch):
-    assert rlib2.R_2_features.GET() == []
+    before = rlib2.R_2_features.GET()
+    # POST /2/instances takes version 1 bodies
+    assert "instance-create-reqv1" in before
 
     class R_with_feature(baserlib.ResourceBase):  # noqa: N801
-        FEATURES = ("instance-create-reqv1", )
+        FEATURES = ("test-feature", )
 
         @staticmethod
         def GET():
             return None
 
     monkeypatch.setitem(connector.RESOURCES, "/2/featured", R_with_feature)
-    assert rlib2.R_2_features.GET() == ["instance-create-reqv1"]
+    assert rlib2.R_2_features.GET() == sorted(before + ["test-feature"])
 
 
 # Opcode bodies ---------------------------------------------------------------

@@ -22,6 +22,13 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(TOP, "scripts")
 DAEMONS = os.path.join(TOP, "daemons")
 PID_FILES = ("ganeti-masterd.pid", "ganeti-noded.pid", "ganeti-rapi.pid")
+# Instance policy bounds wide enough for the small instances of the tests
+# (Ganeti's defaults want 128 MiB of memory and 1 GiB disks); for
+# "gnt-cluster init/modify --ipolicy-bounds-specs"
+SMALL_IPOLICY_BOUNDS = (
+    "min:memory-size=1,cpu-count=1,disk-count=0,disk-size=1,nic-count=0,"
+    "spindle-use=0/max:memory-size=2000000000,cpu-count=64,disk-count=16,"
+    "disk-size=100000000,nic-count=8,spindle-use=12")
 
 
 def WaitForJob(client, job_id: int, timeout: float = 30) -> str:

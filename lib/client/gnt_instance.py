@@ -1,16 +1,21 @@
 """gnt-instance: create, remove, start, stop, reboot, list and show
 instances."""
 
+import shlex
 from typing import Any
 
 from ganeti import cli, constants, errors, opcodes
 from ganeti.cli_opts import (
     ALL_OPT, ARGS_MANY_INSTANCES, ARGS_ONE_INSTANCE, ArgInstance, ArgUnknown,
-    BACKEND_OPT, DISK_OPT, DISK_TEMPLATE_OPT, DRY_RUN_OPT, FIELDS_OPT,
-    FORCE_FILTER_OPT, FORCE_OPT, HVOPTS_OPT, HYPERVISOR_OPT, NET_OPT,
-    NODE_PLACEMENT_OPT, NOHDR_OPT, OS_OPT, OSPARAMS_OPT, OpcodeOption,
-    PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SHUTDOWN_TIMEOUT_OPT, SUBMIT_OPT,
-    TAG_SRC_OPT, UNITS_OPT, VERBOSE_OPT, ParseUnit, cli_option)
+    BACKEND_OPT, DISK_OPT, DISK_TEMPLATE_OPT, DRY_RUN_OPT, DST_NODE_OPT,
+    COMPRESS_OPT, SINGLE_NODE_OPT,
+    FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, HVOPTS_OPT, HYPERVISOR_OPT,
+    IALLOCATOR_OPT, IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
+    MigrationModeFromOpts, NET_OPT, NODE_PLACEMENT_OPT, NOHDR_OPT, NONLIVE_OPT,
+    NORUNTIME_CHGS_OPT, NWSYNC_OPT, OSPARAMS_OPT, OSPARAMS_PRIVATE_OPT, OS_OPT,
+    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, ParseUnit, SEP_OPT,
+    SHUTDOWN_TIMEOUT_OPT, SUBMIT_OPT, TAG_SRC_OPT, TO_GROUP_OPT, UNITS_OPT,
+    VERBOSE_OPT, cli_option)
 
 _Create = opcodes.OpInstanceCreate
 _Startup = opcodes.OpInstanceStartup
@@ -56,6 +61,10 @@ IGNORE_SECONDARIES_OPT = OpcodeOption(_Reboot, "ignore_secondaries",
                                       "--ignore-secondaries")
 IGNORE_FAILURES_OPT = OpcodeOption(_Remove, "ignore_failures",
                                    "--ignore-failures")
+SHOWCMD_OPT = cli_option("--show-cmd", dest="show_command", default=False,
+                         action="store_true",
+                         help="Show the command to connect instead of"
+                         " running it (gnt-instance console always does)")
 STATIC_OPT = cli_option("-s", "--static", dest="static", default=False,
                         action="store_true",
                         help="Only show configuration data, not runtime"
@@ -108,6 +117,11 @@ def ParseDisks(items: list[tuple]) -> list[dict]:
     return disks
 
 
+def ParseNics(items: list[tuple]) -> list[dict]:
+    """``--net N:mac=..,link=..`` values as opcode NICs."""
+    return _IndexedDicts("NIC", items)
+
+
 def AddInstance(opts: Any, args: list[str]) -> int:
     """Create an instance (the OpInstanceCreate opcode)."""
     if not opts.node:
@@ -132,7 +146,8 @@ def AddInstance(opts: Any, args: list[str]) -> int:
         name_check=opts.name_check, ip_check=opts.ip_check,
         file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver,
         start=opts.start,
-        tags=opts.tags.split(",") if opts.tags else [])
+        tags=opts.tags.split(",") if opts.tags else [],
+        ignore_ipolicy=opts.ignore_ipolicy)
     cli.SubmitOrSend(op, opts)
     return constants.EXIT_SUCCESS
 
@@ -186,6 +201,399 @@ def RebootInstance(opts: Any, args: list[str]) -> int:
         instance_name=name, reboot_type=opts.reboot_type,
         ignore_secondaries=opts.ignore_secondaries,
         shutdown_timeout=opts.shutdown_timeout))
+
+
+# Disks ---------------------------------------------------------------------
+
+_Grow = opcodes.OpInstanceGrowDisk
+_Activate = opcodes.OpInstanceActivateDisks
+
+ABSOLUTE_OPT = OpcodeOption(_Grow, "absolute", "--absolute")
+IGNORE_SIZE_OPT = OpcodeOption(_Activate, "ignore_size", "--ignore-size")
+WFSYNC_OPT = OpcodeOption(_Activate, "wait_for_sync", "--wait-for-sync")
+
+
+def ActivateDisks(opts: Any, args: list[str]) -> int:
+    """Activate an instance's disks; prints node:disk/N:device lines."""
+    op = opcodes.OpInstanceActivateDisks(instance_name=args[0],
+                                         ignore_size=opts.ignore_size,
+                                         wait_for_sync=opts.wait_for_sync)
+    for host, iv_name, dev_path in cli.SubmitOrSend(op, opts):
+        cli.ToStdout("%s:%s:%s", host, iv_name, dev_path)
+    return constants.EXIT_SUCCESS
+
+
+def DeactivateDisks(opts: Any, args: list[str]) -> int:
+    op = opcodes.OpInstanceDeactivateDisks(instance_name=args[0],
+                                           force=opts.force)
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def _ParseRecreateDisks(items: list[tuple]) -> list[tuple[int, dict]]:
+    """``--disk N[:size=..,mode=..]`` values as ``[(index, changes)]``."""
+    result = []
+    for ident, params in items:
+        try:
+            idx = int(ident)
+        except (TypeError, ValueError):
+            raise errors.OpPrereqError("Invalid disk index passed: %s" %
+                                       ident, errors.ECODE_INVAL) from None
+        if not isinstance(params, dict):
+            raise errors.OpPrereqError("Invalid disk/%d value: expected dict,"
+                                       " got %s" % (idx, params),
+                                       errors.ECODE_INVAL)
+        params = dict(params)
+        if "size" in params:
+            try:
+                params["size"] = ParseUnit(params["size"])
+            except errors.UnitParseError as err:
+                raise errors.OpPrereqError("Invalid disk size for disk %d:"
+                                           " %s" % (idx, err),
+                                           errors.ECODE_INVAL) from None
+        if "spindles" in params:
+            try:
+                params["spindles"] = int(params["spindles"])
+            except (TypeError, ValueError) as err:
+                raise errors.OpPrereqError("Invalid spindles for disk %d: %s"
+                                           % (idx, err),
+                                           errors.ECODE_INVAL) from None
+        result.append((idx, params))
+    return result
+
+
+def RecreateDisks(opts: Any, args: list[str]) -> int:
+    """Recreate an instance's missing disks, optionally on other nodes."""
+    nodes = []
+    if opts.node:
+        if opts.iallocator:
+            raise errors.OpPrereqError("At most one of either --nodes or"
+                                       " --iallocator can be passed",
+                                       errors.ECODE_INVAL)
+        pnode, _, snode = opts.node.partition(":")
+        nodes = [pnode] + ([snode] if snode else [])
+    op = opcodes.OpInstanceRecreateDisks(
+        instance_name=args[0], disks=_ParseRecreateDisks(opts.disks),
+        nodes=nodes, iallocator=opts.iallocator)
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def GrowDisk(opts: Any, args: list[str]) -> int:
+    """Grow disk DISK of an instance by (or, --absolute, to) AMOUNT."""
+    instance, disk, amount = args
+    try:
+        disk = int(disk)
+    except ValueError as err:
+        raise errors.OpPrereqError("Invalid disk index: %s" % err,
+                                   errors.ECODE_INVAL) from None
+    try:
+        amount = ParseUnit(amount)
+    except errors.UnitParseError:
+        raise errors.OpPrereqError("Can't parse the given amount '%s'" %
+                                   amount, errors.ECODE_INVAL) from None
+    op = opcodes.OpInstanceGrowDisk(instance_name=instance, disk=disk,
+                                    amount=amount,
+                                    wait_for_sync=opts.wait_for_sync,
+                                    absolute=opts.absolute,
+                                    ignore_ipolicy=opts.ignore_ipolicy)
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+# Modification --------------------------------------------------------------
+
+_SetParams = opcodes.OpInstanceSetParams
+
+OFFLINE_INST_OPT = cli_option("--offline", dest="offline_inst",
+                              default=False, action="store_true",
+                              help="Marks the instance as offline")
+ONLINE_INST_OPT = cli_option("--online", dest="online_inst", default=False,
+                             action="store_true",
+                             help="Marks the instance as online")
+RUNTIME_MEM_OPT = OpcodeOption(_SetParams, "runtime_mem", "-m",
+                               "--runtime-memory", type="unit",
+                               metavar="<size>")
+NEW_PRIMARY_OPT = OpcodeOption(_SetParams, "pnode", "--new-primary",
+                               metavar="<node>")
+_DEVICE_ACTIONS = (constants.DDM_ADD, constants.DDM_MODIFY,
+                   constants.DDM_REMOVE)
+
+
+def ConvertDeviceMods(what: str, mods: list[tuple]) -> list[list]:
+    """``--disk``/``--net`` values of modify as opcode changes.
+
+    "add:..." and "remove" work on the end of the list (index -1);
+    "N:..." modifies device N, and "N:add,..." or "N:remove" name the
+    operation explicitly. Disk sizes are parsed (M, G, T suffixes).
+    """
+    result = []
+    for ident, params in mods:
+        if not isinstance(params, dict):
+            raise errors.OpPrereqError("Invalid %s specification '%s'" %
+                                       (what, ident), errors.ECODE_INVAL)
+        params = dict(params)
+        if ident in (constants.DDM_ADD, constants.DDM_REMOVE):
+            action, ident = ident, -1
+        else:
+            given = [name for name in _DEVICE_ACTIONS if name in params]
+            if len(given) > 1:
+                raise errors.OpPrereqError(
+                    "Cannot do more than one of the following operations at"
+                    " the same time: %s" % ", ".join(_DEVICE_ACTIONS),
+                    errors.ECODE_INVAL)
+            action = given[0] if given else constants.DDM_MODIFY
+            for name in given:
+                del params[name]
+        if action == constants.DDM_REMOVE and params:
+            raise errors.OpPrereqError("Not accepting parameters on removal",
+                                       errors.ECODE_INVAL)
+        if what == "disk" and "size" in params:
+            try:
+                params["size"] = ParseUnit(params["size"])
+            except errors.UnitParseError as err:
+                raise errors.OpPrereqError("Invalid disk size for disk %s:"
+                                           " %s" % (ident, err),
+                                           errors.ECODE_INVAL) from None
+        result.append([action, ident, params])
+    return result
+
+
+def _DefaultValues(params: dict) -> dict:
+    """"default" in any case resets a parameter, as in Ganeti."""
+    return {key: (constants.VALUE_DEFAULT if isinstance(value, str) and
+                  value.lower() == constants.VALUE_DEFAULT else value)
+            for key, value in params.items()}
+
+
+def SetInstanceParams(opts: Any, args: list[str]) -> int:
+    """Change an instance's parameters; print what changed."""
+    if not (opts.nics or opts.disks or opts.hvparams or opts.beparams or
+            opts.os or opts.osparams or opts.offline_inst or
+            opts.online_inst or opts.runtime_mem or opts.pnode):
+        cli.ToStderr("Please give at least one of the parameters.")
+        return constants.EXIT_FAILURE
+    if opts.offline_inst and opts.online_inst:
+        raise errors.OpPrereqError("Can't use --offline and --online at the"
+                                   " same time", errors.ECODE_INVAL)
+    offline = True if opts.offline_inst else (False if opts.online_inst
+                                               else None)
+    op = opcodes.OpInstanceSetParams(
+        instance_name=args[0], nics=ConvertDeviceMods("NIC", opts.nics),
+        disks=ConvertDeviceMods("disk", opts.disks),
+        hvparams=_DefaultValues(opts.hvparams),
+        beparams=_DefaultValues(opts.beparams),
+        runtime_mem=opts.runtime_mem, pnode=opts.pnode, os_name=opts.os,
+        osparams=opts.osparams or None, force_variant=opts.force_variant,
+        force=opts.force, offline=offline,
+        ignore_ipolicy=opts.ignore_ipolicy)
+    result = cli.SubmitOrSend(op, opts)
+    if result:
+        cli.ToStdout("Modified instance %s", args[0])
+        for param, value in result:
+            cli.ToStdout(" - %-5s -> %s", param, value)
+        cli.ToStdout("Please don't forget that most parameters take effect"
+                     " only at the next (re)start of the instance initiated"
+                     " by ganeti; restarting from within the instance will"
+                     " not be enough.")
+        if opts.hvparams:
+            cli.ToStdout("Note that changing hypervisor parameters without"
+                         " performing a restart might lead to a crash while"
+                         " performing a live migration. This will be"
+                         " addressed in future Ganeti versions.")
+    return constants.EXIT_SUCCESS
+
+
+# Rename, reinstall, console ------------------------------------------------
+
+def RenameInstance(opts: Any, args: list[str]) -> int:
+    """Rename a stopped instance (asks first without the name check)."""
+    if not opts.name_check:
+        if not cli.AskUser("As you disabled the check of the DNS entry,"
+                           " please verify that '%s' is a FQDN. Continue?" %
+                           args[1]):
+            return constants.EXIT_CONFIRMATION
+    op = opcodes.OpInstanceRename(instance_name=args[0], new_name=args[1],
+                                  name_check=opts.name_check,
+                                  ip_check=opts.ip_check)
+    result = cli.SubmitOrSend(op, opts)
+    if result:
+        cli.ToStdout("Instance '%s' renamed to '%s'", args[0], result)
+    return constants.EXIT_SUCCESS
+
+
+def ReinstallInstance(opts: Any, args: list[str]) -> int:
+    """Reinstall the OS of a stopped instance (asks unless -f)."""
+    name = args[0]
+    if not opts.force:
+        os_msg = ("change the OS to '%s'" % opts.os if opts.os
+                  else "keep the same OS")
+        if not cli.AskUser("This will reinstall the instance '%s' (and %s)"
+                           " which removes all data. Continue?" %
+                           (name, os_msg)):
+            return constants.EXIT_CONFIRMATION
+    op = opcodes.OpInstanceReinstall(
+        instance_name=name, os_type=opts.os,
+        force_variant=opts.force_variant, osparams=opts.osparams,
+        osparams_private=opts.osparams_private)
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def _SshConsoleCommand(console: dict) -> str:
+    """The ssh command line reaching an "ssh" console, shell-quoted."""
+    command = console.get("command") or ""
+    if not isinstance(command, str):
+        command = shlex.join(str(arg) for arg in command)
+    argv = ["ssh", "-oEscapeChar=none", "-oBatchMode=yes",
+            "-oCheckHostIp=no", "-t"]
+    if console.get("port"):
+        argv.extend(["-p", str(console["port"])])
+    host = console.get("host") or ""
+    argv.append("%s@%s" % (console["user"], host) if console.get("user")
+                else host)
+    argv.append(command)
+    return shlex.join(argv)
+
+
+def FormatConsole(console: dict) -> str:
+    """What gnt-instance console prints for an InstanceConsole dict."""
+    kind = console.get("kind")
+    if kind == constants.CONS_MESSAGE:
+        return console.get("message") or ""
+    if kind == constants.CONS_VNC:
+        return ("Instance %s has VNC listening on %s:%s (display %s),"
+                " URL <vnc://%s:%s/>" %
+                (console.get("instance"), console.get("host"),
+                 console.get("port"), console.get("display"),
+                 console.get("host"), console.get("port")))
+    if kind == constants.CONS_SPICE:
+        return "Instance %s has SPICE listening on %s:%s" % (
+            console.get("instance"), console.get("host"), console.get("port"))
+    if kind == constants.CONS_SSH:
+        return _SshConsoleCommand(console)
+    raise errors.GenericError("Unknown console type '%s'" % kind)
+
+
+def ConnectToInstanceConsole(opts: Any, args: list[str]) -> int:
+    """Show how to reach the console of a running instance.
+
+    For an "ssh" console Ganeti runs the ssh command unless --show-cmd is
+    given. This implementation always prints the command instead, so the
+    command needs no terminal (and works in scripts and tests): run the
+    printed command to connect. --show-cmd is accepted for compatibility.
+    """
+    op = opcodes.OpInstanceConsole(instance_name=args[0])
+    cli.ToStdout("%s", FormatConsole(cli.SubmitOpCode(op, opts=opts)))
+    return constants.EXIT_SUCCESS
+
+
+# Placement -----------------------------------------------------------------
+
+_Migrate = opcodes.OpInstanceMigrate
+
+CLEANUP_OPT = OpcodeOption(_Migrate, "cleanup", "--cleanup")
+ALLOW_FAILOVER_OPT = OpcodeOption(_Migrate, "allow_failover",
+                                  "--allow-failover")
+IGNORE_HVVERSIONS_OPT = OpcodeOption(_Migrate, "ignore_hvversions",
+                                     "--ignore-hvversions")
+
+
+def _CheckTargetChoice(opts: Any) -> None:
+    if opts.iallocator and opts.dst_node:
+        raise errors.OpPrereqError("Specify either an iallocator (-I), or a"
+                                   " target node (-n) but not both",
+                                   errors.ECODE_INVAL)
+
+
+def FailoverInstance(opts: Any, args: list[str]) -> int:
+    """Stop an instance and start it on another node (asks unless -f)."""
+    name = args[0]
+    _CheckTargetChoice(opts)
+    if not opts.force:
+        # Refuses an unknown instance before asking about it
+        cli.QueryRows(constants.QR_INSTANCE, ["name"], [name])
+        if not cli.AskUser("Failover will happen to image %s. This requires"
+                           " a shutdown of the instance. Continue?" % name):
+            return constants.EXIT_CONFIRMATION
+    op = opcodes.OpInstanceFailover(
+        instance_name=name, ignore_consistency=opts.ignore_consistency,
+        shutdown_timeout=opts.shutdown_timeout, iallocator=opts.iallocator,
+        target_node=opts.dst_node, ignore_ipolicy=opts.ignore_ipolicy)
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def MigrateInstance(opts: Any, args: list[str]) -> int:
+    """Move a running instance to another node (asks unless -f)."""
+    name = args[0]
+    _CheckTargetChoice(opts)
+    mode = MigrationModeFromOpts(opts)
+    if not opts.force:
+        cli.QueryRows(constants.QR_INSTANCE, ["name"], [name])
+        if opts.cleanup:
+            question = ("Instance %s will be recovered from a failed"
+                        " migration. Note that the migration procedure"
+                        " (including cleanup)" % name)
+        else:
+            question = ("Instance %s will be migrated. Note that migration"
+                        % name)
+        question += (" might impact the instance if anything goes wrong"
+                     " (e.g. due to bugs in the hypervisor). Continue?")
+        if not cli.AskUser(question):
+            return constants.EXIT_CONFIRMATION
+    op = opcodes.OpInstanceMigrate(
+        instance_name=name, mode=mode, cleanup=opts.cleanup,
+        iallocator=opts.iallocator, target_node=opts.dst_node,
+        allow_failover=opts.allow_failover,
+        allow_runtime_changes=opts.allow_runtime_chgs,
+        ignore_ipolicy=opts.ignore_ipolicy,
+        ignore_hvversions=opts.ignore_hvversions)
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def MoveInstance(opts: Any, args: list[str]) -> int:
+    """Move an instance by copying its disks to a node (asks unless -f)."""
+    name = args[0]
+    if not opts.node:
+        raise errors.OpPrereqError("A target node must be given with -n",
+                                   errors.ECODE_INVAL)
+    if not opts.force:
+        cli.QueryRows(constants.QR_INSTANCE, ["name"], [name])
+        if not cli.AskUser("Instance %s will be moved. This requires a"
+                           " shutdown of the instance. Continue?" % name):
+            return constants.EXIT_CONFIRMATION
+    op = opcodes.OpInstanceMove(
+        instance_name=name, target_node=opts.node, compress=opts.compress,
+        shutdown_timeout=opts.shutdown_timeout,
+        ignore_consistency=opts.ignore_consistency,
+        ignore_ipolicy=opts.ignore_ipolicy)
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def ChangeGroup(opts: Any, args: list[str]) -> int:
+    """Move an instance to another node group and wait for the move job."""
+    name = args[0]
+    cl = cli.GetClient()
+    op = opcodes.OpInstanceChangeGroup(instance_name=name,
+                                       iallocator=opts.iallocator,
+                                       target_groups=opts.to)
+    result = cli.SubmitOrSend(op, opts, cl=cl)
+    if result is None:
+        # A dry run submits nothing
+        return constants.EXIT_SUCCESS
+    jex = cli.JobExecutor(cl=cl, opts=opts)
+    for status, job_id in result["jobs"]:
+        jex.AddJobId(None, status, job_id)
+    bad_cnt = sum(1 for success, _ in jex.GetResults() if not success)
+    if bad_cnt:
+        cli.ToStdout("There were %s errors while changing group of instance"
+                     " '%s'.", bad_cnt, name)
+        return constants.EXIT_FAILURE
+    cli.ToStdout("Instance '%s' changed group successfully.", name)
+    return constants.EXIT_SUCCESS
 
 
 # Listing -------------------------------------------------------------------
@@ -305,7 +713,7 @@ _ADD_OPTS = [
     DISK_TEMPLATE_OPT, NODE_PLACEMENT_OPT, OS_OPT, DISK_OPT, NET_OPT,
     NONICS_OPT, HYPERVISOR_OPT, BACKEND_OPT, OSPARAMS_OPT, NOSTART_OPT,
     NOINSTALL_OPT, NONAMECHECK_OPT, NOIPCHECK_OPT, FILESTORE_DIR_OPT,
-    FILESTORE_DRIVER_OPT, FORCE_VARIANT_OPT, TAGS_OPT,
+    FILESTORE_DRIVER_OPT, FORCE_VARIANT_OPT, TAGS_OPT, IGNORE_IPOLICY_OPT,
 ]
 
 commands = {
@@ -331,6 +739,72 @@ commands = {
                 SHUTDOWN_TIMEOUT_OPT] + _JOB_OPTS,
                "[-t soft|hard|full] <instance-name>...",
                "Reboots one or more instances"),
+    "activate-disks": (ActivateDisks, ARGS_ONE_INSTANCE,
+                       [SUBMIT_OPT, PRINT_JOBID_OPT, IGNORE_SIZE_OPT,
+                        PRIORITY_OPT, WFSYNC_OPT],
+                       "<instance-name>", "Activate an instance's disks"),
+    "deactivate-disks": (DeactivateDisks, ARGS_ONE_INSTANCE,
+                         [FORCE_OPT] + _JOB_OPTS, "[-f] <instance-name>",
+                         "Deactivate an instance's disks"),
+    "recreate-disks": (RecreateDisks, ARGS_ONE_INSTANCE,
+                       [DISK_OPT, NODE_PLACEMENT_OPT, IALLOCATOR_OPT] +
+                       _JOB_OPTS,
+                       "[-n node[:secondary-node]] [--disk=N[:size=VAL]"
+                       "[,mode=ro|rw]] <instance-name>",
+                       "Recreate an instance's disks"),
+    "grow-disk": (GrowDisk, [ArgInstance(min=1, max=1),
+                             ArgUnknown(min=1, max=1),
+                             ArgUnknown(min=1, max=1)],
+                  [NWSYNC_OPT, ABSOLUTE_OPT, IGNORE_IPOLICY_OPT] +
+                  _JOB_OPTS,
+                  "[--no-wait-for-sync] [--absolute] <instance-name> <disk>"
+                  " <size>",
+                  "Grow an instance's disk"),
+    "modify": (SetInstanceParams, ARGS_ONE_INSTANCE,
+               [BACKEND_OPT, DISK_OPT, FORCE_OPT, HVOPTS_OPT, NET_OPT,
+                OS_OPT, FORCE_VARIANT_OPT, OSPARAMS_OPT, OFFLINE_INST_OPT,
+                ONLINE_INST_OPT, IGNORE_IPOLICY_OPT, RUNTIME_MEM_OPT,
+                NEW_PRIMARY_OPT] + _JOB_OPTS,
+               "<instance-name>", "Alters the parameters of an instance"),
+    "rename": (RenameInstance,
+               [ArgInstance(min=1, max=1), ArgUnknown(min=1, max=1)],
+               [NOIPCHECK_OPT, NONAMECHECK_OPT] + _JOB_OPTS,
+               "<old-name> <new-name>", "Rename the instance"),
+    "reinstall": (ReinstallInstance, ARGS_ONE_INSTANCE,
+                  [FORCE_OPT, OS_OPT, FORCE_VARIANT_OPT, OSPARAMS_OPT,
+                   OSPARAMS_PRIVATE_OPT] + _JOB_OPTS,
+                  "[-f] <instance-name>", "Reinstall a stopped instance"),
+    "console": (ConnectToInstanceConsole, ARGS_ONE_INSTANCE,
+                [SHOWCMD_OPT, PRIORITY_OPT],
+                "[--show-cmd] <instance-name>",
+                "Opens a console on the specified instance (prints the"
+                " command to run)"),
+    "failover": (FailoverInstance, ARGS_ONE_INSTANCE,
+                 [FORCE_OPT, IGNORE_CONSIST_OPT, SHUTDOWN_TIMEOUT_OPT,
+                  DST_NODE_OPT, IALLOCATOR_OPT, IGNORE_IPOLICY_OPT] +
+                 _JOB_OPTS,
+                 "[-f] [-n <target-node>] <instance-name>",
+                 "Stops the instance, changes its primary node and (if it"
+                 " was originally running) starts it on the new node (any"
+                 " node for shared storage)."),
+    "migrate": (MigrateInstance, ARGS_ONE_INSTANCE,
+                [FORCE_OPT, NONLIVE_OPT, MIGRATION_MODE_OPT, CLEANUP_OPT,
+                 DST_NODE_OPT, IALLOCATOR_OPT, ALLOW_FAILOVER_OPT,
+                 IGNORE_IPOLICY_OPT, IGNORE_HVVERSIONS_OPT,
+                 NORUNTIME_CHGS_OPT] + _JOB_OPTS,
+                "[-f] [-n <target-node>] <instance-name>",
+                "Migrate instance to another node (only for mirrored"
+                " instances)"),
+    "move": (MoveInstance, ARGS_ONE_INSTANCE,
+             [FORCE_OPT, SINGLE_NODE_OPT, COMPRESS_OPT, SHUTDOWN_TIMEOUT_OPT,
+              IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT] + _JOB_OPTS,
+             "[-f] -n <node> <instance-name>",
+             "Move instance to an arbitrary node (only for instances of"
+             " type file and lv)"),
+    "change-group": (ChangeGroup, ARGS_ONE_INSTANCE,
+                     [TO_GROUP_OPT, IALLOCATOR_OPT] + _JOB_OPTS,
+                     "[-I <iallocator>] [--to <group>] <instance-name>",
+                     "Change group of instance"),
     "list": (ListInstances, ARGS_MANY_INSTANCES,
              [NOHDR_OPT, SEP_OPT, UNITS_OPT, FIELDS_OPT, VERBOSE_OPT,
               FORCE_FILTER_OPT],

@@ -5,7 +5,9 @@ from typing import Any
 from ganeti import cli, config, constants, opcodes
 from ganeti.cli_opts import (
     ARGS_MANY_NODES, ARGS_ONE_NODE, ArgHost, ArgNode, ArgUnknown,
-    DRY_RUN_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, NOHDR_OPT,
+    DRY_RUN_OPT, DST_NODE_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT,
+    IALLOCATOR_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
+    MigrationModeFromOpts, NOHDR_OPT, NONLIVE_OPT, NORUNTIME_CHGS_OPT,
     OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SUBMIT_OPT,
     TAG_SRC_OPT, UNITS_OPT, VERBOSE_OPT)
 
@@ -199,6 +201,41 @@ def ListVolumes(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
+def MigrateNode(opts: Any, args: list[str]) -> int:
+    """Migrate the primary instances of a node away, one job each, and
+    wait for them."""
+    cl = cli.GetClient()
+    ((node, pinst), ) = cli.QueryRows(constants.QR_NODE,
+                                      ["name", "pinst_list"], args)
+    if not pinst:
+        cli.ToStdout("No primary instances on node %s, exiting.", node)
+        return constants.EXIT_SUCCESS
+    pinst = config.NiceSort(pinst)
+    if not (opts.force or
+            cli.AskUser("Migrate instance(s) %s?" % ", ".join(pinst))):
+        return constants.EXIT_CONFIRMATION
+    op = opcodes.OpNodeMigrate(node_name=args[0],
+                               mode=MigrationModeFromOpts(opts),
+                               iallocator=opts.iallocator,
+                               target_node=opts.dst_node,
+                               allow_runtime_changes=opts.allow_runtime_chgs,
+                               ignore_ipolicy=opts.ignore_ipolicy)
+    result = cli.SubmitOrSend(op, opts, cl=cl)
+    if result is None:
+        # A dry run submits nothing
+        return constants.EXIT_SUCCESS
+    jex = cli.JobExecutor(cl=cl, opts=opts)
+    for status, job_id in result["jobs"]:
+        jex.AddJobId(None, status, job_id)
+    bad_cnt = sum(1 for success, _ in jex.GetResults() if not success)
+    if bad_cnt:
+        cli.ToStdout("There were %s errors during the node migration.",
+                     bad_cnt)
+        return constants.EXIT_FAILURE
+    cli.ToStdout("All instances migrated successfully.")
+    return constants.EXIT_SUCCESS
+
+
 commands = {
     "add": (AddNode, [ArgHost(min=1, max=1)],
             [SECONDARY_IP_OPT, READD_OPT, NODEGROUP_OPT, CAPAB_MASTER_OPT,
@@ -225,6 +262,13 @@ commands = {
                 AUTO_PROMOTE_OPT, NDPARAMS_OPT, NODE_POWERED_OPT] +
                _JOB_OPTS,
                "<node_name>", "Alters the parameters of a node"),
+    "migrate": (MigrateNode, ARGS_ONE_NODE,
+                [FORCE_OPT, NONLIVE_OPT, MIGRATION_MODE_OPT, DST_NODE_OPT,
+                 IALLOCATOR_OPT, IGNORE_IPOLICY_OPT, NORUNTIME_CHGS_OPT] +
+                _JOB_OPTS,
+                "[-f] [-n <target-node>] <node_name>",
+                "Migrate all the primary instances on a node away from it"
+                " (only for mirrored instances)"),
     "volumes": (ListVolumes, ARGS_MANY_NODES, [], "[<node_name>...]",
                 "List logical volumes on node(s)"),
     "list-storage": (ListStorage, ARGS_MANY_NODES,

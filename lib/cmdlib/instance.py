@@ -8,19 +8,20 @@ no trace of the instance.
 
 import logging
 import os
-import random
 import socket
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, netutils, objects
-from ganeti.cmdlib import operating_system
+from ganeti.cmdlib import backup, operating_system
 from ganeti.cmdlib.base import ExpandNodeUuidAndName, LogicalUnit
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
+from ganeti.cmdlib.instance_policy import CheckIPolicySpec, CheckNodeVcpuRatio
 from ganeti.cmdlib.instance_utils import (
-    AssembleInstanceDisks, BuildInstanceHookEnv, CheckMinMaxMem,
-    CheckNodeFreeDisk, CheckNodeFreeMemory, CheckNodeNotDrained, CheckNodeOnline,
-    CheckNodeVmCapable, ConvertBeParams, ConvertHvParams, InstanceLU,
-    RemoveDisks, ShutdownInstanceDisks, StartInstance)
+    INSTANCE_NOT_RUNNING, AssembledForOS, BuildInstanceHookEnv,
+    CheckInstanceState, CheckMinMaxMem, CheckNodeFreeDisk,
+    CheckNodeFreeMemory, CheckNodeNotDrained, CheckNodeOnline,
+    CheckNodeVmCapable, ConvertBeParams, ConvertHvParams, GenerateMAC,
+    GetInstanceInfoText, InstanceLU, RemoveDisks, StartInstance, UsedMacs)
 
 _DISK_KEYS = frozenset(["size", "mode", "name", "adopt"])
 _NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name"])
@@ -132,23 +133,6 @@ def _ParseNics(nics: list[dict], instance_ip: str | None) -> list[dict]:
     return result
 
 
-def _UsedMacs(cfg: Any) -> set[str]:
-    return {nic.mac for inst in cfg.GetAllInstancesInfo().values()
-            for nic in inst.nics}
-
-
-def GenerateMAC(prefix: str, used: set[str]) -> str:
-    """A MAC address with the cluster's prefix not in ``used``."""
-    for _ in range(1000):
-        mac = "%s:%02x:%02x:%02x" % (prefix, random.randint(0, 255),
-                                     random.randint(0, 255),
-                                     random.randint(0, 255))
-        if mac not in used:
-            return mac
-    raise errors.OpExecError("Can't generate a unique MAC address with"
-                             " prefix %s" % prefix)
-
-
 def _IpInUse(address: str) -> bool:
     """Whether something answers on ``address`` (noded's port)."""
     try:
@@ -175,7 +159,12 @@ class LUInstanceCreate(LogicalUnit):
 
     def CheckArguments(self) -> None:
         op = self.op
-        if op.mode != constants.INSTANCE_CREATE:
+        self._import = None
+        if op.mode == constants.INSTANCE_IMPORT:
+            # The export completes the arguments (OS, disks, NICs,
+            # parameters); reading it this early is safe under the BGL
+            self._import = backup.ImportSource(self)
+        elif op.mode != constants.INSTANCE_CREATE:
             raise errors.OpPrereqError("Unsupported instance creation mode"
                                        " '%s'" % op.mode, errors.ECODE_INVAL)
         if op.ip_check and not op.name_check:
@@ -252,6 +241,8 @@ class LUInstanceCreate(LogicalUnit):
                  for spec in self._disks]
         env = BuildInstanceHookEnv(self, instance, disks)
         env["INSTANCE_ADD_MODE"] = op.mode
+        if self._import is not None:
+            env.update(self._import.HookEnv())
         return env
 
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
@@ -267,12 +258,6 @@ class LUInstanceCreate(LogicalUnit):
                 " %s." % (template,
                           ",".join(cluster.enabled_disk_templates)),
                 errors.ECODE_STATE)
-        allowed = cluster.ipolicy.get(objects.IPOLICY_DTS, [])
-        if template not in allowed:
-            raise errors.OpPrereqError(
-                "Disk template %s is not allowed by the instance policy"
-                " (allowed: %s)" % (template, ", ".join(allowed)),
-                errors.ECODE_INVAL)
 
     def _CheckParams(self, cluster: objects.Cluster) -> None:
         op = self.op
@@ -304,7 +289,7 @@ class LUInstanceCreate(LogicalUnit):
                                        errors.ECODE_INVAL)
 
     def _CheckNics(self, cluster: objects.Cluster) -> None:
-        used = _UsedMacs(self.cfg)
+        used = UsedMacs(self.cfg)
         for idx, nic in enumerate(self._nics):
             mac = nic["mac"]
             if mac in (constants.VALUE_AUTO, constants.VALUE_GENERATE):
@@ -321,6 +306,21 @@ class LUInstanceCreate(LogicalUnit):
                                            " address (NIC %d)" % idx,
                                            errors.ECODE_INVAL)
 
+    def _CheckIPolicy(self) -> None:
+        """The instance must fit the policy of its primary node's group,
+        and the node's CPUs its vcpu-ratio."""
+        op = self.op
+        filled_be = self.filled_be
+        CheckIPolicySpec(self, self.cfg.GetNodeInfo(op.pnode_uuid).group, {
+            objects.ISPEC_MEM_SIZE: filled_be[objects.BE_MAXMEM],
+            objects.ISPEC_CPU_COUNT: filled_be[objects.BE_VCPUS],
+            objects.ISPEC_DISK_SIZE: [disk["size"] for disk in self._disks],
+            objects.ISPEC_NIC_COUNT: len(self._nics),
+            objects.ISPEC_SPINDLE_USE: filled_be[objects.BE_SPINDLE_USE],
+        }, op.disk_template, op.ignore_ipolicy)
+        CheckNodeVcpuRatio(self, op.pnode_uuid, filled_be[objects.BE_VCPUS],
+                           self.hypervisor, op.ignore_ipolicy)
+
     def _CheckFreeDisk(self, cluster: objects.Cluster) -> None:
         if self.op.disk_template == constants.DT_FILE:
             CheckNodeFreeDisk(self, self.op.pnode_uuid,
@@ -336,6 +336,7 @@ class LUInstanceCreate(LogicalUnit):
         CheckNodeVmCapable(self, op.pnode_uuid)
         self._CheckParams(cluster)
         self._CheckNics(cluster)
+        self._CheckIPolicy()
         if op.ip_check and self._instance_ip and \
                 _IpInUse(self._instance_ip):
             raise errors.OpPrereqError("IP %s of instance %s already in use" %
@@ -398,7 +399,7 @@ class LUInstanceCreate(LogicalUnit):
     def _BuildInstance(self, cluster: objects.Cluster,
                        disks: list[objects.Disk]) -> objects.Instance:
         op = self.op
-        used = _UsedMacs(self.cfg)
+        used = UsedMacs(self.cfg)
         nics = []
         for spec in self._nics:
             mac = spec["mac"]
@@ -437,19 +438,12 @@ class LUInstanceCreate(LogicalUnit):
                    disks: list[objects.Disk],
                    feedback_fn: Callable[[str], None]) -> None:
         feedback_fn("* running the instance OS create scripts...")
-        block_devices = AssembleInstanceDisks(self, instance, disks)
-        try:
-            os_disks = [dict(disk_dict, dev_path=path)
-                        for disk_dict, path in block_devices]
+        with AssembledForOS(self, instance, disks) as os_instance:
             result = self.rpc.call_instance_os_add(
-                instance.primary_node,
-                operating_system.InstanceOsRpcDict(
-                    self.cfg.GetClusterInfo(), instance, os_disks),
-                False, self.op.debug_level or 0)
+                instance.primary_node, os_instance, False,
+                self.op.debug_level or 0)
             result.Raise("Could not add os for instance %s on node %s" %
                          (instance.name, self.op.pnode))
-        finally:
-            ShutdownInstanceDisks(self, instance, disks)
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> list[str]:
         cluster = self.cfg.GetClusterInfo()
@@ -462,7 +456,9 @@ class LUInstanceCreate(LogicalUnit):
             if disks:
                 feedback_fn("* creating instance disks...")
             self._CreateDisks(instance, disks, created)
-            if self.op.os_type and not self.op.no_install and disks:
+            if self._import is not None:
+                self._import.ImportDisks(self, instance, disks, feedback_fn)
+            elif self.op.os_type and not self.op.no_install and disks:
                 self._InstallOS(instance, disks, feedback_fn)
             self.cfg.AddInstance(instance, disks)
             added = True
@@ -517,3 +513,113 @@ class LUInstanceRemove(InstanceLU):
                      instance.name)
         self.cfg.RemoveInstance(instance.uuid)
         self.remove_locks[locking.LEVEL_INSTANCE] = [instance.uuid]
+
+
+# Rename --------------------------------------------------------------------
+
+class LUInstanceRename(InstanceLU):
+    """Rename a stopped instance: configuration, file storage, OS.
+
+    Locks are by UUID, so the instance keeps its lock; a concurrent job
+    taking the new name meanwhile makes the configuration write fail.
+    """
+
+    HPATH = "instance-rename"
+
+    def CheckArguments(self) -> None:
+        if self.op.ip_check and not self.op.name_check:
+            raise errors.OpPrereqError("IP address check requires a name"
+                                       " check", errors.ECODE_INVAL)
+
+    def _ExtraHookEnv(self) -> dict[str, Any]:
+        return {"INSTANCE_NEW_NAME": self.op.new_name}
+
+    def _CheckNewName(self) -> None:
+        """Resolve the new name (name_check) and refuse a name in use."""
+        op = self.op
+        if op.name_check:
+            try:
+                hostname = netutils.Hostname(op.new_name)
+            except errors.ResolverError as err:
+                raise errors.OpPrereqError(
+                    "Cannot resolve instance name '%s': %s" %
+                    (op.new_name, err.args[-1]), errors.ECODE_RESOLVER)
+            op.new_name = hostname.name
+            if op.ip_check and _IpInUse(hostname.ip):
+                raise errors.OpPrereqError(
+                    "IP %s of instance %s already in use" %
+                    (hostname.ip, op.new_name), errors.ECODE_NOTUNIQUE)
+        if op.new_name != self.instance.name and \
+                self.cfg.GetInstanceInfoByName(op.new_name) is not None:
+            raise errors.OpPrereqError("Instance '%s' is already in the"
+                                       " cluster" % op.new_name,
+                                       errors.ECODE_EXISTS)
+
+    def CheckPrereq(self) -> None:
+        super().CheckPrereq()
+        instance = self.instance
+        CheckNodeOnline(self, instance.primary_node)
+        CheckInstanceState(self, instance, INSTANCE_NOT_RUNNING,
+                           "cannot rename")
+        self._CheckNewName()
+        self.file_disks = [disk for disk
+                           in self.cfg.GetInstanceDisks(instance.uuid)
+                           if disk.dev_type in constants.DTS_FILEBASED]
+        enabled = self.cfg.GetClusterInfo().enabled_disk_templates
+        for template in sorted({disk.dev_type for disk in self.file_disks}):
+            if template not in enabled:
+                raise errors.OpPrereqError(
+                    "Disk template '%s' is not enabled in cluster. Enabled"
+                    " disk templates are: %s" % (template,
+                                                 ",".join(enabled)),
+                    errors.ECODE_STATE)
+
+    def _RenameFileStorage(self, disks: list[objects.Disk]) -> None:
+        """Rename the directories of the file disks on the primary node
+        (the configuration has the new paths already)."""
+        new_paths = {disk.uuid: disk.logical_id[1] for disk in disks}
+        moves = sorted({(os.path.dirname(disk.logical_id[1]),
+                         os.path.dirname(new_paths[disk.uuid]),
+                         disk.dev_type) for disk in self.file_disks})
+        for old_dir, new_dir, template in moves:
+            if old_dir == new_dir:
+                continue
+            result = self.rpc.call_file_storage_dir_rename(
+                self.instance.primary_node, old_dir, new_dir, template)
+            result.Raise("Could not rename on node %s directory '%s' to"
+                         " '%s' (but the instance has been renamed in"
+                         " Ganeti)" % (self.pnode.name, old_dir, new_dir))
+
+    def _RunOsRename(self, instance: objects.Instance,
+                     disks: list[objects.Disk], old_name: str) -> None:
+        """Tell the disks and the OS the new name; failures are only
+        warnings, the instance is renamed already."""
+        with AssembledForOS(self, instance, disks) as os_instance:
+            info = GetInstanceInfoText(instance)
+            for disk in disks:
+                for node_uuid in disk.nodes or [instance.primary_node]:
+                    result = self.rpc.call_blockdev_setinfo(
+                        node_uuid, disk.ToDict(), info)
+                    if result.fail_msg:
+                        self.LogWarning("Error setting info on node %s for"
+                                        " disk %s: %s", result.node,
+                                        disk.iv_name, result.fail_msg)
+            result = self.rpc.call_instance_run_rename(
+                instance.primary_node, os_instance, old_name,
+                self.op.debug_level or 0)
+            if result.fail_msg:
+                self.LogWarning("Could not run OS rename script for instance"
+                                " %s on node %s (but the instance has been"
+                                " renamed in Ganeti): %s", instance.name,
+                                self.pnode.name, result.fail_msg)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> str:
+        old_name = self.instance.name
+        self.cfg.RenameInstance(self.instance.uuid, self.op.new_name)
+        renamed = self.cfg.GetInstanceInfo(self.instance.uuid)
+        disks = self.cfg.GetInstanceDisks(renamed.uuid)
+        self._RenameFileStorage(disks)
+        if renamed.os:
+            self._RunOsRename(renamed, disks, old_name)
+        logging.info("Renamed instance %s to %s", old_name, renamed.name)
+        return renamed.name

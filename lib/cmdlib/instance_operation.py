@@ -1,13 +1,21 @@
-"""LUs starting, stopping and rebooting instances."""
+"""LUs starting, stopping, rebooting and reinstalling instances, and
+describing their consoles."""
 
 from typing import Any, Callable
 
-from ganeti import constants, errors, objects
+from ganeti import constants, errors, locking, objects
+from ganeti.cmdlib import operating_system
+from ganeti.cmdlib.base import ExpandInstanceUuidAndName, NoHooksLU
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
 from ganeti.cmdlib.instance_utils import (
-    CheckInstanceOnline, CheckMinMaxMem, CheckNodeFreeMemory,
-    CheckNodeOnline, ConvertBeParams, ConvertHvParams, InstanceLU,
-    InstanceRunning, SetAdminState, ShutdownInstanceDisks, StartInstance)
+    INSTANCE_DOWN, AssembledForOS, CheckInstanceOnline, CheckInstanceState,
+    CheckMinMaxMem, CheckNodeFreeMemory, CheckNodeOnline, ConvertBeParams,
+    ConvertHvParams, InstanceLU, InstanceRunning, SetAdminState,
+    SetDisksActive, ShutdownInstanceDisks, StartInstance)
+
+# What InstanceConsole.kind may be
+_CONSOLE_KINDS = frozenset([constants.CONS_MESSAGE, constants.CONS_SSH,
+                            constants.CONS_VNC, constants.CONS_SPICE])
 
 
 class LUInstanceStartup(InstanceLU):
@@ -112,6 +120,7 @@ class LUInstanceShutdown(InstanceLU):
                             result.fail_msg)
         ShutdownInstanceDisks(self, instance,
                               self.cfg.GetInstanceDisks(instance.uuid))
+        SetDisksActive(self, instance.uuid, False)
 
 
 class LUInstanceReboot(InstanceLU):
@@ -155,3 +164,106 @@ class LUInstanceReboot(InstanceLU):
                              instance.name)
             StartInstance(self, instance)
         SetAdminState(self, instance.uuid, objects.ADMINST_UP)
+
+
+class LUInstanceReinstall(InstanceLU):
+    """Run the OS create script again on a stopped instance's disks.
+
+    Everything on the disks is overwritten. A new OS, and changed OS
+    parameters, are stored with the instance.
+    """
+
+    HPATH = "instance-reinstall"
+
+    def CheckPrereq(self) -> None:
+        super().CheckPrereq()
+        instance = self.instance
+        CheckNodeOnline(self, instance.primary_node)
+        if not instance.disks:
+            raise errors.OpPrereqError("Instance '%s' has no disks" %
+                                       instance.name, errors.ECODE_INVAL)
+        CheckInstanceState(self, instance, INSTANCE_DOWN, "cannot reinstall")
+        self.os_name = self.op.os_type or instance.os
+        self.osparams = operating_system.UpdateParams(
+            instance.osparams or {}, self.op.osparams or {})
+        self.osparams_private = operating_system.UpdateParams(
+            instance.osparams_private or {}, self.op.osparams_private or {})
+        if not self.os_name:
+            if self.op.osparams or self.op.osparams_private:
+                raise errors.OpPrereqError("OS parameters given without an"
+                                           " OS", errors.ECODE_INVAL)
+            return
+        filled = self.cfg.GetClusterInfo().SimpleFillOS(
+            self.os_name, self.osparams, self.osparams_private)
+        operating_system.CheckOSParams(
+            self, True, self.cfg.GetInstanceNodes(instance.uuid),
+            self.os_name, filled, self.op.force_variant)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        instance = self.instance
+        if not self.os_name:
+            self.LogInfo("No OS scripts specified or found in the instance's"
+                         " configuration, nothing to install")
+            return
+        if self.op.os_type is not None:
+            feedback_fn("Changing OS scripts to '%s'..." % self.op.os_type)
+        instance.os = self.os_name
+        instance.osparams = self.osparams
+        instance.osparams_private = self.osparams_private
+        self.cfg.Update(instance)
+        feedback_fn("* running the instance OS create scripts...")
+        with AssembledForOS(self, instance,
+                            self.cfg.GetInstanceDisks(instance.uuid)
+                            ) as os_instance:
+            result = self.rpc.call_instance_os_add(
+                instance.primary_node, os_instance, True,
+                self.op.debug_level or 0)
+            result.Raise("Could not install OS for instance '%s' on node"
+                         " '%s'" % (instance.name, self.pnode.name))
+
+
+class LUInstanceConsole(NoHooksLU):
+    """How to reach the console of a running instance (the hypervisor's
+    InstanceConsole fields).
+
+    Only reads: the instance lock is shared and no node is locked.
+    """
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.op.instance_uuid, self.op.instance_name = \
+            ExpandInstanceUuidAndName(self.cfg, self.op.instance_uuid,
+                                      self.op.instance_name)
+        self.needed_locks = {locking.LEVEL_INSTANCE: [self.op.instance_uuid]}
+        self.share_locks[locking.LEVEL_INSTANCE] = 1
+
+    def CheckPrereq(self) -> None:
+        self.instance = self.cfg.GetInstanceInfo(self.op.instance_uuid)
+        if self.instance is None:
+            raise errors.OpPrereqError("Instance '%s' not known" %
+                                       self.op.instance_name,
+                                       errors.ECODE_NOENT)
+        CheckNodeOnline(self, self.instance.primary_node)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> dict[str, Any]:
+        instance = self.instance
+        if not InstanceRunning(self, instance):
+            state = {objects.ADMINST_UP: constants.INSTST_ERRORDOWN,
+                     objects.ADMINST_DOWN: constants.INSTST_ADMINDOWN}.get(
+                         instance.admin_state, constants.INSTST_ADMINOFFLINE)
+            raise errors.OpExecError("Instance %s is not running (state %s)" %
+                                     (instance.name, state))
+        node = self.cfg.GetNodeInfo(instance.primary_node)
+        group = self.cfg.GetNodeGroup(node.group)
+        result = self.rpc.call_instance_console_info(
+            node.uuid, self.cfg.GetClusterInfo().InstanceRpcDict(instance),
+            node.ToDict(), group.ToDict() if group is not None else None)
+        result.Raise("Can't get the console of instance %s" % instance.name)
+        console = result.payload
+        if not isinstance(console, dict) or \
+                console.get("kind") not in _CONSOLE_KINDS:
+            raise errors.OpExecError("Node %s described the console of"
+                                     " instance %s wrongly: %r" %
+                                     (node.name, instance.name, console))
+        return console

@@ -9,9 +9,10 @@ Ganeti's: the admin state combined with what the nodes report.
 
 from typing import Any, Callable
 
-from ganeti import constants, errors, objects, query
+from ganeti import config, constants, errors, locking, objects, query
 from ganeti.cmdlib.base import (ExpandInstanceUuidAndName, NoHooksLU,
                                  SelectQueryItems)
+from ganeti.cmdlib.instance_utils import InstanceRuntimeInfo
 from ganeti.hypervisor import GetHypervisorClass
 
 # Per-index fields exist for this many disks and NICs (Ganeti's limits)
@@ -37,25 +38,33 @@ _KIND_OF_CHECK = {
 class InstanceQueryData:
     """What the instance fields are computed from, gathered once per query.
 
-    ``live_data`` maps instance UUIDs to their runtime information (None
-    if no live field was asked for); ``wrong_node`` holds the instances
-    found running on a node other than their primary; ``bad_nodes`` the
-    nodes that did not answer.
+    The objects are those of one ``config.ConfigView``, shared with the
+    configuration, so nothing here may change them. ``live_data`` maps
+    instance UUIDs to their runtime information (None if no live field was
+    asked for); ``wrong_node`` holds the instances found running on a node
+    other than their primary; ``bad_nodes`` the nodes that did not answer;
+    ``consoles`` the console descriptions of running instances, by UUID.
     """
 
-    def __init__(self, instances: list[objects.Instance], cfg: Any,
+    def __init__(self, instances: list[objects.Instance],
+                 view: config.ConfigView,
                  live_data: dict[str, dict] | None = None,
                  wrong_node: set[str] | None = None,
-                 bad_nodes: set[str] | None = None):
+                 bad_nodes: set[str] | None = None,
+                 consoles: dict[str, dict] | None = None):
         self.instances = instances
-        self.cluster = cfg.GetClusterInfo()
-        self.nodes = cfg.GetAllNodesInfo()
-        self.groups = cfg.GetAllNodeGroupsInfo()
-        self.disks = {inst.uuid: cfg.GetInstanceDisks(inst.uuid)
+        self.cluster = view.cluster
+        self.nodes = view.nodes
+        self.groups = view.nodegroups
+        self.networks = view.networks
+        self.disks = {inst.uuid: view.InstanceDisks(inst)
                       for inst in instances}
         self.live_data = live_data
         self.wrong_node = wrong_node or set()
         self.bad_nodes = bad_nodes or set()
+        self.consoles = consoles or {}
+        # The cluster's NIC defaults, filled once for all NICs
+        self.nic_defaults = self.cluster.SimpleFillNIC(None)
 
     def Items(self) -> list["InstanceItem"]:
         return [InstanceItem(self, inst) for inst in self.instances]
@@ -64,12 +73,14 @@ class InstanceQueryData:
 class InstanceItem:
     """One row of an instance query."""
 
-    __slots__ = ("ctx", "inst", "disks")
+    __slots__ = ("ctx", "inst", "disks", "filled_nics")
 
     def __init__(self, ctx: InstanceQueryData, inst: objects.Instance):
         self.ctx = ctx
         self.inst = inst
         self.disks = ctx.disks[inst.uuid]
+        # The NICs' filled parameters, computed on first use
+        self.filled_nics: list[dict] | None = None
 
     def NodeName(self, uuid: str) -> str:
         node = self.ctx.nodes.get(uuid)
@@ -134,6 +145,13 @@ def _OperState(item: InstanceItem) -> Any:
     return bool(live)
 
 
+def _Console(item: InstanceItem) -> Any:
+    live = item.Live()
+    if isinstance(live, query.FieldStatus):
+        return live
+    return item.ctx.consoles.get(item.inst.uuid, query.FS_UNAVAIL)
+
+
 def _Indexed(values_of: Callable[[InstanceItem], list], idx: int
              ) -> Callable[[InstanceItem], Any]:
     def get(item: InstanceItem) -> Any:
@@ -143,14 +161,23 @@ def _Indexed(values_of: Callable[[InstanceItem], list], idx: int
 
 
 def _FilledNics(item: InstanceItem) -> list[dict]:
-    return [item.ctx.cluster.SimpleFillNIC(nic.nicparams)
-            for nic in item.inst.nics]
+    if item.filled_nics is None:
+        defaults = item.ctx.nic_defaults
+        item.filled_nics = [objects.FillDict(defaults, nic.nicparams)
+                            for nic in item.inst.nics]
+    return item.filled_nics
 
 
 def _NicBridges(item: InstanceItem) -> list[Any]:
     return [params[objects.NIC_LINK]
             if params[objects.NIC_MODE] == objects.NIC_MODE_BRIDGED else None
             for params in _FilledNics(item)]
+
+
+def _NicNetworkNames(item: InstanceItem) -> list[Any]:
+    networks = item.ctx.networks
+    return [networks[nic.network].name if nic.network in networks else None
+            for nic in item.inst.nics]
 
 
 def _HvParam(name: str) -> Callable[[InstanceItem], Any]:
@@ -253,6 +280,11 @@ def _NicFields() -> query.FieldTable:
                  param(objects.NIC_VLAN), "VLAN"),
         "bridge": ("nic.bridges", "NIC_bridges", "NicBridge", _NicBridges,
                    "Bridge (bridged mode only)"),
+        "network": ("nic.networks", "NIC_networks", "NicNetwork",
+                    attr("network"), "Network UUID"),
+        "network.name": ("nic.networks.names", "NIC_networks_names",
+                         "NicNetworkName", _NicNetworkNames,
+                         "Network name"),
     }
     table: query.FieldTable = {
         "nic.count": ("NICs", constants.QFT_NUMBER,
@@ -400,6 +432,8 @@ def _BuildInstanceFields() -> query.FieldTable:
                      "Actual memory usage as seen by hypervisor"),
         "oper_vcpus": ("VCPUs", constants.QFT_NUMBER, _LiveValue("vcpus"),
                        "Actual number of VCPUs as seen by hypervisor"),
+        "console": ("Console", constants.QFT_OTHER, _Console,
+                    "Instance console information"),
     }
     table.update(_ParamFields())
     table.update(_DiskFields())
@@ -419,7 +453,7 @@ def _BuildInstanceFields() -> query.FieldTable:
 INSTANCE_FIELDS = _BuildInstanceFields()
 # Fields whose values come from the nodes (all_instances_info RPC)
 INSTANCE_LIVE_FIELDS = frozenset(["status", "oper_state", "oper_ram",
-                                  "oper_vcpus"])
+                                  "oper_vcpus", "console"])
 # Fields compared by name component in filters (query.MatchHostname)
 INSTANCE_HOSTNAME_FIELDS = frozenset(["name"])
 
@@ -434,20 +468,24 @@ class InstanceQuery:
         self.rpc = lu.rpc
         self.lu = lu
 
-    def _Instances(self, qfilter: Any) -> tuple[list, Any]:
+    def _Instances(self, view: config.ConfigView,
+                   qfilter: Any) -> tuple[list, Any]:
+        if query.RequestedNames(qfilter) is None:
+            # All of them, in the name order the view keeps
+            return list(view.InstancesByName()), qfilter
         return SelectQueryItems(
-            qfilter, lambda: self.cfg.GetAllInstancesInfo().values(),
+            qfilter, view.instances.values,
             lambda name: ExpandInstanceUuidAndName(self.cfg, None, name)[0],
-            self.cfg.GetInstanceInfo)
+            view.instances.get)
 
-    def _LiveData(self) -> tuple[dict, set, set]:
+    def _LiveData(self, view: config.ConfigView) -> tuple[dict, set, set]:
         """Runtime information of the instances from all online vm nodes.
 
         Returns (live data by instance UUID, UUIDs of instances running on
         a node other than their primary, UUIDs of nodes that failed).
         """
-        cluster = self.cfg.GetClusterInfo()
-        nodes = [node for node in self.cfg.GetAllNodesInfo().values()
+        cluster = view.cluster
+        nodes = [node for node in view.nodes.values()
                  if node.vm_capable and not node.offline]
         live: dict[str, dict] = {}
         wrong_node: set[str] = set()
@@ -459,8 +497,7 @@ class InstanceQuery:
                         for name in hv_names}
         results = self.rpc.call_all_instances_info(
             [node.uuid for node in nodes], hv_names, all_hvparams)
-        by_name = {inst.name: inst
-                   for inst in self.cfg.GetAllInstancesInfo().values()}
+        by_name = {inst.name: inst for inst in view.instances.values()}
         for node in nodes:
             result = results[node.uuid]
             if result.fail_msg or not isinstance(result.payload, dict):
@@ -479,14 +516,210 @@ class InstanceQuery:
                     live.setdefault(inst.uuid, info)
         return live, wrong_node, bad_nodes
 
+    def _Consoles(self, view: config.ConfigView,
+                  instances: list[objects.Instance],
+                  live: dict[str, dict]) -> dict[str, dict]:
+        """How to reach the consoles of the running instances (each asked
+        of its primary node); instances whose node fails are left out."""
+        consoles = {}
+        for inst in instances:
+            node = view.nodes.get(inst.primary_node)
+            if not live.get(inst.uuid) or node is None:
+                continue
+            group = view.nodegroups.get(node.group)
+            result = self.rpc.call_instance_console_info(
+                node.uuid, view.cluster.InstanceRpcDict(inst), node.ToDict(),
+                group.ToDict() if group is not None else None)
+            if result.fail_msg or not isinstance(result.payload, dict):
+                self.lu.LogWarning("Can't get the console of instance %s:"
+                                   " %s", inst.name, result.fail_msg)
+                continue
+            consoles[inst.uuid] = result.payload
+        return consoles
+
     def Query(self, fields: list[str], qfilter: Any) -> dict:
-        instances, remaining_filter = self._Instances(qfilter)
+        # One view for the whole query: consistent, and nothing is copied
+        view = self.cfg.GetView()
+        instances, remaining_filter = self._Instances(view, qfilter)
         wanted = set(fields) | query.FilterFields(remaining_filter)
-        live = wrong_node = bad_nodes = None
+        live = wrong_node = bad_nodes = consoles = None
         if wanted & INSTANCE_LIVE_FIELDS:
-            live, wrong_node, bad_nodes = self._LiveData()
-        data = InstanceQueryData(instances, self.cfg, live, wrong_node,
-                                 bad_nodes)
+            live, wrong_node, bad_nodes = self._LiveData(view)
+        if "console" in wanted:
+            consoles = self._Consoles(view, instances, live)
+        data = InstanceQueryData(instances, view, live, wrong_node,
+                                 bad_nodes, consoles)
         return query.Query(self.FIELDS, data.Items(), fields,
                            remaining_filter,
                            hostname_fields=INSTANCE_HOSTNAME_FIELDS)
+
+
+class LUInstanceQueryData(NoHooksLU):
+    """Detailed data of instances: configuration and runtime state.
+
+    The configuration comes from one view of it; unless ``static``, the
+    primary node tells whether the instance runs and each disk's node
+    whether it has the disk (its size and spindles there). Nothing is
+    locked unless ``use_locking`` (shared instance locks).
+    """
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        # UUID -> name of the instances asked for (None: all of them)
+        self.wanted: dict[str, str] | None = None
+        if self.op.instances:
+            self.wanted = dict(ExpandInstanceUuidAndName(self.cfg, None, name)
+                               for name in self.op.instances)
+        self.needed_locks = {}
+        if self.op.use_locking:
+            self.needed_locks[locking.LEVEL_INSTANCE] = \
+                list(self.wanted) if self.wanted is not None \
+                else locking.ALL_SET
+            self.share_locks[locking.LEVEL_INSTANCE] = 1
+
+    def CheckPrereq(self) -> None:
+        self.view = self.cfg.GetView()
+        if self.wanted is None:
+            self.instances = list(self.view.InstancesByName())
+            return
+        self.instances = []
+        for uuid, name in self.wanted.items():
+            inst = self.view.instances.get(uuid)
+            if inst is None:
+                raise errors.OpPrereqError("Instance '%s' not known" % name,
+                                           errors.ECODE_NOENT)
+            self.instances.append(inst)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> dict[str, dict]:
+        return {inst.name: self._InstanceData(inst)
+                for inst in self.instances}
+
+    def _NodeName(self, uuid: str) -> str:
+        node = self.view.nodes.get(uuid)
+        return node.name if node is not None else uuid
+
+    def _GroupOf(self, node_uuid: str) -> tuple[Any, Any]:
+        """(UUID, name) of a node's group."""
+        node = self.view.nodes.get(node_uuid)
+        group = self.view.nodegroups.get(node.group) if node else None
+        if group is None:
+            return None, None
+        return group.uuid, group.name
+
+    def _RunState(self, inst: objects.Instance) -> str:
+        if InstanceRuntimeInfo(self, inst):
+            return "up"
+        if inst.admin_state == objects.ADMINST_UP:
+            return "down"
+        return inst.admin_state
+
+    def _DiskDimensions(self, inst: objects.Instance,
+                        disks: list[objects.Disk],
+                        node_uuid: str | None) -> list[dict | None]:
+        """Per disk, ``{"size": MiB, "spindles": ...}`` as the node finds
+        it, or None (not asked, node offline, or no such device there)."""
+        node = self.view.nodes.get(node_uuid) if node_uuid else None
+        if self.op.static or node is None or node.offline:
+            return [None] * len(disks)
+        result = self.rpc.call_blockdev_getdimensions(
+            node.uuid, [disk.ToDict() for disk in disks])
+        result.Raise("Can't compute disk status for %s" % inst.name)
+        answer = result.payload or []
+        status: list[dict | None] = []
+        for idx in range(len(disks)):
+            dims = answer[idx] if idx < len(answer) else None
+            status.append(None if dims is None else
+                          {"size": dims[0] // (1024 * 1024),
+                           "spindles": dims[1]})
+        return status
+
+    def _DiskData(self, inst: objects.Instance,
+                  disks: list[objects.Disk]) -> list[dict]:
+        """Ganeti's per-disk dict; ``pstatus``/``sstatus`` hold what the
+        primary and the first other node of the disk report of it."""
+        pstatus = self._DiskDimensions(inst, disks, inst.primary_node)
+        by_secondary: dict[str, list[objects.Disk]] = {}
+        for disk in disks:
+            others = [uuid for uuid in disk.nodes or ()
+                      if uuid != inst.primary_node]
+            if others:
+                by_secondary.setdefault(others[0], []).append(disk)
+        sstatus: dict[str, dict | None] = {}
+        for node_uuid, node_disks in by_secondary.items():
+            sstatus.update(zip(
+                (disk.uuid for disk in node_disks),
+                self._DiskDimensions(inst, node_disks, node_uuid)))
+        return [{
+            "iv_name": disk.iv_name,
+            "dev_type": disk.dev_type,
+            "logical_id": list(disk.logical_id),
+            "drbd_info": None,
+            "pstatus": pstatus[idx],
+            "sstatus": sstatus.get(disk.uuid),
+            "children": [],
+            "mode": disk.mode,
+            "size": disk.size,
+            "spindles": disk.spindles,
+            "name": disk.name,
+            "uuid": disk.uuid,
+        } for idx, disk in enumerate(disks)]
+
+    def _NicData(self, inst: objects.Instance) -> list[tuple]:
+        """(name, uuid, ip, mac, mode, link, vlan, network, network data)
+        of each NIC, with the cluster's defaults filled in."""
+        nics = []
+        for nic in inst.nics:
+            filled = self.view.cluster.SimpleFillNIC(nic.nicparams)
+            network = self.view.networks.get(nic.network) \
+                if nic.network else None
+            nics.append((nic.name, nic.uuid, nic.ip, nic.mac,
+                         filled[objects.NIC_MODE], filled[objects.NIC_LINK],
+                         filled.get(objects.NIC_VLAN, ""), nic.network,
+                         network.ToDict() if network is not None else None))
+        return nics
+
+    def _InstanceData(self, inst: objects.Instance) -> dict[str, Any]:
+        cluster = self.view.cluster
+        pnode = self.view.nodes.get(inst.primary_node)
+        disks = [self.view.disks[uuid] for uuid in inst.disks]
+        snodes = list(dict.fromkeys(
+            uuid for disk in disks for uuid in disk.nodes or ()
+            if uuid != inst.primary_node))
+        run_state = None
+        if pnode is not None and pnode.offline and not self.op.static:
+            self.LogWarning("Primary node %s is marked offline, returning"
+                            " static information only for instance %s",
+                            pnode.name, inst.name)
+        elif not self.op.static:
+            run_state = self._RunState(inst)
+        pgroup_uuid, pgroup_name = self._GroupOf(inst.primary_node)
+        sgroups = [self._GroupOf(uuid) for uuid in snodes]
+        return {
+            "name": inst.name,
+            "config_state": inst.admin_state,
+            "run_state": run_state,
+            "pnode": self._NodeName(inst.primary_node),
+            "pnode_group_uuid": pgroup_uuid,
+            "pnode_group_name": pgroup_name,
+            "snodes": [self._NodeName(uuid) for uuid in snodes],
+            "snodes_group_uuids": [uuid for uuid, _ in sgroups],
+            "snodes_group_names": [name for _, name in sgroups],
+            "os": inst.os,
+            "nics": self._NicData(inst),
+            "disk_template": (disks[0].dev_type if disks
+                              else constants.DT_DISKLESS),
+            "disks": self._DiskData(inst, disks),
+            "hypervisor": inst.hypervisor,
+            "network_port": inst.network_port,
+            "hv_instance": dict(inst.hvparams),
+            "hv_actual": cluster.FillHV(inst),
+            "be_instance": dict(inst.beparams),
+            "be_actual": cluster.FillBE(inst),
+            "os_instance": dict(inst.osparams),
+            "os_actual": cluster.SimpleFillOS(inst.os, inst.osparams),
+            "serial_no": inst.serial_no,
+            "mtime": inst.mtime,
+            "ctime": inst.ctime,
+            "uuid": inst.uuid,
+        }

@@ -6,9 +6,12 @@ paths answered by blockdev_assemble are local to the node that answered
 and only ever go back to that node.
 """
 
-from typing import Any
+import contextlib
+import random
+from typing import Any, Iterator
 
-from ganeti import constants, errors, locking, objects
+from ganeti import constants, errors, impexp, locking, objects
+from ganeti.cmdlib import operating_system
 from ganeti.cmdlib.base import ExpandInstanceUuidAndName, LogicalUnit
 from ganeti.cmdlib.cluster import HypervisorClass
 from ganeti.cmdlib.node import GetUpdatedParams
@@ -98,21 +101,42 @@ def CheckNodeFreeDisk(lu: LogicalUnit, node_uuid: str, requested: int,
     return free
 
 
+def CheckCompressionTool(lu: LogicalUnit, compression_tool: str) -> None:
+    """Refuse a compression of data transfers (impexp) that the cluster
+    does not allow (its ``compression_tools``) or this version can't do.
+    """
+    if compression_tool == impexp.IEC_NONE:
+        return
+    allowed = lu.cfg.GetClusterInfo().compression_tools or []
+    if compression_tool not in allowed:
+        raise errors.OpPrereqError(
+            "Compression tool not allowed, tools allowed are [%s]" %
+            ", ".join(allowed), errors.ECODE_INVAL)
+    if compression_tool not in impexp.IEC_ALL:
+        raise errors.OpPrereqError(
+            "Compression tool %s is not supported by this version"
+            " (supported: %s)" %
+            (compression_tool, ", ".join(sorted(impexp.IEC_ALL))),
+            errors.ECODE_INVAL)
+
+
 def AssembleInstanceDisks(lu: LogicalUnit, instance: objects.Instance,
-                          disks: list[objects.Disk]) -> list[list]:
-    """Make the disks usable on the primary node.
+                          disks: list[objects.Disk],
+                          node_uuid: str | None = None) -> list[list]:
+    """Make the disks usable on the primary node (or ``node_uuid``, the
+    target of a migration, which shares the externally mirrored disks).
 
     Returns ``[[disk dict, device path], ...]`` in disk order, what
-    instance_start takes. A failure shuts the disks down again.
+    instance_start takes. A failure shuts the disks down again there.
     """
-    node = instance.primary_node
+    node = node_uuid or instance.primary_node
     inst_dict = {"name": instance.name}
     result = []
     for idx, disk in enumerate(disks):
         answer = lu.rpc.call_blockdev_assemble(node, disk.ToDict(),
                                                inst_dict, True, idx)
         if answer.fail_msg:
-            ShutdownInstanceDisks(lu, instance, disks)
+            ShutdownInstanceDisks(lu, instance, disks, node_uuid=node)
             answer.Raise("Cannot activate block device disk/%d of instance"
                          " %s" % (idx, instance.name))
         result.append([disk.ToDict(), answer.payload])
@@ -120,19 +144,40 @@ def AssembleInstanceDisks(lu: LogicalUnit, instance: objects.Instance,
 
 
 def ShutdownInstanceDisks(lu: LogicalUnit, instance: objects.Instance,
-                          disks: list[objects.Disk]) -> bool:
-    """Shut the disks down on their nodes; False (after warnings) if some
-    node failed."""
+                          disks: list[objects.Disk],
+                          node_uuid: str | None = None) -> bool:
+    """Shut the disks down on their nodes (or only on ``node_uuid``);
+    False (after warnings) if some node failed."""
     ok = True
     for disk in disks:
-        for node_uuid in disk.nodes or [instance.primary_node]:
-            result = lu.rpc.call_blockdev_shutdown(node_uuid, disk.ToDict())
+        nodes = ([node_uuid] if node_uuid
+                 else disk.nodes or [instance.primary_node])
+        for node in nodes:
+            result = lu.rpc.call_blockdev_shutdown(node, disk.ToDict())
             if result.fail_msg:
                 lu.LogWarning("Could not shutdown block device %s on node"
                               " %s: %s", disk.iv_name, result.node,
                               result.fail_msg)
                 ok = False
     return ok
+
+
+@contextlib.contextmanager
+def AssembledForOS(lu: LogicalUnit, instance: objects.Instance,
+                   disks: list[objects.Disk]) -> Iterator[dict]:
+    """The instance as the OS RPCs take it, its disks assembled meanwhile.
+
+    For running an OS script (create, rename) on a stopped instance: the
+    disks are shut down again afterwards, whatever happened.
+    """
+    block_devices = AssembleInstanceDisks(lu, instance, disks)
+    try:
+        yield operating_system.InstanceOsRpcDict(
+            lu.cfg.GetClusterInfo(), instance,
+            [dict(disk_dict, dev_path=path)
+             for disk_dict, path in block_devices])
+    finally:
+        ShutdownInstanceDisks(lu, instance, disks)
 
 
 def RemoveDisks(lu: LogicalUnit, instance_name: str,
@@ -151,6 +196,23 @@ def RemoveDisks(lu: LogicalUnit, instance_name: str,
     return ok
 
 
+def RemoveInstance(lu: LogicalUnit, instance: objects.Instance,
+                   ignore_failures: bool) -> None:
+    """Destroy a stopped instance's disks and drop it from the config.
+
+    With ``ignore_failures`` the instance is forgotten even if some disk
+    could not be removed (after warnings); its lock goes after Exec.
+    """
+    disks = lu.cfg.GetInstanceDisks(instance.uuid)
+    if not RemoveDisks(lu, instance.name, disks):
+        if not ignore_failures:
+            raise errors.OpExecError("Can't remove instance's disks")
+        lu.LogWarning("Can't remove the disks of instance %s",
+                      instance.name)
+    lu.cfg.RemoveInstance(instance.uuid)
+    lu.remove_locks[locking.LEVEL_INSTANCE] = [instance.uuid]
+
+
 def StartInstance(lu: LogicalUnit, instance: objects.Instance,
                   hvparams: dict | None = None,
                   beparams: dict | None = None,
@@ -158,7 +220,9 @@ def StartInstance(lu: LogicalUnit, instance: objects.Instance,
     """Assemble the disks and start the instance on its primary node.
 
     ``hvparams``/``beparams`` override the effective ones for this start
-    only. A failed start shuts the disks down again.
+    only. A failed start shuts the disks down again; a successful one
+    records the disks as active (the configuration's copy: ``instance``
+    is stale afterwards).
     """
     disks = lu.cfg.GetInstanceDisks(instance.uuid)
     block_devices = AssembleInstanceDisks(lu, instance, disks)
@@ -170,15 +234,24 @@ def StartInstance(lu: LogicalUnit, instance: objects.Instance,
     if result.fail_msg:
         ShutdownInstanceDisks(lu, instance, disks)
         result.Raise("Could not start instance %s" % instance.name)
+    if disks:
+        SetDisksActive(lu, instance.uuid, True)
 
 
-def InstanceRunning(lu: LogicalUnit, instance: objects.Instance) -> bool:
+def InstanceRuntimeInfo(lu: LogicalUnit,
+                        instance: objects.Instance) -> dict[str, Any]:
+    """memory, vcpus, state and time of the instance as its primary node
+    runs it; empty if it does not run."""
     result = lu.rpc.call_instance_info(
         instance.primary_node, instance.name, instance.hypervisor,
         lu.cfg.GetClusterInfo().FillHV(instance))
     result.Raise("Error checking node %s" % result.node, prereq=True,
                  ecode=errors.ECODE_ENVIRON)
-    return bool(result.payload)
+    return result.payload or {}
+
+
+def InstanceRunning(lu: LogicalUnit, instance: objects.Instance) -> bool:
+    return bool(InstanceRuntimeInfo(lu, instance))
 
 
 def SetAdminState(lu: LogicalUnit, instance_uuid: str, state: str,
@@ -190,6 +263,62 @@ def SetAdminState(lu: LogicalUnit, instance_uuid: str, state: str,
         instance.admin_state_source = source
         lu.cfg.Update(instance)
     return instance
+
+
+def SetDisksActive(lu: LogicalUnit, instance_uuid: str,
+                   active: bool) -> objects.Instance:
+    """Record whether the instance's disks should be assembled.
+
+    The watcher re-activates the disks of instances marked so after a
+    node reboot (Ganeti's MarkInstanceDisksActive/Inactive).
+    """
+    instance = lu.cfg.GetInstanceInfo(instance_uuid)
+    if instance.disks_active != active:
+        instance.disks_active = active
+        lu.cfg.Update(instance)
+    return instance
+
+
+def SetInstancePrimaryNode(lu: LogicalUnit, instance_uuid: str,
+                           node_uuid: str) -> objects.Instance:
+    """Make ``node_uuid`` the instance's primary node in the configuration
+    (its disks follow, in the same write); returns the updated instance."""
+    lu.cfg.SetInstancePrimaryNode(instance_uuid, node_uuid)
+    return lu.cfg.GetInstanceInfo(instance_uuid)
+
+
+def GetInstanceInfoText(instance: objects.Instance) -> str:
+    """The metadata stored with an instance's disks on the nodes."""
+    return "originstname+%s" % instance.name
+
+
+# Admin states an operation accepts (Ganeti's names)
+INSTANCE_DOWN = frozenset([objects.ADMINST_DOWN])
+INSTANCE_NOT_RUNNING = frozenset([objects.ADMINST_DOWN,
+                                  objects.ADMINST_OFFLINE])
+
+
+def CheckInstanceState(lu: LogicalUnit, instance: objects.Instance,
+                       req_states: frozenset[str], msg: str) -> None:
+    """Refuse an instance whose admin state is not in ``req_states``.
+
+    When ``req_states`` excludes "up", the instance must not actually run
+    either (it may run against its admin state); that is not checked on
+    an offline primary node, which can't be asked. ``msg`` says what
+    can't be done, e.g. "cannot recreate disks".
+    """
+    if instance.admin_state not in req_states:
+        raise errors.OpPrereqError("Instance '%s' is marked to be %s, %s" %
+                                   (instance.name, instance.admin_state,
+                                    msg), errors.ECODE_STATE)
+    if objects.ADMINST_UP in req_states:
+        return
+    if lu.cfg.GetNodeInfo(instance.primary_node).offline:
+        lu.LogWarning("Primary node offline, ignoring check that instance"
+                      " is down")
+    elif InstanceRunning(lu, instance):
+        raise errors.OpPrereqError("Instance %s is running, %s" %
+                                   (instance.name, msg), errors.ECODE_STATE)
 
 
 def ConvertBeParams(beparams: dict) -> dict:
@@ -224,6 +353,27 @@ def CheckMinMaxMem(filled_be: dict) -> None:
         raise errors.OpPrereqError("Minimum memory (%s) must not be greater"
                                    " than maximum memory (%s)" %
                                    (minmem, maxmem), errors.ECODE_INVAL)
+
+
+# NICs ----------------------------------------------------------------------
+
+def UsedMacs(cfg: Any, exclude: str | None = None) -> set[str]:
+    """The MAC addresses of the NICs of every instance but ``exclude``
+    (a UUID)."""
+    return {nic.mac for uuid, inst in cfg.GetAllInstancesInfo().items()
+            if uuid != exclude for nic in inst.nics}
+
+
+def GenerateMAC(prefix: str, used: set[str]) -> str:
+    """A MAC address with the cluster's prefix not in ``used``."""
+    for _ in range(1000):
+        mac = "%s:%02x:%02x:%02x" % (prefix, random.randint(0, 255),
+                                     random.randint(0, 255),
+                                     random.randint(0, 255))
+        if mac not in used:
+            return mac
+    raise errors.OpExecError("Can't generate a unique MAC address with"
+                             " prefix %s" % prefix)
 
 
 # Creation ------------------------------------------------------------------

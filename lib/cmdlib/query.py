@@ -10,7 +10,7 @@ the LUXI ``Query``/``QueryFields`` calls.
 from typing import Any, Callable
 
 from ganeti import config, constants, errors, query
-from ganeti.cmdlib import instance_query, operating_system
+from ganeti.cmdlib import backup, instance_query, operating_system
 from ganeti.cmdlib.base import (ExpandNodeUuidAndName, NoHooksLU,
                                  SelectQueryItems)
 from ganeti.rpc import node as rpc_node
@@ -159,6 +159,7 @@ _QUERIES: dict[str, Callable[[NoHooksLU], Any]] = {
     constants.QR_FILTER: _FilterQuery,
     constants.QR_OS: operating_system.OsQuery,
     constants.QR_INSTANCE: instance_query.InstanceQuery,
+    constants.QR_EXPORT: backup.ExportQuery,
 }
 
 

@@ -37,7 +37,7 @@ import time
 from typing import Callable
 
 from cryptography import x509
-from OpenSSL import SSL
+from OpenSSL import SSL, crypto
 
 from ganeti import constants
 from ganeti import http as ghttp
@@ -157,6 +157,8 @@ class HttpServer:
 
     ``ssl_cert_file`` holds the certificate (and the key unless
     ``ssl_key_file`` is given); without it the server speaks plain HTTP.
+    ``ssl_chain_file`` holds intermediate CA certificates sent along with
+    it, so that clients trusting only the root CA accept the certificate.
     With ``require_client_cert`` a client must present a certificate, and
     ``verify_fn(cert, openssl_ok)`` decides whether to accept it (cert is the
     client's own certificate, openssl_ok OpenSSL's verdict against
@@ -168,6 +170,7 @@ class HttpServer:
     def __init__(self, bind_address: str, port: int, handler: Handler,
                  ssl_cert_file: str | None = None,
                  ssl_key_file: str | None = None,
+                 ssl_chain_file: str | None = None,
                  require_client_cert: bool = False,
                  verify_fn: VerifyFn | None = None,
                  ca_file: str | None = None,
@@ -195,6 +198,8 @@ class HttpServer:
             self._ssl_ctx = self._MakeSslContext(
                 ssl_cert_file, ssl_key_file or ssl_cert_file,
                 require_client_cert, verify_fn, ca_file)
+            if ssl_chain_file is not None:
+                self._AddChain(self._ssl_ctx, ssl_chain_file)
 
         self._children: set[int] = set()
         self._active_lock = threading.Lock()
@@ -242,6 +247,17 @@ class HttpServer:
                 mode |= SSL.VERIFY_FAIL_IF_NO_PEER_CERT
             ctx.set_verify(mode, self._VerifyCallback if verify_fn else None)
         return ctx
+
+    @staticmethod
+    def _AddChain(ctx: SSL.Context, chain_file: str) -> None:
+        """Send the certificates of ``chain_file`` after the server's own.
+
+        Raises ValueError if the file holds no certificate.
+        """
+        with open(chain_file, "rb") as fobj:
+            chain = x509.load_pem_x509_certificates(fobj.read())
+        for cert in chain:
+            ctx.add_extra_chain_cert(crypto.X509.from_cryptography(cert))
 
     def _VerifyCallback(self, _conn, cert, _errnum: int, depth: int,
                         preverify_ok: int) -> bool:

@@ -269,8 +269,11 @@ class BaseHypervisor(abc.ABC):
         return ""
 
     def AcceptInstance(self, instance: objects.Instance, info: str,
-                       target: str) -> None:
-        """Prepare the target node to receive a migrating instance."""
+                       target: str,
+                       block_devices: list[tuple[objects.Disk, str]]
+                       ) -> None:
+        """Prepare the target node to receive a migrating instance, on
+        ``block_devices`` as StartInstance gets them."""
         raise self._Unsupported("Migration")
 
     def MigrateInstance(self, cluster_name: str,

@@ -4,6 +4,22 @@ A running instance is the file ``pathutils.FAKE_HV_DIR/<name>`` holding
 "<id>\\n<memory MiB>\\n<vcpus>\\n". That is enough to exercise every
 instance operation of the cluster (start, stop, reboot, ballooning,
 migration, memory accounting) on machines without virtualization.
+
+Migration hands the state file over through the master, as a real
+hypervisor hands over memory: MigrationInfo on the source returns the
+file's content, AcceptInstance on the target keeps it as the hidden
+``.incoming-<name>`` (not a running instance yet), and the finalize steps
+make the instance run on exactly one node: on the target with success
+(the source's file goes), on the source otherwise (the incoming file
+goes).
+
+Test aid: an empty file ``.fail-<step>`` in a node's FAKE_HV_DIR makes
+that migration step fail on that node, for every instance, until it is
+removed. The steps are "info" (MigrationInfo), "accept"
+(AcceptInstance), "migrate" (MigrateInstance), "status"
+(GetMigrationStatus reports a failed migration) and "finalize-dst" /
+"finalize-src" (FinalizeMigrationDst/Source, only when completing a
+successful migration; undoing one always works).
 """
 
 import logging
@@ -12,6 +28,10 @@ import os
 from ganeti import constants, errors, objects, pathutils
 from ganeti.hypervisor import hv_base
 from ganeti.utils import io
+
+# Hidden files of the state directory (never listed as instances)
+_FAIL_MARKER = ".fail-%s"
+_INCOMING_PREFIX = ".incoming-"
 
 
 class FakeHypervisor(hv_base.BaseHypervisor):
@@ -118,29 +138,78 @@ class FakeHypervisor(hv_base.BaseHypervisor):
             return "The required directory '%s' does not exist" % self._root
         return None
 
+    # Migration ---------------------------------------------------------
+
+    def _CheckFailMarker(self, step: str, instance_name: str) -> None:
+        """Fail ``step`` if the test marker for it exists (module doc)."""
+        if os.path.exists(os.path.join(self._root, _FAIL_MARKER % step)):
+            raise errors.HypervisorError(
+                "Simulated failure of migration step '%s' for instance %s"
+                % (step, instance_name))
+
+    def _IncomingFile(self, instance_name: str) -> str:
+        self._InstanceFile(instance_name)
+        return os.path.join(self._root, _INCOMING_PREFIX + instance_name)
+
+    @staticmethod
+    def _CheckState(instance_name: str, info: str) -> None:
+        """Refuse migration data that is not a state file's content."""
+        lines = info.splitlines() if isinstance(info, str) else []
+        if len(lines) != 3 or not all(line.isdigit() for line in lines):
+            raise errors.HypervisorError(
+                "Invalid migration data for instance %s: %r" %
+                (instance_name, info))
+
+    def MigrationInfo(self, instance: objects.Instance) -> str:
+        """The state file's content: what the target will run."""
+        self._CheckFailMarker("info", instance.name)
+        try:
+            return io.ReadFile(self._InstanceFile(instance.name))
+        except FileNotFoundError:
+            raise errors.HypervisorError(
+                "Instance %s is not running" % instance.name) from None
+
     def AcceptInstance(self, instance: objects.Instance, info: str,
-                       target: str) -> None:
+                       target: str,
+                       block_devices: list[tuple[objects.Disk, str]]
+                       ) -> None:
+        """Keep the incoming state, hidden until the migration succeeds."""
         if self._IsAlive(instance.name):
             raise errors.HypervisorError(
                 "Can't accept instance %s, already running" % instance.name)
+        self._CheckFailMarker("accept", instance.name)
+        self._CheckState(instance.name, info)
+        io.WriteFile(self._IncomingFile(instance.name), data=info)
 
     def MigrateInstance(self, cluster_name: str,
                         instance: objects.Instance, target: str,
                         live: bool) -> None:
+        self._CheckFailMarker("migrate", instance.name)
         logging.info("Fake hypervisor migrating %s to %s (live=%s)",
                      instance.name, target, live)
 
     def FinalizeMigrationDst(self, instance: objects.Instance, info: str,
                              success: bool) -> None:
-        if success:
-            self._MarkUp(instance, instance.beparams[objects.BE_MAXMEM])
-        else:
-            self._MarkDown(instance.name)
+        """Run the accepted state here, or forget it."""
+        incoming = self._IncomingFile(instance.name)
+        if not success:
+            io.RemoveFile(incoming)
+            return
+        self._CheckFailMarker("finalize-dst", instance.name)
+        self._CheckState(instance.name, info)
+        io.WriteFile(self._InstanceFile(instance.name), data=info)
+        io.RemoveFile(incoming)
 
     def FinalizeMigrationSource(self, instance: objects.Instance,
                                 success: bool, live: bool) -> None:
+        """Drop the migrated instance; after a failure it keeps running."""
         if success:
+            self._CheckFailMarker("finalize-src", instance.name)
             self._MarkDown(instance.name)
 
     def GetMigrationStatus(self, instance: objects.Instance) -> dict:
+        try:
+            self._CheckFailMarker("status", instance.name)
+        except errors.HypervisorError:
+            return {"status": constants.HV_MIGRATION_FAILED}
         return {"status": constants.HV_MIGRATION_COMPLETED}

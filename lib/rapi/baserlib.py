@@ -53,7 +53,22 @@ QUERY_ARGS = {
     "fields": ("string", "Comma-separated list of field names"),
     "auto-promote": ("boolean", "Promote other nodes to master candidate"
                      " if the change leaves too few"),
+    "no_remember": ("boolean", "Leave the instance's configured state"
+                    " (admin state) unchanged"),
+    "ignore_secondaries": ("boolean", "Go on even if the secondary nodes'"
+                           " disks fail"),
+    "type": ("string", "Reboot type: soft, hard or full"),
+    "static": ("boolean", "Only the configuration, no data from the nodes"),
+    "ignore_size": ("boolean", "Ignore the recorded sizes of the disks"),
+    "mode": ("string", "Mode of the operation (export: local or remote;"
+             " legacy node migration: live or non-live)"),
+    "live": ("boolean", "Legacy node migration: live (1) or non-live (0)"),
+    "os": ("string", "Legacy reinstallation: the new operating system"),
+    "nostartup": ("boolean", "Legacy reinstallation: don't start the"
+                  " instance afterwards"),
 }
+# Values of string arguments that are not given
+QUERY_ARG_DEFAULTS = {"type": constants.INSTANCE_REBOOT_HARD}
 
 
 class HttpBadGateway(ghttp.HttpException):
@@ -241,7 +256,8 @@ class ResourceBase:
             return bool(self._checkIntVariable(name))
         if kind == "array":
             return list(self.queryargs.get(name, []))
-        return self._checkStringVariable(name)
+        return self._checkStringVariable(name,
+                                         QUERY_ARG_DEFAULTS.get(name))
 
     # Queries through LUXI ---------------------------------------------------
 
@@ -385,7 +401,10 @@ class OpcodeResource(ResourceBase):
         body = self._CheckRequestVersion(method, body)
         static = dict(zip(self.URI_PARAMS, self.items))
         for arg, param in getattr(self, "%s_QUERY" % method, {}).items():
-            static[param] = self.GetQueryArg(arg)
+            value = self.GetQueryArg(arg)
+            # A string argument not given leaves the opcode's default
+            if value is not None:
+                static[param] = value
         static.update(getattr(self, "%s_STATIC" % method, {}))
         return body, static
 

@@ -29,6 +29,7 @@ import pycurl
 from ganeti import constants
 from ganeti import errors
 from ganeti import netutils
+from ganeti import rapi
 from ganeti import serializer
 
 GANETI_RAPI_PORT = constants.DEFAULT_RAPI_PORT
@@ -71,10 +72,10 @@ JOB_STATUS_ALL = constants.JOB_STATUS_ALL
 JOB_STATUS_WAITLOCK = JOB_STATUS_WAITING
 
 # Optional server features (GET /2/features)
-INST_CREATE_REQV1 = "instance-create-reqv1"
-INST_REINSTALL_REQV1 = "instance-reinstall-reqv1"
-NODE_MIGRATE_REQV1 = "node-migrate-reqv1"
-NODE_EVAC_RES1 = "node-evac-res1"
+INST_CREATE_REQV1 = rapi.INST_CREATE_REQV1
+INST_REINSTALL_REQV1 = rapi.INST_REINSTALL_REQV1
+NODE_MIGRATE_REQV1 = rapi.NODE_MIGRATE_REQV1
+NODE_EVAC_RES1 = rapi.NODE_EVAC_RES1
 
 # Error codes a failed job reports (second element of its error tuple)
 ECODE_RESOLVER = errors.ECODE_RESOLVER
@@ -680,6 +681,29 @@ class GanetiRapiClient:  # pylint: disable=too-many-public-methods
             _Body(iallocator=iallocator,
                   ignore_consistency=ignore_consistency,
                   target_node=target_node))
+
+    def MoveInstance(self, instance: str, target_node: str,
+                     reason: str | None = None, **kwargs: Any) -> Any:
+        """Move to ``target_node`` by copying the disks; further
+        OpInstanceMove parameters (``shutdown_timeout``, ``compress``, ...)
+        go in ``kwargs``. Returns the job id."""
+        return self._SendRequest(
+            HTTP_PUT, _Resource("instances", instance, "move"),
+            _Query(reason=reason),
+            _Body({"target_node": target_node}, **kwargs))
+
+    def ChangeInstanceGroup(self, instance: str,
+                            target_groups: list[str] | None = None,
+                            iallocator: str | None = None,
+                            early_release: bool | None = None,
+                            reason: str | None = None) -> Any:
+        """Move to a node of another group (default: any other group);
+        returns the job id, whose result lists the jobs doing the move."""
+        return self._SendRequest(
+            HTTP_PUT, _Resource("instances", instance, "change-group"),
+            _Query(reason=reason),
+            _Body(target_groups=target_groups, iallocator=iallocator,
+                  early_release=early_release))
 
     def RenameInstance(self, instance: str, new_name: str,
                        ip_check: bool | None = None,

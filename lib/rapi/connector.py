@@ -20,8 +20,10 @@ _NAME_PATTERN = r"[\w\._-]+"
 PARAM_PATTERNS = {
     "node_name": _NAME_PATTERN,
     "group_name": _NAME_PATTERN,
+    "instance_name": _NAME_PATTERN,
     "filter_uuid": _NAME_PATTERN,
     "job_id": constants.JOB_ID_TEMPLATE,
+    "disk_index": r"\d+",
     "resource": "|".join(re.escape(name)
                          for name in sorted(constants.QR_VIA_RAPI)),
 }
@@ -38,6 +40,7 @@ RESOURCES = {
     "/2/redistribute-config": rlib2.R_2_redist_config,
     "/2/modify": rlib2.R_2_cluster_modify,
     "/2/tags": rlib2.R_2_tags,
+    "/2/os": rlib2.R_2_os,
 
     "/2/jobs": rlib2.R_2_jobs,
     "/2/jobs/{job_id}": rlib2.R_2_jobs_id,
@@ -50,6 +53,7 @@ RESOURCES = {
     "/2/nodes/{node_name}": rlib2.R_2_nodes_name,
     "/2/nodes/{node_name}/role": rlib2.R_2_nodes_name_role,
     "/2/nodes/{node_name}/modify": rlib2.R_2_nodes_name_modify,
+    "/2/nodes/{node_name}/migrate": rlib2.R_2_nodes_name_migrate,
     "/2/nodes/{node_name}/tags": rlib2.R_2_nodes_name_tags,
 
     "/2/groups": rlib2.R_2_groups,
@@ -59,6 +63,39 @@ RESOURCES = {
     "/2/groups/{group_name}/assign-nodes":
         rlib2.R_2_groups_name_assign_nodes,
     "/2/groups/{group_name}/tags": rlib2.R_2_groups_name_tags,
+
+    "/2/instances": rlib2.R_2_instances,
+    "/2/instances/{instance_name}": rlib2.R_2_instances_name,
+    "/2/instances/{instance_name}/startup":
+        rlib2.R_2_instances_name_startup,
+    "/2/instances/{instance_name}/shutdown":
+        rlib2.R_2_instances_name_shutdown,
+    "/2/instances/{instance_name}/reboot": rlib2.R_2_instances_name_reboot,
+    "/2/instances/{instance_name}/info": rlib2.R_2_instances_name_info,
+    "/2/instances/{instance_name}/reinstall":
+        rlib2.R_2_instances_name_reinstall,
+    "/2/instances/{instance_name}/rename": rlib2.R_2_instances_name_rename,
+    "/2/instances/{instance_name}/modify": rlib2.R_2_instances_name_modify,
+    "/2/instances/{instance_name}/console":
+        rlib2.R_2_instances_name_console,
+    "/2/instances/{instance_name}/activate-disks":
+        rlib2.R_2_instances_name_activate_disks,
+    "/2/instances/{instance_name}/deactivate-disks":
+        rlib2.R_2_instances_name_deactivate_disks,
+    "/2/instances/{instance_name}/recreate-disks":
+        rlib2.R_2_instances_name_recreate_disks,
+    "/2/instances/{instance_name}/disk/{disk_index}/grow":
+        rlib2.R_2_instances_name_disk_grow,
+    "/2/instances/{instance_name}/prepare-export":
+        rlib2.R_2_instances_name_prepare_export,
+    "/2/instances/{instance_name}/export": rlib2.R_2_instances_name_export,
+    "/2/instances/{instance_name}/migrate": rlib2.R_2_instances_name_migrate,
+    "/2/instances/{instance_name}/failover":
+        rlib2.R_2_instances_name_failover,
+    "/2/instances/{instance_name}/move": rlib2.R_2_instances_name_move,
+    "/2/instances/{instance_name}/change-group":
+        rlib2.R_2_instances_name_change_group,
+    "/2/instances/{instance_name}/tags": rlib2.R_2_instances_name_tags,
 
     "/2/filters": rlib2.R_2_filters,
     "/2/filters/{filter_uuid}": rlib2.R_2_filters_uuid,

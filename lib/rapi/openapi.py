@@ -44,7 +44,8 @@ _ERROR_SCHEMA = {
     },
 }
 _ERROR_REF = {"$ref": "#/components/schemas/Error"}
-_JOB_ID = {"type": "integer", "description": "ID of the submitted job"}
+# Answer of every method that submits a job
+JOB_ID = {"type": "integer", "description": "ID of the submitted job"}
 
 _DESCRIPTION = (
     "The Ganeti remote API, version %d: JSON over HTTPS. Reading is open"
@@ -67,6 +68,9 @@ def _FieldTable(what: str) -> dict:
     if what == constants.QR_FILTER:
         from ganeti.jqueue import filters
         return filters.FILTER_FIELDS
+    if what == constants.QR_INSTANCE:
+        from ganeti.cmdlib import instance_query
+        return instance_query.INSTANCE_FIELDS
     from ganeti import query
     return {constants.QR_NODE: query.NODE_FIELDS,
             constants.QR_GROUP: query.GROUP_FIELDS}.get(what, {})
@@ -181,6 +185,8 @@ def _QueryParameter(name: str) -> dict:
         schema = {"type": "array", "items": {"type": "string"}}
     else:
         schema = {"type": kind}
+    if name in baserlib.QUERY_ARG_DEFAULTS:
+        schema["default"] = baserlib.QUERY_ARG_DEFAULTS[name]
     param = {"name": name, "in": "query", "required": False,
              "description": doc, "schema": schema}
     if kind == "array":
@@ -219,7 +225,7 @@ def _Operation(resource: type, method: str) -> dict:
                        % (opcode.OP_ID, details)).strip()
         args.extend(getattr(resource, "%s_QUERY" % method, {}))
         args.append("reason")
-        result = _JOB_ID
+        result = JOB_ID
     else:
         summary, description = _DocLines(handler)
         result = _Schema(getattr(resource, "%s_RESULT" % method, None))

@@ -14,7 +14,8 @@ import threading
 from typing import Any
 
 from ganeti import (bootstrap, config, constants, daemon, errors, locking, luxi, mcpu,
-                    netutils, objects, opcodes, pathutils, query, utils)
+                    netutils, objects, opcodes, pathutils, qlang, query,
+                    utils)
 from ganeti import jqueue
 from ganeti.cmdlib import cluster as cmdlib_cluster
 from ganeti.jqueue import filters as jqueue_filters
@@ -109,6 +110,7 @@ class LuxiHandler:
             luxi.REQ_QUERY_TAGS: self._QueryTags,
             luxi.REQ_QUERY: self._Query,
             luxi.REQ_QUERY_FIELDS: self._QueryFields,
+            luxi.REQ_QUERY_EXPORTS: self._QueryExports,
             luxi.REQ_PICKUP_JOB: self._PickupJob,
             # Filter changes bypass the queue, so they work when it is
             # blocked (design-optables)
@@ -184,6 +186,17 @@ class LuxiHandler:
                 raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
         return mcpu.ExecuteWithoutQueue(self.context, opcodes.OpQuery(
             what=what, fields=fields, qfilter=qfilter))
+
+    def _QueryExports(self, nodes: list | None,
+                      use_locking: bool = False) -> list:
+        """Rows of ``[node, export]`` (null export: the node did not
+        answer), as Ganeti 3's luxid answers this classic query."""
+        if use_locking:
+            raise errors.OpPrereqError("Sync queries are not allowed",
+                                       errors.ECODE_INVAL)
+        result = self._Query(constants.QR_EXPORT, ["node", "export"],
+                             qlang.MakeSimpleFilter("node", nodes))
+        return [[value for _, value in row] for row in result["data"]]
 
     def _QueryFields(self, what: str, fields: list | None) -> dict:
         if what == constants.QR_LOCK:

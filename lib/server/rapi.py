@@ -21,6 +21,8 @@ import signal
 import threading
 from typing import Any
 
+from cryptography import x509 as crypto_x509
+
 from ganeti import (constants, daemon, errors, luxi, pathutils, serializer,
                     ssconf, utils)
 from ganeti import http as ghttp
@@ -238,6 +240,22 @@ def CheckRapi(options: optparse.Values, args: list[str]) -> None:
                                           " %s: %s" % (path, err)) from err
             if path == options.ssl_cert:
                 x509.GetCertificateDigest(data)
+        if options.ssl_chain:
+            _CheckChainFile(options.ssl_chain)
+
+
+def _CheckChainFile(path: str) -> None:
+    """Refuse to start with a chain file that holds no certificate."""
+    try:
+        data = utils.ReadFile(path, binary=True)
+    except OSError as err:
+        raise errors.GenericError("Can't read SSL certificate chain %s: %s"
+                                  % (path, err)) from err
+    try:
+        crypto_x509.load_pem_x509_certificates(data)
+    except ValueError as err:
+        raise errors.GenericError("Invalid SSL certificate chain %s: %s" %
+                                  (path, err)) from err
 
 
 def PrepRapi(options: optparse.Values,
@@ -250,6 +268,7 @@ def PrepRapi(options: optparse.Values,
         options.bind_address, options.port, handler,
         ssl_cert_file=options.ssl_cert if options.ssl else None,
         ssl_key_file=options.ssl_key if options.ssl else None,
+        ssl_chain_file=options.ssl_chain if options.ssl else None,
         mode=server.MODE_THREAD, max_clients=options.max_clients,
         idle_timeout=KEEPALIVE_IDLE_TIMEOUT,
         error_formatter=FormatErrorMessage, access_logger=_AccessLogger())
@@ -276,7 +295,8 @@ def main() -> None:
     parser = optparse.OptionParser(
         description="Ganeti remote API daemon",
         usage="%prog [-f] [-d] [-b ADDRESS] [-p PORT]"
-        " [--require-authentication] [--max-clients N]",
+        " [--require-authentication] [--max-clients N]"
+        " [--ssl-chain FILE]",
         version="%%prog (ganeti) %s" % constants.RELEASE_VERSION)
     parser.add_option("--require-authentication", dest="reqauth",
                       action="store_true", default=False,
@@ -295,5 +315,9 @@ def main() -> None:
                       default=pathutils.RAPI_CERT_FILE, metavar="FILE",
                       help="SSL certificate, possibly followed by its chain"
                       " (default: %default)")
+    parser.add_option("--ssl-chain", dest="ssl_chain", default=None,
+                      metavar="FILE",
+                      help="Intermediate CA certificates (PEM) to send along"
+                      " with the SSL certificate")
     daemon.GenericMain(constants.RAPI, parser, CheckRapi, PrepRapi, ExecRapi,
                        default_port=constants.DEFAULT_RAPI_PORT)

@@ -1,0 +1,875 @@
+"""LUs giving an instance another primary node: failover, migration,
+change-group, and the migration of all primary instances of a node.
+
+Only the externally mirrored templates (DTS_EXT_MIRROR: diskless,
+sharedfile, blockdev, ext) can change their primary node this way: their
+disks are reachable from every node, so the target is any node the admin
+names. The steps run through the generic node RPCs, whatever the
+hypervisor:
+
+* failover: instance_shutdown on the source, the disks shut down there,
+  the configuration changed, then (if the instance is marked up) disks
+  assembled and the instance started on the target;
+* migration: migration_info on the source, disks assembled on the target,
+  accept_instance on the target, instance_migrate on the source, polling
+  instance_get_migration_status, then finalize_migration_src, the
+  configuration change and finalize_migration_dst. A failure before the
+  memory transfer completed is undone on both nodes (finalize with
+  success=False, disks shut down on the target), so that the instance
+  runs on its source node only;
+* migration cleanup (``--cleanup``, after a failed migration): asks both
+  nodes where the instance runs and makes the configuration say so.
+"""
+
+import logging
+import time
+from typing import Any, Callable
+
+from ganeti import constants, errors, locking, objects, opcodes
+from ganeti.cmdlib.base import (
+    ExpandNodeUuidAndName, LogicalUnit, ResultWithJobs)
+from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
+from ganeti.cmdlib.instance_policy import (
+    CalculateGroupIPolicy, CheckTargetNodeIPolicy,
+    ComputeIPolicyInstanceViolation)
+from ganeti.cmdlib.instance_utils import (
+    AssembleInstanceDisks, CheckNodeFreeMemory, CheckNodeNotDrained,
+    CheckNodeOnline, CheckNodeVmCapable, InstanceLU, InstanceRuntimeInfo,
+    SetDisksActive, SetInstancePrimaryNode, ShutdownInstanceDisks,
+    StartInstance)
+
+# Seconds between two polls of the migration status, and between two
+# progress reports
+_MIGRATION_POLL_INTERVAL = 1.0
+_MIGRATION_FEEDBACK_INTERVAL = 10.0
+# Statuses of a migration still under way
+_MIGRATION_ACTIVE = frozenset([constants.HV_MIGRATION_ACTIVE,
+                               constants.HV_MIGRATION_POSTCOPY_ACTIVE])
+
+
+def _RefuseIAllocator(iallocator: str | None) -> None:
+    """No instance allocator exists in this version."""
+    if iallocator:
+        raise errors.OpPrereqError(
+            "Instance allocators are not supported (iallocator '%s' was"
+            " given); please specify the target node" % iallocator,
+            errors.ECODE_INVAL)
+
+
+def CheckIAllocatorOrNode(lu: LogicalUnit, iallocator: str | None,
+                          target_node: str | None) -> None:
+    """Refuse a placement that needs an instance allocator.
+
+    None exists in this version: the target node must be given. The
+    messages follow Ganeti's, which would run the allocator instead.
+    """
+    _RefuseIAllocator(iallocator)
+    if target_node:
+        return
+    default = lu.cfg.GetClusterInfo().default_iallocator
+    if default:
+        raise errors.OpPrereqError(
+            "No target node given, and the cluster's default iallocator"
+            " '%s' can't be used: instance allocators are not supported;"
+            " please specify the target node" % default, errors.ECODE_INVAL)
+    raise errors.OpPrereqError(
+        "No iallocator or node given and no cluster-wide default iallocator"
+        " found; please specify either an iallocator or a node, or set a"
+        " cluster-wide default iallocator", errors.ECODE_INVAL)
+
+
+def _CheckMigrationMode(op: Any) -> None:
+    """Ganeti's rule for the legacy ``live`` next to ``mode``."""
+    if op.live is not None and op.mode is not None:
+        raise errors.OpPrereqError("Only one of the 'live' and 'mode'"
+                                   " parameters are accepted",
+                                   errors.ECODE_INVAL)
+
+
+def _NodeAddress(node: objects.Node) -> str:
+    """Where the nodes send an instance's memory (the replication net)."""
+    return node.secondary_ip or node.primary_ip
+
+
+class TLMigrateInstance:
+    """Failover, migration and migration cleanup of one instance.
+
+    Ganeti's tasklet of the same name; run by the failover and migrate
+    LUs, which hold the instance and both nodes locked. ``failover`` and
+    ``live`` are only final after CheckPrereq (a migration may fall back
+    to a failover).
+    """
+
+    def __init__(self, lu: InstanceLU, cleanup: bool, failover: bool,
+                 fallback: bool, ignore_consistency: bool,
+                 allow_runtime_changes: bool, shutdown_timeout: int,
+                 ignore_ipolicy: bool, ignore_hvversions: bool):
+        self.lu = lu
+        self.cfg = lu.cfg
+        self.rpc = lu.rpc
+        self.cleanup = cleanup
+        self.failover = failover
+        self.fallback = fallback
+        self.ignore_consistency = ignore_consistency
+        self.allow_runtime_changes = allow_runtime_changes
+        self.shutdown_timeout = shutdown_timeout
+        self.ignore_ipolicy = ignore_ipolicy
+        self.ignore_hvversions = ignore_hvversions
+        self.live = False
+        self.instance: objects.Instance | None = None
+        self.source_node_uuid: str | None = None
+        self.target_node_uuid: str | None = None
+        self.current_mem = 0
+        self.tgt_free_mem = 0
+        self.migration_info: Any = None
+        self.feedback_fn: Callable[[str], None] = lambda msg: None
+
+    # Checks ----------------------------------------------------------------
+
+    def _What(self) -> str:
+        return "failovers" if self.failover else "migrations"
+
+    def CheckPrereq(self) -> None:
+        lu = self.lu
+        op = lu.op
+        instance = self.instance = lu.instance
+        cluster = self.cfg.GetClusterInfo()
+        self.source_node_uuid = instance.primary_node
+        if (not self.cleanup and not self.failover and self.fallback and
+                instance.admin_state != objects.ADMINST_UP):
+            lu.LogInfo("Instance is marked down or offline, fallback"
+                       " allowed, switching to failover")
+            self.failover = True
+        template = self.cfg.GetInstanceDiskTemplate(instance.uuid)
+        if template not in constants.DTS_MIRRORED:
+            raise errors.OpPrereqError(
+                "Instance's disk layout '%s' does not allow %s" %
+                (template, self._What()), errors.ECODE_STATE)
+        if template not in constants.DTS_EXT_MIRROR:
+            raise errors.OpPrereqError(
+                "Instance's disk layout '%s' is not supported by this"
+                " version, which has no internally mirrored disks" %
+                template, errors.ECODE_STATE)
+        CheckIAllocatorOrNode(lu, op.iallocator, op.target_node)
+        target = self.target_node_uuid = op.target_node_uuid
+        if target == instance.primary_node:
+            raise errors.OpPrereqError(
+                "Cannot migrate instance %s to its primary (%s)" %
+                (instance.name, self.cfg.GetNodeNames([target])[0]),
+                errors.ECODE_STATE)
+        self._CheckTarget(cluster)
+        if not (self.failover or self.cleanup):
+            self._CheckRunning()
+        if self.cleanup:
+            CheckNodeOnline(lu, self.source_node_uuid)
+        elif not self.failover or \
+                instance.admin_state == objects.ADMINST_UP:
+            filled_be = cluster.FillBE(instance)
+            if self.failover:
+                reason = "failing over instance %s" % instance.name
+                needed = filled_be[objects.BE_MAXMEM]
+            else:
+                reason = "migrating instance %s" % instance.name
+                needed = filled_be[objects.BE_MINMEM]
+            self.tgt_free_mem = CheckNodeFreeMemory(
+                lu, target, reason, needed, instance.hypervisor)
+        else:
+            lu.LogInfo("Not checking memory on the target node as the"
+                       " instance will not be started")
+        self.live = False
+        if not self.failover:
+            mode = op.mode
+            if op.live is not None:
+                mode = (constants.HT_MIGRATION_LIVE if op.live
+                        else constants.HT_MIGRATION_NONLIVE)
+            if mode is None:
+                mode = cluster.FillHV(instance).get(
+                    objects.HV_MIGRATION_MODE, constants.HT_MIGRATION_LIVE)
+            self.live = mode == constants.HT_MIGRATION_LIVE
+
+    def _CheckTarget(self, cluster: objects.Cluster) -> None:
+        """The target node must be usable and fit the instance."""
+        lu = self.lu
+        instance = self.instance
+        target = self.target_node_uuid
+        node = self.cfg.GetNodeInfo(target)
+        CheckNodeOnline(lu, target)
+        if not self.cleanup:
+            CheckNodeNotDrained(lu, target)
+        CheckNodeVmCapable(lu, target)
+        CheckTargetNodeIPolicy(
+            lu, CalculateGroupIPolicy(cluster,
+                                      self.cfg.GetNodeGroup(node.group)),
+            instance, node, self.cfg, ignore=self.ignore_ipolicy)
+        CheckHvParamsOnNodes(lu, [target], instance.hypervisor,
+                             cluster.FillHV(instance))
+        if (not self.cleanup and not self.failover and
+                cluster.FillBE(instance)[objects.BE_ALWAYS_FAILOVER]):
+            lu.LogInfo("Instance configured to always failover; fallback"
+                       " to failover")
+            self.failover = True
+
+    def _CheckRunning(self) -> None:
+        """A migration needs the instance running on its source node."""
+        lu = self.lu
+        instance = self.instance
+        CheckNodeOnline(lu, self.source_node_uuid)
+        info = InstanceRuntimeInfo(lu, instance)
+        if info:
+            self.current_mem = int(info["memory"])
+            return
+        if self.fallback:
+            lu.LogInfo("Can't migrate, instance offline, fallback to"
+                       " failover")
+            self.failover = True
+            return
+        raise errors.OpPrereqError(
+            "Can't migrate, please use failover: instance %s is not"
+            " running on node %s" %
+            (instance.name, self._NodeName(self.source_node_uuid)),
+            errors.ECODE_STATE)
+
+    # Execution -------------------------------------------------------------
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        self.feedback_fn = feedback_fn
+        if self.failover:
+            feedback_fn("Failover instance %s" % self.instance.name)
+            self._ExecFailover()
+        elif self.cleanup:
+            feedback_fn("Migrating instance %s" % self.instance.name)
+            self._ExecCleanup()
+        else:
+            feedback_fn("Migrating instance %s" % self.instance.name)
+            self._ExecMigration()
+
+    def _NodeName(self, node_uuid: str) -> str:
+        return self.cfg.GetNodeNames([node_uuid])[0]
+
+    def _RpcInstance(self) -> dict:
+        return self.cfg.GetClusterInfo().InstanceRpcDict(self.instance)
+
+    def _Disks(self) -> list[objects.Disk]:
+        return self.cfg.GetInstanceDisks(self.instance.uuid)
+
+    def _SwitchPrimary(self) -> None:
+        self.instance = SetInstancePrimaryNode(self.lu, self.instance.uuid,
+                                               self.target_node_uuid)
+
+    def _ExecFailover(self) -> None:
+        """Stop on the source, switch the primary, start on the target."""
+        lu = self.lu
+        instance = self.instance
+        source = self.source_node_uuid
+        source_node = self.cfg.GetNodeInfo(source)
+        target_name = self._NodeName(self.target_node_uuid)
+        self.feedback_fn("* shutting down instance on source node")
+        logging.info("Shutting down instance %s on node %s", instance.name,
+                     source_node.name)
+        if source_node.offline:
+            msg = "node is marked offline"
+        else:
+            msg = self.rpc.call_instance_shutdown(
+                source, self._RpcInstance(), self.shutdown_timeout).fail_msg
+        if msg:
+            if not (self.ignore_consistency or source_node.offline):
+                raise errors.OpExecError(
+                    "Could not shutdown instance %s on node %s: %s" %
+                    (instance.name, source_node.name, msg))
+            lu.LogWarning("Could not shutdown instance %s on node %s,"
+                          " proceeding anyway; please make sure node %s is"
+                          " down; error details: %s", instance.name,
+                          source_node.name, source_node.name, msg)
+        disks = self._Disks()
+        if disks and not source_node.offline:
+            self.feedback_fn("* deactivating the instance's disks on source"
+                             " node")
+            ShutdownInstanceDisks(lu, instance, disks, node_uuid=source)
+        self._SwitchPrimary()
+        if self.instance.admin_state == objects.ADMINST_UP:
+            self.feedback_fn("* activating the instance's disks on target"
+                             " node %s" % target_name)
+            self.feedback_fn("* starting the instance on the target node %s"
+                             % target_name)
+            logging.info("Starting instance %s on node %s", instance.name,
+                         target_name)
+            StartInstance(lu, self.instance)
+        elif self.instance.disks_active:
+            self.instance = SetDisksActive(lu, self.instance.uuid, False)
+
+    def _CheckHvVersions(self) -> None:
+        """Refuse hypervisor versions the hypervisor can't migrate between.
+        """
+        hv_name = self.instance.hypervisor
+        nodes = [self.source_node_uuid, self.target_node_uuid]
+        results = self.rpc.call_node_info(nodes, [], [hv_name])
+        versions = []
+        for node in nodes:
+            results[node].Raise("Unable to retrieve node information from"
+                                " node '%s'" % self._NodeName(node))
+            info = (results[node].payload or {}).get("hv", {}).get(hv_name)
+            versions.append((info or {}).get("hv_version"))
+        src_version, dst_version = versions
+        if src_version is None or dst_version is None or \
+                src_version == dst_version:
+            return
+        self.feedback_fn("* warning: hypervisor version mismatch between"
+                         " source (%s) and target (%s) node" %
+                         (src_version, dst_version))
+        if HypervisorClass(hv_name).VersionsSafeForMigration(src_version,
+                                                             dst_version):
+            self.feedback_fn("  migrating from hypervisor version %s to %s"
+                             " should be safe" % (src_version, dst_version))
+            return
+        self.feedback_fn("  migrating from hypervisor version %s to %s is"
+                         " likely unsupported" % (src_version, dst_version))
+        if not self.ignore_hvversions:
+            raise errors.OpExecError("Unsupported migration between"
+                                     " hypervisor versions (%s to %s)" %
+                                     (src_version, dst_version))
+        self.feedback_fn("  continuing anyway (told to ignore version"
+                         " mismatch)")
+
+    def _AbortMigration(self) -> None:
+        """Undo a started migration: the instance stays on the source.
+
+        Failures are only logged: every step of the undo is tried.
+        """
+        target = self.target_node_uuid
+        source = self.source_node_uuid
+        inst = self._RpcInstance()
+        msg = self.rpc.call_finalize_migration_dst(
+            target, inst, self.migration_info, False).fail_msg
+        if msg:
+            logging.error("Aborting migration failed on target node %s: %s",
+                          self._NodeName(target), msg)
+        msg = self.rpc.call_finalize_migration_src(source, inst, False,
+                                                   self.live).fail_msg
+        if msg:
+            logging.error("Aborting migration failed on source node %s: %s",
+                          self._NodeName(source), msg)
+        ShutdownInstanceDisks(self.lu, self.instance, self._Disks(),
+                              node_uuid=target)
+
+    def _Failed(self, what: str, msg: str) -> errors.OpExecError:
+        """Abort the migration; the error to raise."""
+        logging.error("Instance migration failed, trying to revert: %s",
+                      msg)
+        self.feedback_fn("Migration failed, aborting")
+        self._AbortMigration()
+        return errors.OpExecError("Could not %s instance %s: %s" %
+                                  (what, self.instance.name, msg))
+
+    def _BalloonIfNeeded(self) -> None:
+        if self.current_mem <= self.tgt_free_mem:
+            return
+        instance = self.instance
+        if not self.allow_runtime_changes:
+            raise errors.OpExecError(
+                "Memory ballooning not allowed and not enough free memory to"
+                " fit instance %s on target node %s (have %dMB, need %dMB)" %
+                (instance.name, self._NodeName(self.target_node_uuid),
+                 self.tgt_free_mem, self.current_mem))
+        self.feedback_fn("* setting instance memory to %s" %
+                         self.tgt_free_mem)
+        self.rpc.call_instance_balloon_memory(
+            self.source_node_uuid, self._RpcInstance(),
+            self.tgt_free_mem).Raise("Cannot modify instance runtime memory")
+
+    def _WaitForMigration(self) -> None:
+        """Poll the source until the memory transfer is over."""
+        last_feedback = time.monotonic()
+        while True:
+            result = self.rpc.call_instance_get_migration_status(
+                self.source_node_uuid, self._RpcInstance())
+            status = result.payload if isinstance(result.payload, dict) \
+                else {}
+            state = status.get("status")
+            if result.fail_msg or \
+                    state not in constants.HV_MIGRATION_VALID_STATUSES or \
+                    state in constants.HV_MIGRATION_FAILED_STATUSES:
+                raise self._Failed("migrate", result.fail_msg or
+                                   "hypervisor returned failure (status"
+                                   " %s)" % state)
+            if state not in _MIGRATION_ACTIVE:
+                self.feedback_fn("* memory transfer complete")
+                return
+            now = time.monotonic()
+            transferred, total = (status.get("transferred_ram"),
+                                  status.get("total_ram"))
+            if now - last_feedback >= _MIGRATION_FEEDBACK_INTERVAL and \
+                    transferred is not None and total:
+                self.feedback_fn("* memory transfer progress: %.2f %%" %
+                                 (100.0 * transferred / total))
+                last_feedback = now
+            time.sleep(_MIGRATION_POLL_INTERVAL)
+
+    def _ExecMigration(self) -> None:
+        """Hand the running instance over to the target node."""
+        lu = self.lu
+        source = self.source_node_uuid
+        target = self.target_node_uuid
+        target_name = self._NodeName(target)
+        target_ip = _NodeAddress(self.cfg.GetNodeInfo(target))
+        self._CheckHvVersions()
+        self._BalloonIfNeeded()
+        result = self.rpc.call_migration_info(source, self._RpcInstance())
+        if result.fail_msg:
+            msg = ("Failed fetching source migration information from %s:"
+                   " %s" % (self._NodeName(source), result.fail_msg))
+            logging.error(msg)
+            raise errors.OpExecError(msg)
+        self.migration_info = result.payload
+        disks = self._Disks()
+        block_devices = []
+        if disks:
+            self.feedback_fn("* activating the instance's disks on %s" %
+                             target_name)
+            block_devices = AssembleInstanceDisks(lu, self.instance, disks,
+                                                  node_uuid=target)
+        self.feedback_fn("* preparing %s to accept the instance" %
+                         target_name)
+        result = self.rpc.call_accept_instance(
+            target, self._RpcInstance(), self.migration_info, target_ip,
+            block_devices)
+        if result.fail_msg:
+            raise self._Failed("pre-migrate", result.fail_msg)
+        self.feedback_fn("* migrating instance to %s" % target_name)
+        result = self.rpc.call_instance_migrate(
+            source, self.cfg.GetClusterName(), self._RpcInstance(),
+            target_ip, self.live)
+        if result.fail_msg:
+            raise self._Failed("migrate", result.fail_msg)
+        self.feedback_fn("* starting memory transfer")
+        self._WaitForMigration()
+        # The instance is on the target from here on: no more undo
+        msg = self.rpc.call_finalize_migration_src(
+            source, self._RpcInstance(), True, self.live).fail_msg
+        if msg:
+            logging.error("Instance migration succeeded, but finalization"
+                          " failed on the source node: %s", msg)
+            raise errors.OpExecError(
+                "Could not finalize instance migration: %s; run 'gnt-instance"
+                " migrate --cleanup -n %s %s' once the nodes are fixed" %
+                (msg, target_name, self.instance.name))
+        self._SwitchPrimary()
+        msg = self.rpc.call_finalize_migration_dst(
+            target, self._RpcInstance(), self.migration_info, True).fail_msg
+        if msg:
+            logging.error("Instance migration succeeded, but finalization"
+                          " failed on the target node: %s", msg)
+            raise errors.OpExecError("Could not finalize instance migration:"
+                                     " %s" % msg)
+        if disks:
+            self.feedback_fn("* deactivating the instance's disks on %s" %
+                             self._NodeName(source))
+            ShutdownInstanceDisks(lu, self.instance, disks, node_uuid=source)
+        self.feedback_fn("* done")
+
+    def _ExecCleanup(self) -> None:
+        """Make the configuration follow where the instance really runs."""
+        instance = self.instance
+        source = self.source_node_uuid
+        target = self.target_node_uuid
+        self.feedback_fn("* checking where the instance actually runs (if"
+                         " this hangs, the hypervisor might be in a bad"
+                         " state)")
+        cluster = self.cfg.GetClusterInfo()
+        results = self.rpc.call_instance_list(
+            [source, target], [instance.hypervisor], cluster.hvparams)
+        for node in (source, target):
+            results[node].Raise("Can't contact node %s" %
+                                self._NodeName(node))
+        on_source = instance.name in results[source].payload
+        on_target = instance.name in results[target].payload
+        if on_source and on_target:
+            raise errors.OpExecError(
+                "Instance seems to be running on two nodes, or the"
+                " hypervisor is confused; you will have to ensure manually"
+                " that it runs only on one and restart this operation")
+        if not (on_source or on_target):
+            raise errors.OpExecError(
+                "Instance does not seem to be running at all; in this case"
+                " it's safer to repair by running 'gnt-instance stop' to"
+                " ensure disk shutdown, and then restarting it")
+        if on_target:
+            self.feedback_fn("* instance running on secondary node (%s),"
+                             " updating config" % self._NodeName(target))
+            self._SwitchPrimary()
+            demoted = source
+        else:
+            self.feedback_fn("* instance confirmed to be running on its"
+                             " primary node (%s)" % self._NodeName(source))
+            demoted = target
+            # Drop what an interrupted migration left on the target
+            msg = self.rpc.call_finalize_migration_dst(
+                target, self._RpcInstance(), "", False).fail_msg
+            if msg:
+                self.lu.LogWarning("Could not clean up the migration on"
+                                   " node %s: %s", self._NodeName(target),
+                                   msg)
+        disks = self._Disks()
+        if disks:
+            ShutdownInstanceDisks(self.lu, self.instance, disks,
+                                  node_uuid=demoted)
+        self.feedback_fn("* done")
+
+
+class _MigrationLU(InstanceLU):
+    """Locks the instance, its nodes and the target node (both node
+    levels) and runs a TLMigrateInstance built by ``_Migrater``."""
+
+    def ExpandNames(self) -> None:
+        super().ExpandNames()
+        if self.op.target_node is not None:
+            self.op.target_node_uuid, self.op.target_node = \
+                ExpandNodeUuidAndName(self.cfg, self.op.target_node_uuid,
+                                      self.op.target_node)
+        self._migrater = self._Migrater()
+
+    def _Migrater(self) -> TLMigrateInstance:
+        raise NotImplementedError
+
+    def DeclareLocks(self, level: int) -> None:
+        super().DeclareLocks(level)
+        if level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES) and \
+                self.op.target_node_uuid is not None and \
+                self.op.target_node_uuid not in self.needed_locks[level]:
+            self.needed_locks[level] = (list(self.needed_locks[level]) +
+                                        [self.op.target_node_uuid])
+
+    def CheckPrereq(self) -> None:
+        super().CheckPrereq()
+        self._migrater.CheckPrereq()
+
+    def _PlacementHookEnv(self) -> dict[str, Any]:
+        migrater = self._migrater
+        return {
+            "OLD_PRIMARY": self.cfg.GetNodeNames(
+                [migrater.source_node_uuid])[0],
+            "NEW_PRIMARY": self.cfg.GetNodeNames(
+                [migrater.target_node_uuid])[0],
+            # Only internally mirrored disks have secondaries
+            "OLD_SECONDARY": "",
+            "NEW_SECONDARY": "",
+        }
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        self._migrater.Exec(feedback_fn)
+
+
+class LUInstanceFailover(_MigrationLU):
+    """Stop an instance, change its primary node and start it there."""
+
+    HPATH = "instance-failover"
+
+    def CheckArguments(self) -> None:
+        if self.op.cleanup:
+            raise errors.OpPrereqError(
+                "A failover can't be cleaned up; to recover from a failed"
+                " migration use 'gnt-instance migrate --cleanup'",
+                errors.ECODE_INVAL)
+
+    def _Migrater(self) -> TLMigrateInstance:
+        op = self.op
+        return TLMigrateInstance(
+            self, cleanup=False, failover=True, fallback=False,
+            ignore_consistency=op.ignore_consistency,
+            allow_runtime_changes=True,
+            shutdown_timeout=op.shutdown_timeout,
+            ignore_ipolicy=op.ignore_ipolicy, ignore_hvversions=False)
+
+    def _ExtraHookEnv(self) -> dict[str, Any]:
+        env = self._PlacementHookEnv()
+        env.update({
+            "IGNORE_CONSISTENCY": self.op.ignore_consistency,
+            "SHUTDOWN_TIMEOUT": self.op.shutdown_timeout,
+            "FAILOVER_CLEANUP": self.op.cleanup,
+        })
+        return env
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        # The source may be down: it only runs the post hooks
+        nodes = [self.cfg.GetMasterNode(), self._migrater.target_node_uuid]
+        return nodes, nodes + [self._migrater.source_node_uuid]
+
+
+class LUInstanceMigrate(_MigrationLU):
+    """Move a running instance to another node without stopping it."""
+
+    HPATH = "instance-migrate"
+
+    def CheckArguments(self) -> None:
+        _CheckMigrationMode(self.op)
+
+    def _Migrater(self) -> TLMigrateInstance:
+        op = self.op
+        return TLMigrateInstance(
+            self, cleanup=op.cleanup, failover=False,
+            fallback=op.allow_failover, ignore_consistency=False,
+            allow_runtime_changes=op.allow_runtime_changes,
+            shutdown_timeout=constants.DEFAULT_SHUTDOWN_TIMEOUT,
+            ignore_ipolicy=op.ignore_ipolicy,
+            ignore_hvversions=op.ignore_hvversions)
+
+    def _ExtraHookEnv(self) -> dict[str, Any]:
+        env = self._PlacementHookEnv()
+        env.update({
+            "MIGRATE_LIVE": self._migrater.live,
+            "MIGRATE_CLEANUP": self.op.cleanup,
+            "ALLOW_RUNTIME_CHANGES": self.op.allow_runtime_changes,
+        })
+        return env
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        nodes = [self.cfg.GetMasterNode(), self._migrater.source_node_uuid,
+                 self._migrater.target_node_uuid]
+        return nodes, nodes
+
+
+# Change of node group --------------------------------------------------------
+
+class LUInstanceChangeGroup(InstanceLU):
+    """Move an instance to a node of another node group.
+
+    Without an instance allocator the target is simply the node of the
+    target groups with the most free memory that can take the instance.
+    The move itself is a follow-up job: a migration (falling back to a
+    failover for a stopped instance) for externally mirrored disks, an
+    instance move (copying the disks) for the ``file`` template.
+    """
+
+    HPATH = "instance-change-group"
+
+    def CheckArguments(self) -> None:
+        _RefuseIAllocator(self.op.iallocator)
+
+    def ExpandNames(self) -> None:
+        super().ExpandNames()
+        self.target_uuids = None
+        if self.op.target_groups:
+            self.target_uuids = sorted({self.cfg.LookupNodeGroup(name)
+                                        for name in self.op.target_groups})
+        self.needed_locks[locking.LEVEL_NODEGROUP] = []
+        # Only looks: the follow-up job takes its own locks
+        for level in (locking.LEVEL_INSTANCE, locking.LEVEL_NODEGROUP,
+                      locking.LEVEL_NODE):
+            self.share_locks[level] = 1
+
+    def _InstanceGroups(self) -> set[str]:
+        return {self.cfg.GetNodeInfo(node).group
+                for node in self.cfg.GetInstanceNodes(self.op.instance_uuid)}
+
+    def DeclareLocks(self, level: int) -> None:
+        if level == locking.LEVEL_NODEGROUP:
+            # Not locked yet, so checked again in CheckPrereq
+            groups = (set(self.target_uuids) if self.target_uuids
+                      else set(self.cfg.GetAllNodeGroupsInfo()))
+            self.needed_locks[level] = sorted(groups |
+                                              self._InstanceGroups())
+        elif level == locking.LEVEL_NODE:
+            nodes = set(self.cfg.GetInstanceNodes(self.op.instance_uuid))
+            for group in self.glm.list_owned(locking.LEVEL_NODEGROUP):
+                nodes.update(self.cfg.GetNodeGroup(group).members)
+            self.needed_locks[level] = sorted(nodes)
+
+    def CheckPrereq(self) -> None:
+        super().CheckPrereq()
+        instance = self.instance
+        owned_groups = self.glm.list_owned(locking.LEVEL_NODEGROUP)
+        inst_groups = self._InstanceGroups()
+        if not inst_groups <= owned_groups:
+            raise errors.OpPrereqError(
+                "Instance %s's node groups changed since locks were"
+                " acquired, current groups are '%s', owning groups '%s';"
+                " retry the operation" %
+                (instance.name, ", ".join(sorted(inst_groups)),
+                 ", ".join(sorted(owned_groups))), errors.ECODE_STATE)
+        if self.target_uuids:
+            conflicts = inst_groups & set(self.target_uuids)
+            if conflicts:
+                raise errors.OpPrereqError(
+                    "Can't use group(s) '%s' as targets, they are used by"
+                    " the instance '%s'" %
+                    (", ".join(self._GroupNames(conflicts)), instance.name),
+                    errors.ECODE_INVAL)
+            targets = set(self.target_uuids)
+        else:
+            targets = owned_groups - inst_groups
+        if not targets:
+            raise errors.OpPrereqError("There are no possible target groups",
+                                       errors.ECODE_INVAL)
+        self.target_uuids = sorted(targets)
+        self.template = self.cfg.GetInstanceDiskTemplate(instance.uuid)
+        if self.template not in constants.DTS_EXT_MIRROR and \
+                self.template not in constants.DTS_COPYABLE:
+            raise errors.OpPrereqError(
+                "Instance's disk layout '%s' does not allow changing the"
+                " node group" % self.template, errors.ECODE_STATE)
+        self.target_node_uuid = self._ChooseNode()
+
+    def _GroupNames(self, uuids: Any) -> list[str]:
+        return sorted(self.cfg.GetNodeGroup(uuid).name for uuid in uuids)
+
+    def _ChooseNode(self) -> str:
+        """The usable node of the target groups with the most free memory.
+
+        Usable: online, not drained, vm_capable, in a group whose policy
+        the instance meets, and with the memory a running instance needs
+        (and the disk space the copy of a ``file`` instance needs).
+        """
+        instance = self.instance
+        cluster = self.cfg.GetClusterInfo()
+        problems = []
+        candidates = []
+        owned_nodes = self.glm.list_owned(locking.LEVEL_NODE)
+        for group_uuid in self.target_uuids:
+            group = self.cfg.GetNodeGroup(group_uuid)
+            violations = ComputeIPolicyInstanceViolation(
+                CalculateGroupIPolicy(cluster, group), instance, self.cfg)
+            if violations:
+                problems.append("group %s: instance policy violated (%s)" %
+                                (group.name, ", ".join(violations)))
+                continue
+            for node_uuid in group.members:
+                node = self.cfg.GetNodeInfo(node_uuid)
+                if node_uuid not in owned_nodes:
+                    continue
+                if node.offline or node.drained or not node.vm_capable:
+                    problems.append("node %s: %s" % (node.name,
+                                                     "offline" if node.offline
+                                                     else "drained"
+                                                     if node.drained else
+                                                     "not vm_capable"))
+                    continue
+                candidates.append(node_uuid)
+        filled_be = cluster.FillBE(instance)
+        mem_needed = (filled_be[objects.BE_MAXMEM]
+                      if instance.admin_state == objects.ADMINST_UP else 0)
+        disk_needed = 0
+        storage_dirs = []
+        if self.template in constants.DTS_COPYABLE:
+            disk_needed = sum(disk.size for disk in
+                              self.cfg.GetInstanceDisks(instance.uuid))
+            storage_dirs = [cluster.file_storage_dir]
+        free = {}
+        if candidates:
+            results = self.rpc.call_node_info(candidates, storage_dirs,
+                                              [instance.hypervisor])
+            for node_uuid in candidates:
+                free_mem, free_disk, error = self._NodeFree(
+                    results[node_uuid], instance.hypervisor,
+                    bool(storage_dirs))
+                name = self.cfg.GetNodeNames([node_uuid])[0]
+                if error:
+                    problems.append("node %s: %s" % (name, error))
+                elif free_mem < mem_needed:
+                    problems.append("node %s: not enough memory (needed %s"
+                                    " MiB, available %s MiB)" %
+                                    (name, mem_needed, free_mem))
+                elif free_disk < disk_needed:
+                    problems.append("node %s: not enough disk space (needed"
+                                    " %s MiB, available %s MiB)" %
+                                    (name, disk_needed, free_disk))
+                else:
+                    free[node_uuid] = free_mem
+        if not free:
+            raise errors.OpPrereqError(
+                "No node of group(s) %s can take instance %s: %s" %
+                (", ".join(self._GroupNames(self.target_uuids)),
+                 instance.name, "; ".join(problems) or "no nodes"),
+                errors.ECODE_NORES)
+        return max(sorted(free), key=lambda uuid: free[uuid])
+
+    @staticmethod
+    def _NodeFree(result: Any, hv_name: str,
+                  with_storage: bool) -> tuple[int, int, str | None]:
+        """(free memory, free file storage, error) of a node_info answer."""
+        if result.fail_msg:
+            return 0, 0, result.fail_msg
+        payload = result.payload or {}
+        free_mem = payload.get("hv", {}).get(hv_name, {}).get("memory_free")
+        if not isinstance(free_mem, int):
+            return 0, 0, "can't compute free memory"
+        if not with_storage:
+            return free_mem, 0, None
+        storage = (payload.get("storage") or [{}])[0]
+        free_disk = storage.get("storage_free")
+        if not isinstance(free_disk, int):
+            return 0, 0, "can't compute free disk space: %s" % \
+                storage.get("error", "no data")
+        return free_mem, free_disk, None
+
+    def _ExtraHookEnv(self) -> dict[str, Any]:
+        return {"TARGET_GROUPS": " ".join(self.target_uuids)}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.GetMasterNode()
+        return [master], [master]
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
+        instance = self.instance
+        target = self.cfg.GetNodeInfo(self.target_node_uuid)
+        feedback_fn("Moving instance %s to node %s (group %s)" %
+                    (instance.name, target.name,
+                     self.cfg.GetNodeGroup(target.group).name))
+        if self.template in constants.DTS_EXT_MIRROR:
+            op = opcodes.OpInstanceMigrate(instance_name=instance.name,
+                                           target_node=target.name,
+                                           allow_failover=True)
+        else:
+            op = opcodes.OpInstanceMove(instance_name=instance.name,
+                                        target_node=target.name)
+        return ResultWithJobs([[op]])
+
+
+# Migration of a node's primary instances -------------------------------------
+
+class LUNodeMigrate(LogicalUnit):
+    """Migrate every primary instance of a node away, one job each."""
+
+    HPATH = "node-migrate"
+    HTYPE = constants.HTYPE_NODE
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        _CheckMigrationMode(self.op)
+
+    def ExpandNames(self) -> None:
+        self.op.node_uuid, self.op.node_name = ExpandNodeUuidAndName(
+            self.cfg, self.op.node_uuid, self.op.node_name)
+        if self.op.target_node is not None:
+            self.op.target_node_uuid, self.op.target_node = \
+                ExpandNodeUuidAndName(self.cfg, self.op.target_node_uuid,
+                                      self.op.target_node)
+            if self.op.target_node_uuid == self.op.node_uuid:
+                raise errors.OpPrereqError(
+                    "Can't migrate the instances of node %s to the node"
+                    " itself" % self.op.node_name, errors.ECODE_INVAL)
+        self.share_locks[locking.LEVEL_NODE] = 1
+        self.needed_locks = {locking.LEVEL_NODE: [self.op.node_uuid]}
+
+    def CheckPrereq(self) -> None:
+        self.instance_uuids = self.cfg.GetNodeInstances(self.op.node_uuid)[0]
+        if self.instance_uuids:
+            CheckIAllocatorOrNode(self, self.op.iallocator,
+                                  self.op.target_node)
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"NODE_NAME": self.op.node_name,
+                "ALLOW_RUNTIME_CHANGES": self.op.allow_runtime_changes}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.GetMasterNode()
+        return [master], [master]
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
+        op = self.op
+        jobs = [[opcodes.OpInstanceMigrate(
+            instance_name=self.cfg.GetInstanceInfo(uuid).name,
+            mode=op.mode, live=op.live, target_node=op.target_node,
+            allow_runtime_changes=op.allow_runtime_changes,
+            ignore_ipolicy=op.ignore_ipolicy, iallocator=op.iallocator)]
+            for uuid in self.instance_uuids]
+        return ResultWithJobs(jobs)
+

@@ -1,0 +1,840 @@
+"""gnt-instance modify: LUInstanceSetParams.
+
+Everything is checked in CheckPrereq, against copies of the instance, its
+disks and its NICs. Exec then first does what can fail on a node and be
+undone (creating the new disks, ballooning), and only afterwards removes
+disks and writes the configuration: a refusal, or a node failing early,
+leaves the instance as it was.
+
+Disks and NICs are stacks (design-2.0 "Notes about device
+removal/addition"): they are added and removed at the end of their list
+only, so that no device changes its index. Most changes take effect at
+the next start of the instance; only the runtime memory changes at once.
+"""
+
+import os
+from typing import Any, Callable
+
+from ganeti import constants, errors, locking, netutils, objects
+from ganeti.cmdlib import operating_system
+from ganeti.cmdlib.base import ExpandNodeUuidAndName
+from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
+from ganeti.cmdlib.instance_policy import CheckIPolicySpec
+from ganeti.cmdlib.instance_utils import (
+    INSTANCE_NOT_RUNNING, BuildInstanceHookEnv, CheckInstanceState,
+    CheckMinMaxMem, CheckNodeFreeDisk, CheckNodeFreeMemory, CheckNodeOnline,
+    CheckNodeVmCapable, ConvertHvParams, GenerateMAC, GetInstanceInfoText,
+    InstanceLU, InstanceRuntimeInfo, RemoveDisks, SetInstancePrimaryNode,
+    ShutdownInstanceDisks, UsedMacs)
+from ganeti.cmdlib.node import GetUpdatedParams
+
+# Ganeti's limits on the devices of one instance
+MAX_DISKS = 16
+MAX_NICS = 8
+
+_DISK_ADD_KEYS = frozenset(["size", "mode", "name", "adopt", "provider"])
+_DISK_MODIFY_KEYS = frozenset(["mode", "name"])
+_NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name"])
+_NIC_PARAM_KEYS = (objects.NIC_MODE, objects.NIC_LINK, objects.NIC_VLAN)
+# Templates whose primary node may change: the disks, if any, are files
+# the administrator put on the new node
+_PNODE_TEMPLATES = constants.DTS_FILEBASED | {constants.DT_DISKLESS}
+_MIB = 1024 * 1024
+# The runtime information not asked for yet
+_NOT_ASKED = object()
+
+DeviceMod = tuple[str, Any, dict]
+
+
+def UpgradeDeviceMods(kind: str, mods: list) -> list[DeviceMod]:
+    """Device changes as ``[(operation, index or name, params), ...]``.
+
+    Ganeti's legacy form ``[(add|remove|index, params), ...]`` allows one
+    addition or removal, at the end of the list, per operation.
+    """
+    if not mods or len(mods[0]) == 3:
+        return [(op, ident, dict(params)) for op, ident, params in mods]
+    result = []
+    addremove = 0
+    for op_or_idx, params in mods:
+        if op_or_idx in (constants.DDM_ADD, constants.DDM_REMOVE):
+            addremove += 1
+            if addremove > 1:
+                raise errors.OpPrereqError("Only one %s add or remove"
+                                           " operation is supported at a"
+                                           " time" % kind,
+                                           errors.ECODE_INVAL)
+            result.append((op_or_idx, -1, dict(params)))
+        else:
+            result.append((constants.DDM_MODIFY, op_or_idx, dict(params)))
+    return result
+
+
+def _ParseIndex(identifier: Any) -> int | None:
+    if isinstance(identifier, bool):
+        return None
+    try:
+        return int(identifier)
+    except (TypeError, ValueError):
+        return None
+
+
+def _AddIndex(kind: str, identifier: Any, items: list) -> int:
+    """Where an added device goes: only at the end (index n or -1)."""
+    idx = _ParseIndex(identifier)
+    if idx is None:
+        raise errors.OpPrereqError("Only positive integer or -1 is accepted"
+                                   " as identifier for %s: %s" %
+                                   (kind, identifier), errors.ECODE_INVAL)
+    if idx not in (-1, len(items)):
+        raise errors.OpPrereqError(
+            "Can't add a %s at index %s: %ss can only be added at the end"
+            " of the list (index %d or -1)" % (kind, identifier, kind,
+                                                len(items)),
+            errors.ECODE_INVAL)
+    return len(items)
+
+
+def _FindItem(kind: str, identifier: Any, items: list) -> int:
+    """Index of an existing device given by index (-1: the last), name or
+    UUID."""
+    idx = _ParseIndex(identifier)
+    if idx is None:
+        for pos, item in enumerate(items):
+            if identifier in (item.name, item.uuid):
+                return pos
+        raise errors.OpPrereqError("Cannot find %s with identifier %s" %
+                                   (kind, identifier), errors.ECODE_NOENT)
+    if idx < -1:
+        raise errors.OpPrereqError("Not accepting negative indices other"
+                                   " than -1", errors.ECODE_INVAL)
+    if idx == -1:
+        idx = len(items) - 1
+    if not 0 <= idx < len(items):
+        raise errors.OpPrereqError("Got %s index %s, but there are only %s" %
+                                   (kind, identifier, len(items)),
+                                   errors.ECODE_INVAL)
+    return idx
+
+
+def _CheckLast(kind: str, idx: int, items: list) -> None:
+    if idx != len(items) - 1:
+        raise errors.OpPrereqError(
+            "Can't remove %s %d: only the last %s (index %d) can be"
+            " removed" % (kind, idx, kind, len(items) - 1),
+            errors.ECODE_INVAL)
+
+
+def _DeviceName(value: Any) -> str | None:
+    """A device name as given; "none" (or nothing) means no name."""
+    if value is None or (isinstance(value, str) and
+                         value.lower() == constants.VALUE_NONE):
+        return None
+    if not isinstance(value, str) or not value:
+        raise errors.OpPrereqError("Invalid device name %r" % (value, ),
+                                   errors.ECODE_INVAL)
+    return value
+
+
+def _ValidateDeviceNames(kind: str, items: list) -> None:
+    """Names must be unique among an instance's disks (or NICs) and not
+    look like indices."""
+    seen: set[str] = set()
+    for item in items:
+        if item.name is None:
+            continue
+        if _ParseIndex(item.name) is not None:
+            raise errors.OpPrereqError("Invalid name '%s'. Purely numeric %s"
+                                       " names are not allowed." %
+                                       (item.name, kind), errors.ECODE_INVAL)
+        if item.name in seen:
+            raise errors.OpPrereqError("%s name '%s' already used" %
+                                       (kind, item.name),
+                                       errors.ECODE_NOTUNIQUE)
+        seen.add(item.name)
+
+
+def _CheckNicParams(op: str, params: dict) -> None:
+    """Check (and normalise in place) the parameters of a NIC change that
+    need nothing but themselves."""
+    unknown = sorted(set(params) - _NIC_KEYS)
+    if unknown:
+        raise errors.OpPrereqError("Unknown NIC parameter(s): %s" %
+                                   ", ".join(unknown), errors.ECODE_INVAL)
+    if "name" in params:
+        params["name"] = _DeviceName(params["name"])
+    if "ip" in params:
+        ip = params["ip"]
+        if ip is None or (isinstance(ip, str) and
+                          ip.lower() == constants.VALUE_NONE):
+            params["ip"] = None
+        elif not isinstance(ip, str) or not netutils.IsValidIP(ip):
+            raise errors.OpPrereqError("Invalid IP address '%s'" % (ip, ),
+                                       errors.ECODE_INVAL)
+    if "mac" in params:
+        mac = params["mac"]
+        if mac is None:
+            raise errors.OpPrereqError("Cannot unset the NIC MAC address",
+                                       errors.ECODE_INVAL)
+        mac = str(mac).lower()
+        if mac not in (constants.VALUE_AUTO, constants.VALUE_GENERATE) and \
+                not objects.NIC._FIELD_CHECKS["mac"](mac):
+            raise errors.OpPrereqError("Invalid MAC address specified: %s" %
+                                       params["mac"], errors.ECODE_INVAL)
+        if op == constants.DDM_MODIFY and mac == constants.VALUE_AUTO:
+            raise errors.OpPrereqError("'auto' is not a valid MAC address"
+                                       " when modifying an existing NIC",
+                                       errors.ECODE_INVAL)
+        params["mac"] = mac
+
+
+def _DiskSize(value: Any) -> int:
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        raise errors.OpPrereqError("Invalid disk size '%s'" % (value, ),
+                                   errors.ECODE_INVAL) from None
+    if isinstance(value, bool) or size <= 0:
+        raise errors.OpPrereqError("Invalid disk size '%s'" % (value, ),
+                                   errors.ECODE_INVAL)
+    return size
+
+
+def _DiskMode(value: Any) -> str:
+    if value not in objects.DISK_ACCESS_SET:
+        raise errors.OpPrereqError("Invalid disk access mode '%s'" %
+                                   (value, ), errors.ECODE_INVAL)
+    return value
+
+
+class LUInstanceSetParams(InstanceLU):
+    """Change the parameters, disks, NICs, OS or state of an instance.
+
+    The result lists the changes as ``(what, new value)`` pairs, as
+    Ganeti's does (e.g. ``("be/maxmem", 512)``, ``("disk/1", "remove")``).
+    """
+
+    HPATH = "instance-modify"
+
+    def CheckArguments(self) -> None:
+        op = self.op
+        if not (op.nics or op.disks or op.hvparams or op.beparams or
+                op.os_name or op.osparams or op.offline is not None or
+                op.runtime_mem or op.pnode):
+            raise errors.OpPrereqError("No changes submitted",
+                                       errors.ECODE_INVAL)
+        op.disks = UpgradeDeviceMods("disk", op.disks)
+        op.nics = UpgradeDeviceMods("NIC", op.nics)
+        for kind, mods in (("disk", op.disks), ("NIC", op.nics)):
+            for action, _, params in mods:
+                if action == constants.DDM_REMOVE and params:
+                    raise errors.OpPrereqError("No settings should be passed"
+                                               " when removing a %s" % kind,
+                                               errors.ECODE_INVAL)
+        for action, _, params in op.nics:
+            _CheckNicParams(action, params)
+        if op.pnode and op.disks:
+            raise errors.OpPrereqError("Changing the primary node and the"
+                                       " disks at the same time is not"
+                                       " supported", errors.ECODE_INVAL)
+        if op.pnode:
+            op.pnode_uuid, op.pnode = ExpandNodeUuidAndName(
+                self.cfg, op.pnode_uuid, op.pnode)
+        self._applied = False
+        self._runtime: Any = _NOT_ASKED
+
+    def DeclareLocks(self, level: int) -> None:
+        super().DeclareLocks(level)
+        if level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES) and \
+                self.op.pnode_uuid and \
+                self.op.pnode_uuid not in self.needed_locks[level]:
+            self.needed_locks[level] = (list(self.needed_locks[level]) +
+                                        [self.op.pnode_uuid])
+
+    # Checks ----------------------------------------------------------------
+
+    def _Runtime(self) -> dict[str, Any] | None:
+        """The instance's runtime information on its primary node ({} if
+        it does not run), None if that node is offline; asked once."""
+        if self._runtime is _NOT_ASKED:
+            self._runtime = (None if self.pnode.offline else
+                             InstanceRuntimeInfo(self, self.instance))
+        return self._runtime
+
+    def CheckPrereq(self) -> None:
+        super().CheckPrereq()
+        instance = self.instance
+        cluster = self.cfg.GetClusterInfo()
+        self.template = self.cfg.GetInstanceDiskTemplate(instance.uuid)
+        self.target_node = instance.primary_node
+        if self.op.pnode_uuid and \
+                self.op.pnode_uuid != instance.primary_node:
+            self._CheckNewPrimary()
+            self.target_node = self.op.pnode_uuid
+        self._PrepareDisks()
+        self._PrepareHvParams(cluster)
+        self._PrepareBeParams(cluster)
+        self._PrepareOs(cluster)
+        self._CheckMemory(cluster)
+        self._PrepareNics(cluster)
+        self._CheckIPolicy(cluster)
+        if self.op.offline is not None:
+            if self.op.offline:
+                msg = "can't change to offline without being down first"
+            else:
+                msg = ("can't change to online (down) without being offline"
+                       " first")
+            CheckInstanceState(self, instance, INSTANCE_NOT_RUNNING, msg)
+
+    def _CheckNewPrimary(self) -> None:
+        """The instance must be stopped (unless forced) and its disks
+        already present on the new node."""
+        instance = self.instance
+        node = self.cfg.GetNodeInfo(self.op.pnode_uuid)
+        if self.template not in _PNODE_TEMPLATES:
+            raise errors.OpPrereqError(
+                "Can't change the primary node of instance %s: its disk"
+                " template %s is not one of %s" %
+                (instance.name, self.template,
+                 ", ".join(sorted(_PNODE_TEMPLATES))), errors.ECODE_INVAL)
+        CheckNodeOnline(self, node.uuid)
+        CheckNodeVmCapable(self, node.uuid)
+        if not self.op.force:
+            if self._Runtime() is None:
+                self.LogWarning("Primary node %s is offline, can't check"
+                                " that instance %s is stopped",
+                                self.pnode.name, instance.name)
+            elif self._Runtime():
+                raise errors.OpPrereqError("Instance is still running on %s"
+                                           % self.pnode.name,
+                                           errors.ECODE_STATE)
+        disks = self.cfg.GetInstanceDisks(instance.uuid)
+        if not disks:
+            return
+        result = self.rpc.call_blockdev_getdimensions(
+            node.uuid, [disk.ToDict() for disk in disks])
+        result.Raise("Can't look for the disks of instance %s on node %s" %
+                     (instance.name, node.name), prereq=True,
+                     ecode=errors.ECODE_ENVIRON)
+        for disk, dims in zip(disks, result.payload or []):
+            if not dims:
+                raise errors.OpPrereqError(
+                    "Can't change the primary node of instance %s to %s:"
+                    " disk %s (%s) not found on that node" %
+                    (instance.name, node.name, disk.iv_name,
+                     disk.logical_id[1]), errors.ECODE_STATE)
+
+    # Disks
+
+    def _PrepareDisks(self) -> None:
+        """Plan the disk changes on a copy of the disk list.
+
+        ``_disk_plan`` holds ``(operation, disk)`` in order, the disks to
+        add fully built; ``new_disks`` is the list as it will be.
+        """
+        self.new_disks = self.cfg.GetInstanceDisks(self.instance.uuid)
+        self._disk_plan: list[tuple[str, objects.Disk]] = []
+        self._disk_chgdesc: list[tuple[str, Any]] = []
+        if not self.op.disks:
+            return
+        if self.template == constants.DT_DISKLESS:
+            raise errors.OpPrereqError("Disk operations not supported for"
+                                       " diskless instances",
+                                       errors.ECODE_INVAL)
+        disks = self.new_disks
+        for action, ident, params in self.op.disks:
+            if action == constants.DDM_ADD:
+                idx = _AddIndex("disk", ident, disks)
+                disk = self._NewDisk(idx, params, disks[0])
+                disks.append(disk)
+                # Described once the size of adopted devices is known
+                self._disk_chgdesc.append(("disk/%d" % idx, disk))
+            elif action == constants.DDM_REMOVE:
+                idx = _FindItem("disk", ident, disks)
+                _CheckLast("disk", idx, disks)
+                if len(disks) == 1:
+                    raise errors.OpPrereqError("Cannot remove the last disk"
+                                               " of an instance",
+                                               errors.ECODE_INVAL)
+                disk = disks.pop(idx)
+                self._disk_chgdesc.append(("disk/%d" % idx, "remove"))
+            else:
+                idx = _FindItem("disk", ident, disks)
+                disk = disks[idx]
+                self._ModifyDisk(idx, disk, params)
+            self._disk_plan.append((action, disk))
+        _ValidateDeviceNames("disk", disks)
+        if len(disks) > MAX_DISKS:
+            raise errors.OpPrereqError("Instance has too many disks (%d),"
+                                       " cannot add more" % MAX_DISKS,
+                                       errors.ECODE_STATE)
+        if any(action == constants.DDM_REMOVE
+               for action, _ in self._disk_plan):
+            CheckInstanceState(self, self.instance, INSTANCE_NOT_RUNNING,
+                               "cannot remove disks")
+        added = [disk for action, disk in self._disk_plan
+                 if action == constants.DDM_ADD]
+        if added:
+            self._CheckNewDisks(added)
+        self._disk_chgdesc = [
+            (what, "add:size=%s,mode=%s" % (change.size, change.mode)
+             if isinstance(change, objects.Disk) else change)
+            for what, change in self._disk_chgdesc]
+
+    def _NewDisk(self, idx: int, params: dict,
+                 model: objects.Disk) -> objects.Disk:
+        """The disk ``params`` describe, next to the instance's others
+        (same template, directory, file driver)."""
+        template = self.template
+        extra = sorted(set(params) - _DISK_ADD_KEYS)
+        if extra and template != constants.DT_EXT:
+            raise errors.OpPrereqError("Unknown disk parameter(s) for disk"
+                                       " %d: %s" % (idx, ", ".join(extra)),
+                                       errors.ECODE_INVAL)
+        adopt = params.get("adopt")
+        if adopt and template not in constants.DTS_MAY_ADOPT:
+            raise errors.OpPrereqError("Disk adoption is not supported for"
+                                       " the '%s' disk template" % template,
+                                       errors.ECODE_INVAL)
+        if not adopt and template in constants.DTS_MUST_ADOPT:
+            raise errors.OpPrereqError("Disk template %s requires disk"
+                                       " adoption, but no 'adopt' parameter"
+                                       " given" % template,
+                                       errors.ECODE_INVAL)
+        provider = params.get("provider")
+        if template == constants.DT_EXT and not provider:
+            raise errors.OpPrereqError("Missing provider for template '%s'" %
+                                       constants.DT_EXT, errors.ECODE_INVAL)
+        if provider is not None and template != constants.DT_EXT:
+            raise errors.OpPrereqError("The 'provider' option is only valid"
+                                       " for the %s disk template, not %s" %
+                                       (constants.DT_EXT, template),
+                                       errors.ECODE_INVAL)
+        if adopt:
+            if params.get("size") is not None:
+                raise errors.OpPrereqError("Disk %d: the size of an adopted"
+                                           " disk is the device's, don't"
+                                           " give one" % idx,
+                                           errors.ECODE_INVAL)
+            size = 0
+        elif params.get("size") is None:
+            raise errors.OpPrereqError("Required disk parameter 'size'"
+                                       " missing", errors.ECODE_INVAL)
+        else:
+            size = _DiskSize(params["size"])
+        uuid = self.cfg.GenerateUniqueID()
+        disk_params: dict[str, Any] = {}
+        if template in constants.DTS_FILEBASED:
+            logical_id = [model.logical_id[0],
+                          os.path.join(os.path.dirname(model.logical_id[1]),
+                                       "%s.disk%d" % (uuid, idx))]
+        elif template == constants.DT_BLOCK:
+            logical_id = [constants.BLOCKDEV_DRIVER_MANUAL, adopt]
+        elif template == constants.DT_EXT:
+            logical_id = [provider, "%s.disk%d" % (uuid, idx)]
+            disk_params = {key: params[key] for key in extra}
+        else:
+            raise errors.OpPrereqError("Adding disks to instances with disk"
+                                       " template %s is not supported" %
+                                       template, errors.ECODE_INVAL)
+        return objects.Disk(
+            dev_type=template, size=size,
+            mode=_DiskMode(params.get("mode") or objects.DISK_RDWR),
+            name=_DeviceName(params.get("name")), logical_id=logical_id,
+            nodes=[self.target_node], iv_name="disk/%d" % idx,
+            params=disk_params, uuid=uuid)
+
+    def _ModifyDisk(self, idx: int, disk: objects.Disk, params: dict) -> None:
+        if "size" in params:
+            raise errors.OpPrereqError("Disk size change not possible, use"
+                                       " grow-disk", errors.ECODE_INVAL)
+        bad = sorted(set(params) - _DISK_MODIFY_KEYS)
+        if bad:
+            raise errors.OpPrereqError(
+                "Can't change disk parameter(s) %s of disk %d (only %s can"
+                " be changed)" % (", ".join(bad), idx,
+                                  " and ".join(sorted(_DISK_MODIFY_KEYS))),
+                errors.ECODE_INVAL)
+        if "mode" in params:
+            disk.mode = _DiskMode(params["mode"])
+            self._disk_chgdesc.append(("disk.mode/%d" % idx, disk.mode))
+        if "name" in params:
+            disk.name = _DeviceName(params["name"])
+            self._disk_chgdesc.append(("disk.name/%d" % idx, disk.name))
+
+    def _CheckNewDisks(self, added: list[objects.Disk]) -> None:
+        """The new disks' node must be able to hold them: space for
+        files, the devices to adopt present and not in use."""
+        node = self.cfg.GetNodeInfo(self.target_node)
+        CheckNodeOnline(self, node.uuid)
+        if self.template == constants.DT_FILE:
+            kept = {disk.uuid for disk in self.new_disks}
+            CheckNodeFreeDisk(self, node.uuid,
+                              sum(disk.size for disk in added
+                                  if disk.uuid in kept),
+                              self.instance.hypervisor)
+        adopted = [disk for disk in added
+                   if disk.dev_type == constants.DT_BLOCK]
+        if adopted:
+            self._MeasureAdopted(node, adopted)
+        running = self._Runtime()
+        self._keep_new_disks_active = (self.instance.disks_active or
+                                       bool(running))
+
+    def _MeasureAdopted(self, node: objects.Node,
+                        disks: list[objects.Disk]) -> None:
+        """Adopted devices keep their size; refuse one that is missing or
+        already some instance's disk."""
+        in_use: dict[str, str] = {}
+        for inst in self.cfg.GetAllInstancesInfo().values():
+            for disk in self.cfg.GetInstanceDisks(inst.uuid):
+                if disk.dev_type == constants.DT_BLOCK and \
+                        node.uuid in (disk.nodes or []):
+                    in_use[disk.logical_id[1]] = inst.name
+        for disk in disks:
+            path = disk.logical_id[1]
+            if path in in_use:
+                raise errors.OpPrereqError("Block device %s on node %s is"
+                                           " already used by instance %s" %
+                                           (path, node.name, in_use[path]),
+                                           errors.ECODE_NOTUNIQUE)
+            in_use[path] = self.instance.name
+        result = self.rpc.call_blockdev_getdimensions(
+            node.uuid, [disk.ToDict() for disk in disks])
+        result.Raise("Cannot get the sizes of the adopted devices",
+                     prereq=True, ecode=errors.ECODE_ENVIRON)
+        for disk, dims in zip(disks, result.payload or []):
+            if not dims:
+                raise errors.OpPrereqError("Cannot find the adopted device %s"
+                                           " on node %s" %
+                                           (disk.logical_id[1], node.name),
+                                           errors.ECODE_NOENT)
+            disk.size = int(dims[0]) // _MIB
+
+    # Parameters
+
+    def _PrepareHvParams(self, cluster: objects.Cluster) -> None:
+        instance = self.instance
+        self.hv_inst = instance.hvparams
+        if not self.op.hvparams:
+            return
+        hv_name = instance.hypervisor
+        # Names, types and global parameters are refused here
+        ConvertHvParams(hv_name, self.op.hvparams)
+        self.hv_inst = GetUpdatedParams(
+            instance.hvparams, self.op.hvparams,
+            HypervisorClass(hv_name).PARAMETERS, "%s hypervisor" % hv_name)
+        hv_new = cluster.SimpleFillHV(hv_name, instance.os, self.hv_inst)
+        try:
+            HypervisorClass(hv_name).CheckParameterSyntax(hv_new)
+        except errors.HypervisorError as err:
+            raise errors.OpPrereqError(str(err), errors.ECODE_INVAL) from None
+        CheckHvParamsOnNodes(self, self._Nodes(), hv_name, hv_new)
+
+    def _PrepareBeParams(self, cluster: objects.Cluster) -> None:
+        instance = self.instance
+        self.be_old = cluster.FillBE(instance)
+        self.be_inst = instance.beparams
+        self._be_chgdesc: list[tuple[str, Any]] = []
+        if not self.op.beparams:
+            self.be_new = self.be_old
+            return
+        changes = dict(self.op.beparams)
+        if objects.BE_MEMORY in changes:
+            memory = changes.pop(objects.BE_MEMORY)
+            changes.setdefault(objects.BE_MINMEM, memory)
+            changes.setdefault(objects.BE_MAXMEM, memory)
+        self.be_inst = GetUpdatedParams(instance.beparams, changes,
+                                        objects.BE_PARAMETERS, "backend")
+        self.be_new = cluster.SimpleFillBE(self.be_inst)
+        CheckMinMaxMem(self.be_new)
+        for key in self.op.beparams:
+            stored = (objects.BE_MAXMEM if key == objects.BE_MEMORY
+                      else key)
+            self._be_chgdesc.append(
+                ("be/%s" % key,
+                 self.be_inst.get(stored, constants.VALUE_DEFAULT)))
+
+    def _PrepareOs(self, cluster: objects.Cluster) -> None:
+        """A new OS is checked on the (new) primary node unless forced;
+        new OS parameters always, against the OS the instance will have
+        (its current one when forced, as in Ganeti)."""
+        op = self.op
+        instance = self.instance
+        self.os_inst = instance.osparams
+        if op.osparams:
+            self.os_inst = operating_system.UpdateParams(instance.osparams,
+                                                         op.osparams)
+        if not (op.osparams or (op.os_name and not op.force)):
+            return
+        os_name = op.os_name if op.os_name and not op.force else instance.os
+        if not os_name:
+            raise errors.OpPrereqError("OS parameters given without an OS",
+                                       errors.ECODE_INVAL)
+        operating_system.CheckOSParams(
+            self, True, self._Nodes(), os_name,
+            cluster.SimpleFillOS(os_name, self.os_inst), op.force_variant)
+
+    def _CheckMemory(self, cluster: objects.Cluster) -> None:
+        """A higher maximum memory must fit the primary node (counting
+        what the running instance already has), unless forced; the
+        runtime memory must be in the instance's range and fit too."""
+        op = self.op
+        instance = self.instance
+        node = self.cfg.GetNodeInfo(self.target_node)
+        maxmem = self.be_new[objects.BE_MAXMEM]
+        if op.beparams and not op.force and \
+                maxmem > self.be_old[objects.BE_MAXMEM]:
+            if node.offline:
+                self.LogWarning("Node %s is offline, can't check its free"
+                                " memory", node.name)
+            else:
+                current = (0 if node.uuid != instance.primary_node
+                           else int((self._Runtime() or {}).get("memory", 0)))
+                if maxmem > current:
+                    CheckNodeFreeMemory(
+                        self, node.uuid, "the new maximum memory of instance"
+                        " %s" % instance.name, maxmem - current,
+                        instance.hypervisor)
+        if not op.runtime_mem:
+            return
+        CheckNodeOnline(self, instance.primary_node)
+        info = self._Runtime()
+        if not info:
+            raise errors.OpPrereqError("Instance %s is not running" %
+                                       instance.name, errors.ECODE_STATE)
+        minmem = self.be_new[objects.BE_MINMEM]
+        if not op.force and not minmem <= op.runtime_mem <= maxmem:
+            raise errors.OpPrereqError(
+                "Instance %s must have memory between %d and %d MB of memory"
+                " unless --force is given" % (instance.name, minmem, maxmem),
+                errors.ECODE_INVAL)
+        delta = op.runtime_mem - int(info["memory"])
+        if delta > 0:
+            CheckNodeFreeMemory(self, instance.primary_node,
+                                "ballooning memory for instance %s" %
+                                instance.name, delta, instance.hypervisor)
+
+    # NICs
+
+    def _PrepareNics(self, cluster: objects.Cluster) -> None:
+        """Plan the NIC changes on copies; ``new_nics`` is None without
+        any."""
+        self.new_nics: list[objects.NIC] | None = None
+        self._nic_chgdesc: list[tuple[str, Any]] = []
+        if not self.op.nics:
+            return
+        self._other_macs = UsedMacs(self.cfg, exclude=self.instance.uuid)
+        nics = [nic.Copy() for nic in self.instance.nics]
+        for action, ident, params in self.op.nics:
+            if action == constants.DDM_ADD:
+                idx = _AddIndex("NIC", ident, nics)
+                nics.append(self._NewNic(idx, params, nics, cluster))
+            elif action == constants.DDM_REMOVE:
+                idx = _FindItem("NIC", ident, nics)
+                _CheckLast("NIC", idx, nics)
+                del nics[idx]
+                self._nic_chgdesc.append(("NIC/%d" % idx, "remove"))
+            else:
+                idx = _FindItem("NIC", ident, nics)
+                self._ModifyNic(idx, nics[idx], params, nics, cluster)
+        _ValidateDeviceNames("NIC", nics)
+        if len(nics) > MAX_NICS:
+            raise errors.OpPrereqError("Instance has too many network"
+                                       " interfaces (%d), cannot add more" %
+                                       MAX_NICS, errors.ECODE_STATE)
+        self.new_nics = nics
+
+    def _TakeMac(self, requested: str, nics: list[objects.NIC],
+                 own: objects.NIC | None) -> str:
+        """The MAC a new or changed NIC gets: a generated one, or the one
+        requested if no other NIC in the cluster has it."""
+        used = self._other_macs | {nic.mac for nic in nics if nic is not own}
+        if requested in (constants.VALUE_AUTO, constants.VALUE_GENERATE):
+            return GenerateMAC(self.cfg.GetClusterInfo().mac_prefix, used)
+        if requested in used:
+            raise errors.OpPrereqError("MAC address '%s' already in use in"
+                                       " cluster" % requested,
+                                       errors.ECODE_NOTUNIQUE)
+        return requested
+
+    @staticmethod
+    def _CheckRoutedIp(nic: objects.NIC, filled: dict) -> None:
+        if filled[objects.NIC_MODE] == objects.NIC_MODE_ROUTED and \
+                not nic.ip:
+            raise errors.OpPrereqError("Cannot set the NIC IP address to None"
+                                       " on a routed NIC if not attached to"
+                                       " a network", errors.ECODE_INVAL)
+
+    def _NewNic(self, idx: int, params: dict, nics: list[objects.NIC],
+                cluster: objects.Cluster) -> objects.NIC:
+        nicparams = GetUpdatedParams(
+            {}, {key: params[key] for key in _NIC_PARAM_KEYS if key in params},
+            objects.NIC_PARAMETERS, "NIC")
+        nic = objects.NIC(
+            mac=self._TakeMac(params.get("mac", constants.VALUE_AUTO), nics,
+                              None),
+            ip=params.get("ip"), name=params.get("name"),
+            nicparams=nicparams, uuid=self.cfg.GenerateUniqueID())
+        filled = cluster.SimpleFillNIC(nicparams)
+        self._CheckRoutedIp(nic, filled)
+        self._nic_chgdesc.append(
+            ("nic.%d" % idx, "add:mac=%s,ip=%s,mode=%s,link=%s,network=%s" %
+             (nic.mac, nic.ip, filled[objects.NIC_MODE],
+              filled[objects.NIC_LINK], nic.network)))
+        return nic
+
+    def _ModifyNic(self, idx: int, nic: objects.NIC, params: dict,
+                   nics: list[objects.NIC], cluster: objects.Cluster) -> None:
+        if "mac" in params:
+            nic.mac = self._TakeMac(params["mac"], nics, nic)
+        for key in ("mac", "ip", "name"):
+            if key in params:
+                if key != "mac":
+                    setattr(nic, key, params[key])
+                self._nic_chgdesc.append(("nic.%s/%d" % (key, idx),
+                                          getattr(nic, key)))
+        update = {key: params[key] for key in _NIC_PARAM_KEYS
+                  if key in params}
+        if update:
+            nic.nicparams = GetUpdatedParams(nic.nicparams, update,
+                                             objects.NIC_PARAMETERS, "NIC")
+        filled = cluster.SimpleFillNIC(nic.nicparams)
+        for key in update:
+            self._nic_chgdesc.append(("nic.%s/%d" % (key, idx),
+                                      filled[key]))
+        self._CheckRoutedIp(nic, filled)
+
+    def _CheckIPolicy(self, cluster: objects.Cluster) -> None:
+        """The changed specs must fit the policy of the primary node's
+        group (Ganeti checks both memory bounds)."""
+        op = self.op
+        if not (op.disks or op.nics or op.beparams):
+            return
+        group = self.cfg.GetNodeInfo(self.target_node).group
+        nics = self.new_nics if self.new_nics is not None \
+            else self.instance.nics
+        spec: dict[str, Any] = {
+            objects.ISPEC_DISK_SIZE: [disk.size for disk in self.new_disks],
+            objects.ISPEC_DISK_COUNT: len(self.new_disks),
+            objects.ISPEC_NIC_COUNT: len(nics),
+        }
+        mem_sizes = [None]
+        if op.beparams:
+            spec[objects.ISPEC_CPU_COUNT] = self.be_new[objects.BE_VCPUS]
+            spec[objects.ISPEC_SPINDLE_USE] = \
+                self.be_new[objects.BE_SPINDLE_USE]
+            mem_sizes = sorted({self.be_new[objects.BE_MAXMEM],
+                                self.be_new[objects.BE_MINMEM]})
+        for mem_size in mem_sizes:
+            spec[objects.ISPEC_MEM_SIZE] = mem_size
+            CheckIPolicySpec(self, group, spec, self.template,
+                             op.ignore_ipolicy)
+
+    def _Nodes(self) -> list[str]:
+        """The instance's nodes as they will be (new primary first)."""
+        nodes = self.cfg.GetInstanceNodes(self.instance.uuid)
+        return [self.target_node] + [node for node in nodes
+                                     if node not in (self.target_node,
+                                                     self.instance
+                                                     .primary_node)]
+
+    # Hooks -----------------------------------------------------------------
+
+    def _ExtraHookEnv(self) -> dict[str, Any]:
+        if self.op.runtime_mem:
+            return {"RUNTIME_MEMORY": self.op.runtime_mem}
+        return {}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        """Before the change, the memory, CPUs and NICs are described as
+        they will be (as Ganeti does); afterwards everything is."""
+        if self._applied:
+            return super().BuildHooksEnv()
+        proposed = self.instance.Copy()
+        proposed.beparams = self.be_inst
+        if self.new_nics is not None:
+            proposed.nics = self.new_nics
+        env = BuildInstanceHookEnv(self, proposed)
+        env.update(self._ExtraHookEnv())
+        return env
+
+    # Execution -------------------------------------------------------------
+
+    def _CreateNewDisks(self) -> list[objects.Disk]:
+        """Create the added disks on their node; on a failure remove the
+        ones created before and raise."""
+        node_name = self.cfg.GetNodeInfo(self.target_node).name
+        created: list[objects.Disk] = []
+        for action, disk in self._disk_plan:
+            if action != constants.DDM_ADD:
+                continue
+            result = self.rpc.call_blockdev_create(
+                self.target_node, disk.ToDict(), disk.size,
+                self.instance.name, True,
+                GetInstanceInfoText(self.instance), False)
+            if result.fail_msg:
+                RemoveDisks(self, self.instance.name, created)
+                result.Raise("Can't create block device %s on node %s for"
+                             " instance %s" % (disk.iv_name, node_name,
+                                               self.instance.name))
+            created.append(disk)
+            if not self._keep_new_disks_active:
+                ShutdownInstanceDisks(self, self.instance, [disk])
+        return created
+
+    def _ApplyDiskPlan(self) -> None:
+        uuid = self.instance.uuid
+        for action, disk in self._disk_plan:
+            if action == constants.DDM_ADD:
+                self.cfg.AddInstanceDisk(uuid, disk)
+            elif action == constants.DDM_REMOVE:
+                RemoveDisks(self, self.instance.name, [disk])
+                self.cfg.RemoveInstanceDisk(uuid, disk.uuid)
+            else:
+                self.cfg.Update(disk)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> list[tuple]:
+        self._applied = True
+        op = self.op
+        instance = self.instance
+        result: list[tuple[str, Any]] = []
+        created = self._CreateNewDisks()
+        if op.runtime_mem:
+            answer = self.rpc.call_instance_balloon_memory(
+                instance.primary_node,
+                self.cfg.GetClusterInfo().InstanceRpcDict(instance),
+                op.runtime_mem)
+            if answer.fail_msg:
+                RemoveDisks(self, instance.name, created)
+                answer.Raise("Cannot modify instance runtime memory")
+            result.append(("runtime_memory", op.runtime_mem))
+        self._ApplyDiskPlan()
+        result.extend(self._disk_chgdesc)
+        if self.target_node != instance.primary_node:
+            SetInstancePrimaryNode(self, instance.uuid, self.target_node)
+        instance = self.cfg.GetInstanceInfo(instance.uuid)
+        if self.new_nics is not None:
+            instance.nics = self.new_nics
+            result.extend(self._nic_chgdesc)
+        if op.hvparams:
+            instance.hvparams = self.hv_inst
+            result.extend(("hv/%s" % key,
+                           self.hv_inst.get(key, constants.VALUE_DEFAULT))
+                          for key in op.hvparams)
+        if op.beparams:
+            instance.beparams = self.be_inst
+            result.extend(self._be_chgdesc)
+        if op.os_name:
+            instance.os = op.os_name
+        if op.osparams:
+            instance.osparams = self.os_inst
+            result.extend(("os/%s" % key, value)
+                          for key, value in op.osparams.items())
+        if op.offline is not None:
+            instance.admin_state = (objects.ADMINST_OFFLINE if op.offline
+                                    else objects.ADMINST_DOWN)
+            instance.admin_state_source = objects.ADMIN_SOURCE
+            result.append(("admin_state", instance.admin_state))
+        self.cfg.Update(instance, feedback_fn)
+        return result

@@ -1,0 +1,394 @@
+"""gnt-backup on a real three-node virtual cluster (fake hypervisor).
+
+Every node has the shipped tinyimage OS and allows the cluster's file
+storage directory; node2 also has "failexport", a tinyimage whose export
+script fails halfway. Exports land in the target node's export directory
+(pathutils.EXPORT_DIR below its root), written there by the node-to-node
+transfers.
+"""
+
+import configparser
+import gzip
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from ganeti import backend, errors, pathutils
+
+from testutils_cluster import TOP, VirtualCluster
+
+NODE1 = "node1.example.test"
+NODE2 = "node2.example.test"
+NODE3 = "node3.example.test"
+SHIPPED_OS = os.path.join(TOP, "os", "tinyimage")
+FILE_VDIR = "/srv/ganeti/file-storage"
+# Small test instances are below the default instance policy
+CHECKS = ("--no-name-check", "--no-ip-check", "--ignore-ipolicy")
+
+
+def _SearchDir(node):
+    path = node.NodePath(pathutils.OS_SEARCH_PATH[0])
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _MakeFailExportOS(path):
+    """tinyimage whose export script writes some data, then fails."""
+    shutil.copytree(SHIPPED_OS, path, symlinks=True)
+    export = os.path.join(path, "export")
+    os.unlink(export)
+    with open(export, "w", encoding="ascii") as fobj:
+        fobj.write("#!/bin/sh\nhead -c 65536 \"$EXPORT_DEVICE\"\n"
+                   "echo 'tape jammed' >&2\nexit 3\n")
+    os.chmod(export, 0o755)
+
+
+@pytest.fixture(scope="module")
+def vc():
+    cluster = VirtualCluster()
+    try:
+        cluster.Init()
+        cluster.AddNode(NODE2)
+        cluster.AddNode(NODE3)
+        for node in cluster.nodes.values():
+            os.symlink(SHIPPED_OS, os.path.join(_SearchDir(node),
+                                                "tinyimage"))
+            allow = node.NodePath(pathutils.FILE_STORAGE_PATHS_FILE)
+            os.makedirs(os.path.dirname(allow), exist_ok=True)
+            with open(allow, "w", encoding="ascii") as fobj:
+                fobj.write("%s\n" % FILE_VDIR)
+        _MakeFailExportOS(os.path.join(_SearchDir(cluster.nodes[NODE2]),
+                                       "failexport"))
+        yield cluster
+    finally:
+        cluster.Cleanup()
+
+
+@pytest.fixture(scope="module")
+def inst1(vc):
+    """A running file instance on node2."""
+    vc.Run("gnt-instance", "add", "-t", "file", "-o", "tinyimage",
+           "-n", NODE2, "--disk", "0:size=16M,name=root",
+           "-B", "maxmem=48,minmem=32,vcpus=2", "--net", "0:link=br9",
+           "-O", "message=hello", "--tags", "web", *CHECKS, "inst1")
+    return "inst1"
+
+
+def _Fail(cluster, *args):
+    result = cluster.Run(*args, check=False)
+    assert result.returncode != 0, (args, result.stdout)
+    return result.stdout + result.stderr
+
+
+def _Field(cluster, name, field):
+    return cluster.Run("gnt-instance", "list", "--no-headers",
+                       "--separator=|", "-o", field, name).stdout.strip()
+
+
+def _Config(cluster):
+    with open(cluster.NodePath(pathutils.CLUSTER_CONF_FILE),
+              encoding="utf-8") as fobj:
+        return json.load(fobj)
+
+
+def _Instance(cluster, name):
+    config = _Config(cluster)
+    (inst, ) = [inst for inst in config["instances"].values()
+                if inst["name"] == name]
+    return inst, [config["disks"][uuid] for uuid in inst["disks"]]
+
+
+def _DiskPath(cluster, name, node):
+    _, disks = _Instance(cluster, name)
+    return cluster.nodes[node].NodePath(disks[0]["logical_id"][1])
+
+
+def _ExportDir(cluster, node, name=""):
+    return os.path.join(cluster.nodes[node].NodePath(pathutils.EXPORT_DIR),
+                        name)
+
+
+def _Cat(image, path):
+    """A file of the ext2 file system in a disk image (debugfs)."""
+    result = subprocess.run(["debugfs", "-R", "cat %s" % path, image],
+                            capture_output=True, text=True, check=True)
+    return result.stdout
+
+
+def _EnsureExport(cluster, name):
+    """The export of ``name`` on node3 (made by an earlier test or now)."""
+    if not os.path.isdir(_ExportDir(cluster, NODE3, name)):
+        cluster.Run("gnt-backup", "export", "-n", NODE3, name)
+
+
+def _Listing(cluster, *args):
+    return [line.split() for line in
+            cluster.Run("gnt-backup", "list", *args).stdout.splitlines()]
+
+
+def test_export_writes_config_and_compressed_dump(vc, inst1):
+    out = vc.Run("gnt-backup", "export", "-n", NODE3, inst1).stdout
+    assert "Shutting down instance inst1" in out, out
+    assert "checksum verified" in out, out
+    # Shut down for the export, running again afterwards
+    assert _Field(vc, inst1, "status") == "running"
+    inst, disks = _Instance(vc, inst1)
+    export = _ExportDir(vc, NODE3, inst1)
+    assert sorted(os.listdir(export)) == sorted(["config.ini",
+                                                 disks[0]["uuid"]])
+    assert not [name for name in os.listdir(_ExportDir(vc, NODE3))
+                if name.startswith(".")]
+    ini = configparser.RawConfigParser()
+    ini.read(os.path.join(export, "config.ini"))
+    assert ini.sections() == ["export", "instance", "hypervisor", "backend",
+                              "os", "os_private"]
+    assert dict(ini.items("export"), timestamp=None) == {
+        "version": "0", "timestamp": None, "source": inst["primary_node"],
+        "os": "tinyimage", "compression": "gzip"}
+    exp = dict(ini.items("instance"))
+    for key, value in (("name", "inst1"), ("maxmem", "48"),
+                       ("minmem", "32"), ("memory", "48"), ("vcpus", "2"),
+                       ("disk_template", "file"), ("hypervisor", "fake"),
+                       ("tags", "web"), ("nic_count", "1"),
+                       ("nic0_mac", inst["nics"][0]["mac"]),
+                       ("nic0_ip", "None"), ("nic0_link", "br9"),
+                       ("nic0_mode", "bridged"), ("disk_count", "1"),
+                       ("disk0_ivname", "disk/0"),
+                       ("disk0_dump", disks[0]["uuid"]),
+                       ("disk0_size", "16"), ("disk0_name", "root")):
+        assert exp[key] == value, (key, exp[key])
+    assert ini.get("os", "message") == "hello"
+    assert ini.get("backend", "maxmem") == "48"
+    # The dump is the gzip-compressed output of the OS export script: the
+    # whole disk image
+    with open(_DiskPath(vc, inst1, NODE2), "rb") as fobj:
+        image = fobj.read()
+    with gzip.open(os.path.join(export, disks[0]["uuid"]), "rb") as fobj:
+        assert fobj.read() == image
+
+
+def test_list(vc, inst1):
+    _EnsureExport(vc, inst1)
+    assert _Listing(vc) == [["Node", "Export"], [NODE3, "inst1"]]
+    assert _Listing(vc, "-n", NODE2) == [["Node", "Export"]]
+    assert _Listing(vc, "--no-headers", "-n", NODE3, "-n", NODE1) == \
+        [[NODE3, "inst1"]]
+    out = vc.Run("gnt-backup", "list-fields").stdout
+    assert "Node name" in out and "Export name" in out
+    out = _Fail(vc, "gnt-backup", "list", "-n", "nosuchnode")
+    assert "nosuchnode" in out
+
+
+def test_import_on_third_node(vc, inst1):
+    _EnsureExport(vc, inst1)
+    # Without --src-node the export is searched on all nodes
+    vc.Run("gnt-backup", "import", "-n", NODE1, "-t", "file",
+           "--src-dir", "inst1", *CHECKS, "inst1b")
+    try:
+        assert _Field(vc, "inst1b", "pnode,status,be/maxmem,be/minmem,"
+                      "be/vcpus,nic.links,disk.sizes,disk.names,os,"
+                      "tags") == \
+            "%s|ADMIN_down|48|32|2|br9|16|root|tinyimage|web" % NODE1
+        orig, _ = _Instance(vc, inst1)
+        new, _ = _Instance(vc, "inst1b")
+        # A new instance gets new MAC addresses
+        assert new["nics"][0]["mac"] != orig["nics"][0]["mac"]
+        assert new["osparams"] == {"message": "hello"}
+        src = _DiskPath(vc, inst1, NODE2)
+        dst = _DiskPath(vc, "inst1b", NODE1)
+        conf = _Cat(src, "/etc/tinyimage.conf")
+        assert "INSTANCE_NAME=inst1\n" in conf
+        assert _Cat(dst, "/etc/tinyimage.conf") == conf
+        assert _Cat(dst, "/init") == _Cat(src, "/init")
+        # The OS rename script ran for the new name
+        assert _Cat(src, "/etc/hostname") == "inst1\n"
+        assert _Cat(dst, "/etc/hostname") == "inst1b\n"
+        vc.Run("gnt-instance", "startup", "inst1b")
+        assert _Field(vc, "inst1b", "status") == "running"
+    finally:
+        vc.Run("gnt-instance", "remove", "-f", "inst1b")
+
+
+def test_import_overrides_and_explicit_source(vc, inst1):
+    _EnsureExport(vc, inst1)
+    vc.Run("gnt-backup", "import", "-n", NODE2, "-t", "file",
+           "--src-node", NODE3, "--src-dir",
+           os.path.join(pathutils.EXPORT_DIR, "inst1"),
+           "--disk", "0:size=24M", "-B", "maxmem=40", "--net",
+           "0:link=br3", *CHECKS, "inst1c")
+    try:
+        assert _Field(vc, "inst1c", "be/maxmem,be/minmem,nic.links,"
+                      "disk.sizes") == "40|32|br3|24"
+        dst = _DiskPath(vc, "inst1c", NODE2)
+        assert "INSTANCE_NAME=inst1" in _Cat(dst, "/etc/tinyimage.conf")
+    finally:
+        vc.Run("gnt-instance", "remove", "-f", "inst1c")
+
+
+def test_export_moves_and_remove(vc, inst1):
+    _EnsureExport(vc, inst1)
+    # A new export replaces the one on another node
+    vc.Run("gnt-backup", "export", "-n", NODE1, "--noshutdown", inst1)
+    assert _Listing(vc, "--no-headers") == [[NODE1, "inst1"]]
+    assert not os.path.exists(_ExportDir(vc, NODE3, inst1))
+    assert _Field(vc, inst1, "status") == "running"
+    vc.Run("gnt-backup", "remove", inst1)
+    assert _Listing(vc, "--no-headers") == []
+    assert not os.path.exists(_ExportDir(vc, NODE1, inst1))
+    # Nothing left to remove: Ganeti only says so
+    out = vc.Run("gnt-backup", "remove", "nosuchinst").stdout
+    assert "Export not found" in out
+
+
+def test_export_remove_instance_and_reimport_raw(vc):
+    """An instance without OS: its disk is exported and imported as is."""
+    vc.Run("gnt-instance", "add", "-t", "file", "--no-install",
+           "-n", NODE3, "--disk", "0:size=8M", "--no-start", *CHECKS,
+           "inst2")
+    inst, _ = _Instance(vc, "inst2")
+    with open(_DiskPath(vc, "inst2", NODE3), "r+b") as fobj:
+        fobj.seek(3 * 1024 * 1024 + 17)
+        fobj.write(b"raw data at an odd place" * 100)
+        fobj.seek(0)
+        image = fobj.read()
+    vc.Run("gnt-backup", "export", "-n", NODE1, "--remove-instance",
+           "inst2")
+    try:
+        assert "inst2" not in vc.Run("gnt-instance", "list").stdout
+        assert _Listing(vc, "--no-headers", "-n", NODE1) == \
+            [[NODE1, "inst2"]]
+        ini = configparser.RawConfigParser()
+        ini.read(os.path.join(_ExportDir(vc, NODE1, "inst2"), "config.ini"))
+        assert (ini.get("export", "os"), ini.get("export", "compression")) \
+            == ("", "none")
+        # Under its own name the instance keeps its MAC address
+        vc.Run("gnt-backup", "import", "-n", NODE2, "-t", "file",
+               *CHECKS, "inst2")
+        new, _ = _Instance(vc, "inst2")
+        assert new["nics"][0]["mac"] == inst["nics"][0]["mac"]
+        assert new["os"] == ""
+        with open(_DiskPath(vc, "inst2", NODE2), "rb") as fobj:
+            assert fobj.read() == image
+        vc.Run("gnt-instance", "remove", "-f", "inst2")
+    finally:
+        vc.Run("gnt-backup", "remove", "inst2")
+
+
+def test_failed_export_script_leaves_nothing(vc):
+    vc.Run("gnt-instance", "add", "-t", "file", "-o", "failexport",
+           "-n", NODE2, "--disk", "0:size=4M", *CHECKS, "inst3")
+    try:
+        out = _Fail(vc, "gnt-backup", "export", "-n", NODE3, "inst3")
+        assert "Export failed, errors in disk export: disk(s) 0" in out, out
+        assert "exit code 3" in out, out
+        assert not [name for name in os.listdir(_ExportDir(vc, NODE3))
+                    if "inst3" in name]
+        assert _Listing(vc, "--no-headers", "-n", NODE3) == []
+        # The instance runs again
+        assert _Field(vc, "inst3", "status") == "running"
+        logs = os.listdir(vc.nodes[NODE2].NodePath(pathutils.LOG_OS_DIR))
+        (log, ) = [name for name in logs
+                   if name.startswith("export-failexport-inst3-")]
+        with open(os.path.join(vc.nodes[NODE2].NodePath(
+                pathutils.LOG_OS_DIR), log), encoding="utf-8") as fobj:
+            assert "tape jammed" in fobj.read()
+    finally:
+        vc.Run("gnt-instance", "remove", "-f", "inst3")
+
+
+@pytest.mark.parametrize("args,message", [
+    (("import", "-n", NODE2, "-t", "file", "nosuchexport"),
+     "No export found for relative path nosuchexport"),
+    (("import", "-n", NODE2, "-t", "file", "--src-node", NODE1,
+      "nosuchexport"),
+     "No export or invalid export found in dir"),
+    (("import", "-n", NODE2, "-t", "file", "--src-dir", "/etc",
+      "nosuchexport"),
+     "Importing an instance from a path requires a source node option"),
+    (("import", "-n", NODE2, "-t", "file", "--src-node", NODE1,
+      "--src-dir", "/etc", "nosuchexport"),
+     "Refusing to read /etc: not an export directory"),
+    (("export", "-n", "nosuchnode", "inst1"), "nosuchnode"),
+    (("export", "-n", NODE1, "nosuchinst"),
+     "Instance 'nosuchinst' not known"),
+    (("export", "inst1"), "Target node must be specified"),
+    (("export", "-n", NODE1, "--transport-compression", "lzop", "inst1"),
+     "Compression tool not allowed"),
+])
+def test_refusals(vc, inst1, args, message):
+    out = _Fail(vc, "gnt-backup", *args, *(CHECKS if args[0] == "import"
+                                           else ()))
+    assert message in out, out
+    assert "nosuchexport" not in vc.Run("gnt-instance", "list").stdout
+
+
+def test_diskless_export_refused(vc):
+    vc.Run("gnt-instance", "add", "-t", "diskless", "-o", "tinyimage",
+           "-n", NODE2, "--no-start", *CHECKS, "inst4")
+    try:
+        out = _Fail(vc, "gnt-backup", "export", "-n", NODE3, "inst4")
+        assert "Instance 'inst4' has no disks" in out, out
+    finally:
+        vc.Run("gnt-instance", "remove", "-f", "inst4")
+
+
+def test_offline_node_refused(vc, inst1):
+    vc.Run("gnt-node", "modify", "-O", "yes", NODE3)
+    try:
+        out = _Fail(vc, "gnt-backup", "export", "-n", NODE3, inst1)
+        assert "Can't use offline node %s" % NODE3 in out, out
+        # The offline node has no data in the listing
+        assert _Listing(vc, "--no-headers", "-n", NODE3) == [[NODE3, "*"]]
+        assert [NODE3, "(offline)"] in _Listing(vc, "--no-headers", "-v")
+    finally:
+        vc.Run("gnt-node", "modify", "-O", "no", NODE3)
+
+
+
+# Node side, without a cluster ------------------------------------------------
+
+@pytest.mark.parametrize("name", ["../etc", ".inst1.new", "a/b", "", None])
+def test_backend_refuses_bad_export_names(name):
+    with pytest.raises(errors.GenericError, match="Invalid export name"):
+        backend.export_remove(name)
+
+
+@pytest.mark.parametrize("path", ["/etc", "/srv/ganeti/export",
+                                  "/srv/ganeti/export/a/b"])
+def test_backend_reads_only_export_directories(path):
+    with pytest.raises(errors.GenericError,
+                       match="Refusing to read|Invalid export name"):
+        backend.export_info(path)
+
+
+def test_backend_export_config():
+    instance = {
+        "name": "web1", "primary_node": "uuid-1", "os": "tinyimage+v",
+        "hypervisor": "fake", "tags": ["a", "b"],
+        "hvparams": {"migration_mode": "live"},
+        "beparams": {"maxmem": 128, "minmem": 64, "vcpus": 1},
+        "osparams": {"message": "hi"}, "osparams_private": {"pw": "s"},
+        "nics": [{"mac": "aa:00:00:00:00:01", "ip": None,
+                  "nicparams": {"mode": "bridged", "link": "br0"}}],
+    }
+    disks = [{"uuid": "d-1", "iv_name": "disk/0", "size": 16,
+              "dev_type": "file", "name": None}]
+    ini = backend._ExportConfig(instance, disks, "gzip", 1234)
+    assert dict(ini.items("export")) == {
+        "version": "0", "timestamp": "1234", "source": "uuid-1",
+        "os": "tinyimage+v", "compression": "gzip"}
+    assert dict(ini.items("instance")) == {
+        "name": "web1", "maxmem": "128", "minmem": "64", "memory": "128",
+        "vcpus": "1", "disk_template": "file", "hypervisor": "fake",
+        "tags": "a b", "nic0_mac": "aa:00:00:00:00:01", "nic0_ip": "None",
+        "nic0_network": "None", "nic0_name": "None", "nic0_link": "br0",
+        "nic0_mode": "bridged", "nic0_vlan": "None", "nic_count": "1",
+        "disk0_ivname": "disk/0", "disk0_dump": "d-1", "disk0_size": "16",
+        "disk0_name": "None", "disk_count": "1"}
+    # Cluster-wide hypervisor parameters are not the instance's
+    assert dict(ini.items("hypervisor")) == {}
+    assert dict(ini.items("os")) == {"message": "hi"}
+    assert dict(ini.items("os_private")) == {"pw": "s"}
