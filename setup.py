@@ -69,8 +69,9 @@ class BuildPyWithAutoconf(build_py):
 def _Scripts() -> list[str]:
     scripts = sorted(glob.glob("scripts/gnt-*"))
     scripts += sorted(glob.glob("daemons/ganeti-*"))
-    if os.path.exists("daemons/daemon-util"):
-        scripts.append("daemons/daemon-util")
+    for helper in ("daemons/daemon-util", "daemons/kvm-ifup"):
+        if os.path.exists(helper):
+            scripts.append(helper)
     return scripts
 
 

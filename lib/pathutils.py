@@ -39,6 +39,13 @@ LOG_OS_DIR = LOG_DIR + "/os"
 FAKE_HV_DIR = RUN_DIR + "/fake-hypervisor"
 # Block devices of running instances, as given when they were started
 DISK_LINKS_DIR = RUN_DIR + "/instance-disks"
+# Runtime state of the KVM hypervisor (pid files, QMP and serial sockets,
+# saved command lines)
+KVM_HV_DIR = RUN_DIR + "/kvm-hypervisor"
+# The shipped script attaching a KVM tap to its NIC's network, installed
+# beside daemon-util; an executable KVM_IFUP_CUSTOM replaces what it does
+KVM_IFUP = os.path.join(os.path.dirname(DAEMON_UTIL), "kvm-ifup")
+KVM_IFUP_CUSTOM = CONF_DIR + "/kvm-ifup-custom"
 
 # Configuration and certificates
 CLUSTER_CONF_FILE = DATA_DIR + "/config.data"

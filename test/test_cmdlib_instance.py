@@ -116,6 +116,11 @@ def test_status_values(ctx):
     ctx.rpc.running[master] = {"inst1": {"memory": 128, "vcpus": 1,
                                          "state": 0, "time": 0.0}}
     assert _Status(ctx) == ["running", True, 128]
+    # The guest powered itself off, its hypervisor process remains
+    ctx.rpc.running[master]["inst1"]["state"] = \
+        constants.HV_INSTANCE_SHUTDOWN
+    assert _Status(ctx)[0] == "USER_down"
+    ctx.rpc.running[master]["inst1"]["state"] = constants.HV_INSTANCE_RUNNING
     ctx.rpc.running[node2] = ctx.rpc.running.pop(master)
     assert _Status(ctx)[0] == "ERROR_wrongnode"
     ctx.rpc.answers[("all_instances_info", master)] = Failed(

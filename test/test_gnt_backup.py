@@ -9,62 +9,30 @@ transfers.
 
 import configparser
 import gzip
-import json
 import os
-import shutil
 import subprocess
 
 import pytest
 
 from ganeti import backend, errors, pathutils
 
-from testutils_cluster import TOP, VirtualCluster
+from testutils_instance import (CHECKS as NAME_CHECKS, NODE1, NODE2, NODE3,
+                                DiskPaths, Fail, Field, FindInstance,
+                                InstanceCluster, OsVariant)
 
-NODE1 = "node1.example.test"
-NODE2 = "node2.example.test"
-NODE3 = "node3.example.test"
-SHIPPED_OS = os.path.join(TOP, "os", "tinyimage")
-FILE_VDIR = "/srv/ganeti/file-storage"
 # Small test instances are below the default instance policy
-CHECKS = ("--no-name-check", "--no-ip-check", "--ignore-ipolicy")
-
-
-def _SearchDir(node):
-    path = node.NodePath(pathutils.OS_SEARCH_PATH[0])
-    os.makedirs(path, exist_ok=True)
-    return path
-
-
-def _MakeFailExportOS(path):
-    """tinyimage whose export script writes some data, then fails."""
-    shutil.copytree(SHIPPED_OS, path, symlinks=True)
-    export = os.path.join(path, "export")
-    os.unlink(export)
-    with open(export, "w", encoding="ascii") as fobj:
-        fobj.write("#!/bin/sh\nhead -c 65536 \"$EXPORT_DEVICE\"\n"
-                   "echo 'tape jammed' >&2\nexit 3\n")
-    os.chmod(export, 0o755)
+CHECKS = NAME_CHECKS + ("--ignore-ipolicy", )
+# tinyimage whose export script writes some data, then fails
+FAIL_EXPORT_OS = OsVariant(
+    {"export": ("#!/bin/sh\nhead -c 65536 \"$EXPORT_DEVICE\"\n"
+                "echo 'tape jammed' >&2\nexit 3\n")},
+    nodes=(NODE2, ))
 
 
 @pytest.fixture(scope="module")
 def vc():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init()
-        cluster.AddNode(NODE2)
-        cluster.AddNode(NODE3)
-        for node in cluster.nodes.values():
-            os.symlink(SHIPPED_OS, os.path.join(_SearchDir(node),
-                                                "tinyimage"))
-            allow = node.NodePath(pathutils.FILE_STORAGE_PATHS_FILE)
-            os.makedirs(os.path.dirname(allow), exist_ok=True)
-            with open(allow, "w", encoding="ascii") as fobj:
-                fobj.write("%s\n" % FILE_VDIR)
-        _MakeFailExportOS(os.path.join(_SearchDir(cluster.nodes[NODE2]),
-                                       "failexport"))
+    with InstanceCluster(extra_os={"failexport": FAIL_EXPORT_OS}) as cluster:
         yield cluster
-    finally:
-        cluster.Cleanup()
 
 
 @pytest.fixture(scope="module")
@@ -75,35 +43,6 @@ def inst1(vc):
            "-B", "maxmem=48,minmem=32,vcpus=2", "--net", "0:link=br9",
            "-O", "message=hello", "--tags", "web", *CHECKS, "inst1")
     return "inst1"
-
-
-def _Fail(cluster, *args):
-    result = cluster.Run(*args, check=False)
-    assert result.returncode != 0, (args, result.stdout)
-    return result.stdout + result.stderr
-
-
-def _Field(cluster, name, field):
-    return cluster.Run("gnt-instance", "list", "--no-headers",
-                       "--separator=|", "-o", field, name).stdout.strip()
-
-
-def _Config(cluster):
-    with open(cluster.NodePath(pathutils.CLUSTER_CONF_FILE),
-              encoding="utf-8") as fobj:
-        return json.load(fobj)
-
-
-def _Instance(cluster, name):
-    config = _Config(cluster)
-    (inst, ) = [inst for inst in config["instances"].values()
-                if inst["name"] == name]
-    return inst, [config["disks"][uuid] for uuid in inst["disks"]]
-
-
-def _DiskPath(cluster, name, node):
-    _, disks = _Instance(cluster, name)
-    return cluster.nodes[node].NodePath(disks[0]["logical_id"][1])
 
 
 def _ExportDir(cluster, node, name=""):
@@ -134,8 +73,8 @@ def test_export_writes_config_and_compressed_dump(vc, inst1):
     assert "Shutting down instance inst1" in out, out
     assert "checksum verified" in out, out
     # Shut down for the export, running again afterwards
-    assert _Field(vc, inst1, "status") == "running"
-    inst, disks = _Instance(vc, inst1)
+    assert Field(vc, inst1, "status") == "running"
+    inst, disks = FindInstance(vc, inst1)
     export = _ExportDir(vc, NODE3, inst1)
     assert sorted(os.listdir(export)) == sorted(["config.ini",
                                                  disks[0]["uuid"]])
@@ -164,7 +103,7 @@ def test_export_writes_config_and_compressed_dump(vc, inst1):
     assert ini.get("backend", "maxmem") == "48"
     # The dump is the gzip-compressed output of the OS export script: the
     # whole disk image
-    with open(_DiskPath(vc, inst1, NODE2), "rb") as fobj:
+    with open(DiskPaths(vc, inst1, NODE2)[0], "rb") as fobj:
         image = fobj.read()
     with gzip.open(os.path.join(export, disks[0]["uuid"]), "rb") as fobj:
         assert fobj.read() == image
@@ -178,7 +117,7 @@ def test_list(vc, inst1):
         [[NODE3, "inst1"]]
     out = vc.Run("gnt-backup", "list-fields").stdout
     assert "Node name" in out and "Export name" in out
-    out = _Fail(vc, "gnt-backup", "list", "-n", "nosuchnode")
+    out = Fail(vc, "gnt-backup", "list", "-n", "nosuchnode")
     assert "nosuchnode" in out
 
 
@@ -188,17 +127,17 @@ def test_import_on_third_node(vc, inst1):
     vc.Run("gnt-backup", "import", "-n", NODE1, "-t", "file",
            "--src-dir", "inst1", *CHECKS, "inst1b")
     try:
-        assert _Field(vc, "inst1b", "pnode,status,be/maxmem,be/minmem,"
-                      "be/vcpus,nic.links,disk.sizes,disk.names,os,"
-                      "tags") == \
+        assert Field(vc, "inst1b", "pnode,status,be/maxmem,be/minmem,"
+                     "be/vcpus,nic.links,disk.sizes,disk.names,os,"
+                     "tags") == \
             "%s|ADMIN_down|48|32|2|br9|16|root|tinyimage|web" % NODE1
-        orig, _ = _Instance(vc, inst1)
-        new, _ = _Instance(vc, "inst1b")
+        orig, _ = FindInstance(vc, inst1)
+        new, _ = FindInstance(vc, "inst1b")
         # A new instance gets new MAC addresses
         assert new["nics"][0]["mac"] != orig["nics"][0]["mac"]
         assert new["osparams"] == {"message": "hello"}
-        src = _DiskPath(vc, inst1, NODE2)
-        dst = _DiskPath(vc, "inst1b", NODE1)
+        src = DiskPaths(vc, inst1, NODE2)[0]
+        dst = DiskPaths(vc, "inst1b", NODE1)[0]
         conf = _Cat(src, "/etc/tinyimage.conf")
         assert "INSTANCE_NAME=inst1\n" in conf
         assert _Cat(dst, "/etc/tinyimage.conf") == conf
@@ -207,7 +146,7 @@ def test_import_on_third_node(vc, inst1):
         assert _Cat(src, "/etc/hostname") == "inst1\n"
         assert _Cat(dst, "/etc/hostname") == "inst1b\n"
         vc.Run("gnt-instance", "startup", "inst1b")
-        assert _Field(vc, "inst1b", "status") == "running"
+        assert Field(vc, "inst1b", "status") == "running"
     finally:
         vc.Run("gnt-instance", "remove", "-f", "inst1b")
 
@@ -220,9 +159,9 @@ def test_import_overrides_and_explicit_source(vc, inst1):
            "--disk", "0:size=24M", "-B", "maxmem=40", "--net",
            "0:link=br3", *CHECKS, "inst1c")
     try:
-        assert _Field(vc, "inst1c", "be/maxmem,be/minmem,nic.links,"
-                      "disk.sizes") == "40|32|br3|24"
-        dst = _DiskPath(vc, "inst1c", NODE2)
+        assert Field(vc, "inst1c", "be/maxmem,be/minmem,nic.links,"
+                     "disk.sizes") == "40|32|br3|24"
+        dst = DiskPaths(vc, "inst1c", NODE2)[0]
         assert "INSTANCE_NAME=inst1" in _Cat(dst, "/etc/tinyimage.conf")
     finally:
         vc.Run("gnt-instance", "remove", "-f", "inst1c")
@@ -234,7 +173,7 @@ def test_export_moves_and_remove(vc, inst1):
     vc.Run("gnt-backup", "export", "-n", NODE1, "--noshutdown", inst1)
     assert _Listing(vc, "--no-headers") == [[NODE1, "inst1"]]
     assert not os.path.exists(_ExportDir(vc, NODE3, inst1))
-    assert _Field(vc, inst1, "status") == "running"
+    assert Field(vc, inst1, "status") == "running"
     vc.Run("gnt-backup", "remove", inst1)
     assert _Listing(vc, "--no-headers") == []
     assert not os.path.exists(_ExportDir(vc, NODE1, inst1))
@@ -248,8 +187,8 @@ def test_export_remove_instance_and_reimport_raw(vc):
     vc.Run("gnt-instance", "add", "-t", "file", "--no-install",
            "-n", NODE3, "--disk", "0:size=8M", "--no-start", *CHECKS,
            "inst2")
-    inst, _ = _Instance(vc, "inst2")
-    with open(_DiskPath(vc, "inst2", NODE3), "r+b") as fobj:
+    inst, _ = FindInstance(vc, "inst2")
+    with open(DiskPaths(vc, "inst2", NODE3)[0], "r+b") as fobj:
         fobj.seek(3 * 1024 * 1024 + 17)
         fobj.write(b"raw data at an odd place" * 100)
         fobj.seek(0)
@@ -267,10 +206,10 @@ def test_export_remove_instance_and_reimport_raw(vc):
         # Under its own name the instance keeps its MAC address
         vc.Run("gnt-backup", "import", "-n", NODE2, "-t", "file",
                *CHECKS, "inst2")
-        new, _ = _Instance(vc, "inst2")
+        new, _ = FindInstance(vc, "inst2")
         assert new["nics"][0]["mac"] == inst["nics"][0]["mac"]
         assert new["os"] == ""
-        with open(_DiskPath(vc, "inst2", NODE2), "rb") as fobj:
+        with open(DiskPaths(vc, "inst2", NODE2)[0], "rb") as fobj:
             assert fobj.read() == image
         vc.Run("gnt-instance", "remove", "-f", "inst2")
     finally:
@@ -281,14 +220,14 @@ def test_failed_export_script_leaves_nothing(vc):
     vc.Run("gnt-instance", "add", "-t", "file", "-o", "failexport",
            "-n", NODE2, "--disk", "0:size=4M", *CHECKS, "inst3")
     try:
-        out = _Fail(vc, "gnt-backup", "export", "-n", NODE3, "inst3")
+        out = Fail(vc, "gnt-backup", "export", "-n", NODE3, "inst3")
         assert "Export failed, errors in disk export: disk(s) 0" in out, out
         assert "exit code 3" in out, out
         assert not [name for name in os.listdir(_ExportDir(vc, NODE3))
                     if "inst3" in name]
         assert _Listing(vc, "--no-headers", "-n", NODE3) == []
         # The instance runs again
-        assert _Field(vc, "inst3", "status") == "running"
+        assert Field(vc, "inst3", "status") == "running"
         logs = os.listdir(vc.nodes[NODE2].NodePath(pathutils.LOG_OS_DIR))
         (log, ) = [name for name in logs
                    if name.startswith("export-failexport-inst3-")]
@@ -319,8 +258,8 @@ def test_failed_export_script_leaves_nothing(vc):
      "Compression tool not allowed"),
 ])
 def test_refusals(vc, inst1, args, message):
-    out = _Fail(vc, "gnt-backup", *args, *(CHECKS if args[0] == "import"
-                                           else ()))
+    out = Fail(vc, "gnt-backup", *args, *(CHECKS if args[0] == "import"
+                                          else ()))
     assert message in out, out
     assert "nosuchexport" not in vc.Run("gnt-instance", "list").stdout
 
@@ -329,7 +268,7 @@ def test_diskless_export_refused(vc):
     vc.Run("gnt-instance", "add", "-t", "diskless", "-o", "tinyimage",
            "-n", NODE2, "--no-start", *CHECKS, "inst4")
     try:
-        out = _Fail(vc, "gnt-backup", "export", "-n", NODE3, "inst4")
+        out = Fail(vc, "gnt-backup", "export", "-n", NODE3, "inst4")
         assert "Instance 'inst4' has no disks" in out, out
     finally:
         vc.Run("gnt-instance", "remove", "-f", "inst4")
@@ -338,7 +277,7 @@ def test_diskless_export_refused(vc):
 def test_offline_node_refused(vc, inst1):
     vc.Run("gnt-node", "modify", "-O", "yes", NODE3)
     try:
-        out = _Fail(vc, "gnt-backup", "export", "-n", NODE3, inst1)
+        out = Fail(vc, "gnt-backup", "export", "-n", NODE3, inst1)
         assert "Can't use offline node %s" % NODE3 in out, out
         # The offline node has no data in the listing
         assert _Listing(vc, "--no-headers", "-n", NODE3) == [[NODE3, "*"]]

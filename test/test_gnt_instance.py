@@ -8,82 +8,27 @@ node roots: image files below the file storage directory, runtime state
 in the fake hypervisor's directory.
 """
 
-import json
 import os
-import shutil
 import struct
 
 import pytest
 
-from ganeti import pathutils
+from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from testutils_instance import (CHECKS, FILE_VDIR, NODE2, NODE3, Config,
+                                FakeState, Fail, Field, InstanceCluster,
+                                OsVariant)
 
-from testutils_cluster import SMALL_IPOLICY_BOUNDS, TOP, VirtualCluster
-
-NODE2 = "node2.example.test"
-NODE3 = "node3.example.test"
-SHIPPED_OS = os.path.join(TOP, "os", "tinyimage")
-FILE_DIR = pathutils.DEFAULT_FILE_STORAGE_DIR
-# The cluster's file storage directory as every node sees it
-FILE_VDIR = "/srv/ganeti/file-storage"
-CHECKS = ("--no-name-check", "--no-ip-check")
-
-
-def _SearchDir(node):
-    path = node.NodePath(pathutils.OS_SEARCH_PATH[0])
-    os.makedirs(path, exist_ok=True)
-    return path
-
-
-def _MakeFailOS(path):
-    shutil.copytree(SHIPPED_OS, path, symlinks=True)
-    create = os.path.join(path, "create")
-    os.unlink(create)
-    with open(create, "w", encoding="ascii") as fobj:
-        fobj.write("#!/bin/sh\necho 'disk full of gremlins' >&2\nexit 1\n")
-    os.chmod(create, 0o755)
+# tinyimage whose create script fails
+FAIL_OS = OsVariant(
+    {"create": "#!/bin/sh\necho 'disk full of gremlins' >&2\nexit 1\n"},
+    nodes=(NODE3, ))
 
 
 @pytest.fixture(scope="module")
 def vc():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS)
-        cluster.AddNode(NODE2)
-        cluster.AddNode(NODE3)
-        for node in cluster.nodes.values():
-            os.symlink(SHIPPED_OS, os.path.join(_SearchDir(node),
-                                                "tinyimage"))
-            allow = node.NodePath(pathutils.FILE_STORAGE_PATHS_FILE)
-            os.makedirs(os.path.dirname(allow), exist_ok=True)
-            with open(allow, "w", encoding="ascii") as fobj:
-                fobj.write("# test\n%s\n" % FILE_VDIR)
-        _MakeFailOS(os.path.join(_SearchDir(cluster.nodes[NODE3]),
-                                 "failos"))
+    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
+                         extra_os={"failos": FAIL_OS}) as cluster:
         yield cluster
-    finally:
-        cluster.Cleanup()
-
-
-def _Fail(cluster, *args):
-    result = cluster.Run(*args, check=False)
-    assert result.returncode != 0, (args, result.stdout)
-    return result.stdout + result.stderr
-
-
-def _Field(cluster, name, field):
-    out = cluster.Run("gnt-instance", "list", "--no-headers",
-                      "--separator=|", "-o", field, name).stdout
-    return out.strip()
-
-
-def _Config(cluster):
-    with open(cluster.NodePath(pathutils.CLUSTER_CONF_FILE),
-              encoding="utf-8") as fobj:
-        return json.load(fobj)
-
-
-def _FakeState(node, name):
-    return node.NodePath(os.path.join(pathutils.FAKE_HV_DIR, name))
 
 
 def test_diskless_lifecycle(vc):
@@ -91,7 +36,7 @@ def test_diskless_lifecycle(vc):
     vc.Run("gnt-instance", "add", "-t", "diskless", "-o", "tinyimage",
            "-n", NODE2, "-B", "maxmem=64,minmem=64,vcpus=2",
            "--net", "0:mac=aa:00:00:11:22:33,link=br7", *CHECKS, "inst1")
-    state = _FakeState(node2, "inst1")
+    state = FakeState(node2, "inst1")
     with open(state, encoding="ascii") as fobj:
         assert fobj.read().split() == ["0", "64", "2"]
     listing = vc.Run("gnt-instance", "list").stdout.splitlines()
@@ -99,8 +44,8 @@ def test_diskless_lifecycle(vc):
                                   "Primary_node", "Status", "Memory"]
     assert listing[1].split() == ["inst1", "fake", "tinyimage", NODE2,
                                   "running", "64M"]
-    assert _Field(vc, "inst1", "nic.macs,nic.links,disk_template,"
-                  "be/vcpus,oper_vcpus,admin_state") == \
+    assert Field(vc, "inst1", "nic.macs,nic.links,disk_template,"
+                 "be/vcpus,oper_vcpus,admin_state") == \
         "aa:00:00:11:22:33|br7|diskless|2|2|up"
 
     info = vc.Run("gnt-instance", "info", "inst1").stdout
@@ -114,33 +59,33 @@ def test_diskless_lifecycle(vc):
 
     vc.Run("gnt-instance", "stop", "--timeout=5", "inst1")
     assert not os.path.exists(state)
-    assert _Field(vc, "inst1", "status,oper_state,oper_ram") == \
+    assert Field(vc, "inst1", "status,oper_state,oper_ram") == \
         "ADMIN_down|N|-"
     vc.Run("gnt-instance", "start", "inst1")
     assert os.path.exists(state)
     for kind in ("soft", "hard", "full"):
         vc.Run("gnt-instance", "reboot", "--type", kind, "inst1")
-        assert _Field(vc, "inst1", "status") == "running"
+        assert Field(vc, "inst1", "status") == "running"
 
     # The hypervisor state changes behind the cluster's back
     os.unlink(state)
-    assert _Field(vc, "inst1", "status") == "ERROR_down"
+    assert Field(vc, "inst1", "status") == "ERROR_down"
     vc.Run("gnt-instance", "shutdown", "inst1")
     with open(state, "w", encoding="ascii") as fobj:
         fobj.write("0\n64\n2\n")
-    assert _Field(vc, "inst1", "status") == "ERROR_up"
+    assert Field(vc, "inst1", "status") == "ERROR_up"
     vc.Run("gnt-instance", "shutdown", "inst1")
 
     vc.Run("gnt-instance", "add-tags", "inst1", "web", "prod")
     assert vc.Run("gnt-instance", "list-tags", "inst1").stdout.split() == \
         ["prod", "web"]
-    assert _Field(vc, "inst1", "tags") == "prod,web"
+    assert Field(vc, "inst1", "tags") == "prod,web"
     out = vc.Run("gnt-instance", "list", "--no-headers", "-o", "name",
                  "--filter", "status == \"ADMIN_down\"").stdout
     assert out.split() == ["inst1"]
 
     vc.Run("gnt-instance", "remove", "-f", "inst1")
-    assert _Config(vc)["instances"] == {}
+    assert Config(vc)["instances"] == {}
     assert "inst1" not in vc.Run("gnt-instance", "list").stdout
 
 
@@ -150,7 +95,7 @@ def test_file_instance_with_os_image(vc):
            "-n", NODE3, "--disk", "0:size=16M,name=root",
            "--disk", "1:size=8,mode=ro", "-B", "maxmem=32,minmem=32",
            "-O", "message=hello", *CHECKS, "inst2")
-    config = _Config(vc)
+    config = Config(vc)
     (inst, ) = config["instances"].values()
     disks = [config["disks"][uuid] for uuid in inst["disks"]]
     assert [disk["size"] for disk in disks] == [16, 8]
@@ -163,29 +108,29 @@ def test_file_instance_with_os_image(vc):
     with open(paths[0], "rb") as fobj:
         fobj.seek(1080)
         assert struct.unpack("<H", fobj.read(2))[0] == 0xEF53
-    assert _Field(vc, "inst2", "disk.count,disk.sizes,disk.size/1,"
-                  "disk_template,status,pnode") == \
+    assert Field(vc, "inst2", "disk.count,disk.sizes,disk.size/1,"
+                 "disk_template,status,pnode") == \
         "2|16,8|8|file|running|%s" % NODE3
-    assert os.path.exists(_FakeState(node3, "inst2"))
+    assert os.path.exists(FakeState(node3, "inst2"))
     assert inst["disks_active"] is True
     vc.Run("gnt-instance", "shutdown", "inst2")
-    (inst, ) = _Config(vc)["instances"].values()
+    (inst, ) = Config(vc)["instances"].values()
     assert inst["disks_active"] is False
 
     vc.Run("gnt-instance", "remove", "-f", "inst2")
     for path in paths:
         assert not os.path.exists(path)
     assert not os.path.exists(os.path.dirname(paths[0]))
-    assert not os.path.exists(_FakeState(node3, "inst2"))
-    assert _Config(vc)["disks"] == {}
+    assert not os.path.exists(FakeState(node3, "inst2"))
+    assert Config(vc)["disks"] == {}
 
 
 def test_failed_creation_leaves_nothing(vc):
     node3 = vc.nodes[NODE3]
-    out = _Fail(vc, "gnt-instance", "add", "-t", "file", "-o", "failos",
-                "-n", NODE3, "--disk", "0:size=4M", *CHECKS, "inst3")
+    out = Fail(vc, "gnt-instance", "add", "-t", "file", "-o", "failos",
+               "-n", NODE3, "--disk", "0:size=4M", *CHECKS, "inst3")
     assert "disk full of gremlins" in out
-    config = _Config(vc)
+    config = Config(vc)
     assert config["instances"] == {} and config["disks"] == {}
     storage = node3.NodePath(FILE_VDIR)
     assert not os.path.exists(os.path.join(storage, "inst3"))
@@ -210,9 +155,9 @@ def test_failed_creation_leaves_nothing(vc):
      "needs at least one disk"),
 ])
 def test_add_refusals(vc, args, message):
-    out = _Fail(vc, "gnt-instance", "add", *args, *CHECKS, "bad1")
+    out = Fail(vc, "gnt-instance", "add", *args, *CHECKS, "bad1")
     assert message in out, out
-    assert _Config(vc)["instances"] == {}
+    assert Config(vc)["instances"] == {}
 
 
 def test_memory_refusal_names_needed_and_available(vc):
@@ -220,11 +165,11 @@ def test_memory_refusal_names_needed_and_available(vc):
            "-n", NODE2, "--no-start", "-B",
            "maxmem=1000000000,minmem=64", *CHECKS, "big1")
     try:
-        assert _Field(vc, "big1", "status") == "ADMIN_down"
-        out = _Fail(vc, "gnt-instance", "startup", "big1")
+        assert Field(vc, "big1", "status") == "ADMIN_down"
+        out = Fail(vc, "gnt-instance", "startup", "big1")
         assert "Not enough memory on node %s for starting instance big1:" \
             " needed 1000000000 MiB, available" % NODE2 in out, out
-        assert _Field(vc, "big1", "admin_state") == "down"
+        assert Field(vc, "big1", "admin_state") == "down"
     finally:
         vc.Run("gnt-instance", "remove", "-f", "big1")
 
@@ -232,8 +177,8 @@ def test_memory_refusal_names_needed_and_available(vc):
 def test_offline_node_refused(vc):
     vc.Run("gnt-node", "modify", "-O", "yes", NODE3)
     try:
-        out = _Fail(vc, "gnt-instance", "add", "-t", "diskless", "-o",
-                    "tinyimage", "-n", NODE3, *CHECKS, "off1")
+        out = Fail(vc, "gnt-instance", "add", "-t", "diskless", "-o",
+                   "tinyimage", "-n", NODE3, *CHECKS, "off1")
         assert "Can't use offline node %s" % NODE3 in out, out
     finally:
         vc.Run("gnt-node", "modify", "-O", "no", NODE3)
@@ -243,12 +188,12 @@ def test_duplicate_name_and_unknown_instance(vc):
     vc.Run("gnt-instance", "add", "-t", "diskless", "--no-install",
            "--no-start", "-n", NODE2, *CHECKS, "dup1")
     try:
-        out = _Fail(vc, "gnt-instance", "add", "-t", "diskless",
-                    "--no-install", "-n", NODE2, *CHECKS, "dup1")
+        out = Fail(vc, "gnt-instance", "add", "-t", "diskless",
+                   "--no-install", "-n", NODE2, *CHECKS, "dup1")
         assert "Instance 'dup1' is already in the cluster" in out
     finally:
         vc.Run("gnt-instance", "remove", "-f", "dup1")
-    out = _Fail(vc, "gnt-instance", "startup", "nosuchinst")
+    out = Fail(vc, "gnt-instance", "startup", "nosuchinst")
     assert "Instance 'nosuchinst' not known" in out
 
 

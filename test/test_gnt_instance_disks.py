@@ -7,31 +7,18 @@ image files below the node's root, so each command's effect is checked on
 the files themselves as well as in the configuration.
 """
 
-import json
 import os
 
 import pytest
 
-from ganeti import pathutils
-
-from testutils_cluster import VirtualCluster
-
-NODE1 = "node1.example.test"
-NODE2 = "node2.example.test"
-NODE3 = "node3.example.test"
-# The cluster's file storage directory as every node sees it
-FILE_VDIR = "/srv/ganeti/file-storage"
-CHECKS = ("--no-name-check", "--no-ip-check")
-MIB = 1024 * 1024
+from testutils_instance import (CHECKS, MIB, NODE1, NODE2, NODE3,
+                                DiskPaths, FakeState, Fail, FindInstance,
+                                InstanceCluster, NodeUuid)
 
 
 @pytest.fixture(scope="module")
 def vc():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init()
-        cluster.AddNode(NODE2)
-        cluster.AddNode(NODE3)
+    with InstanceCluster(os_image=False) as cluster:
         # Small instances; a disk may grow up to 600 MiB
         cluster.Run("gnt-cluster", "modify", "--ipolicy-bounds-specs",
                     "min:memory-size=16,cpu-count=1,disk-count=1,"
@@ -39,51 +26,7 @@ def vc():
                     "max:memory-size=4096,cpu-count=8,disk-count=4,"
                     "disk-size=600,nic-count=4,spindle-use=4",
                     "--ipolicy-std-specs", "disk-size=600")
-        for node in cluster.nodes.values():
-            allow = node.NodePath(pathutils.FILE_STORAGE_PATHS_FILE)
-            os.makedirs(os.path.dirname(allow), exist_ok=True)
-            with open(allow, "w", encoding="ascii") as fobj:
-                fobj.write("%s\n" % FILE_VDIR)
         yield cluster
-    finally:
-        cluster.Cleanup()
-
-
-def _Fail(cluster, *args):
-    result = cluster.Run(*args, check=False)
-    assert result.returncode != 0, (args, result.stdout)
-    return result.stdout + result.stderr
-
-
-def _Config(cluster):
-    with open(cluster.NodePath(pathutils.CLUSTER_CONF_FILE),
-              encoding="utf-8") as fobj:
-        return json.load(fobj)
-
-
-def _Instance(cluster, name):
-    """The instance's config entry and its disks' (in order)."""
-    config = _Config(cluster)
-    (inst, ) = [inst for inst in config["instances"].values()
-                if inst["name"] == name]
-    return inst, [config["disks"][uuid] for uuid in inst["disks"]]
-
-
-def _NodeUuid(cluster, name):
-    (uuid, ) = [uuid for uuid, node in _Config(cluster)["nodes"].items()
-                if node["name"] == name]
-    return uuid
-
-
-def _DiskPaths(cluster, name, node_name):
-    """The local paths of the instance's disk files on a node."""
-    _, disks = _Instance(cluster, name)
-    return [cluster.nodes[node_name].NodePath(disk["logical_id"][1])
-            for disk in disks]
-
-
-def _FakeState(node, name):
-    return node.NodePath(os.path.join(pathutils.FAKE_HV_DIR, name))
 
 
 def _AddFileInstance(cluster, name, node, *extra):
@@ -108,14 +51,14 @@ def _Read(path, offset, length):
 def test_grow_disk(vc):
     _AddFileInstance(vc, "grow1", NODE2)
     try:
-        paths = _DiskPaths(vc, "grow1", NODE2)
+        paths = DiskPaths(vc, "grow1", NODE2)
         _Write(paths[0], 0, b"keep me")
 
         # Stopped instance, relative growth with a unit
         vc.Run("gnt-instance", "grow-disk", "grow1", "0", "0.5g")
         assert os.stat(paths[0]).st_size == 528 * MIB
         assert _Read(paths[0], 0, 7) == b"keep me"
-        _, disks = _Instance(vc, "grow1")
+        _, disks = FindInstance(vc, "grow1")
         assert [disk["size"] for disk in disks] == [528, 8]
 
         # Running instance, absolute target; the other disk is untouched
@@ -123,7 +66,7 @@ def test_grow_disk(vc):
         try:
             vc.Run("gnt-instance", "grow-disk", "--absolute",
                    "--no-wait-for-sync", "grow1", "1", "24")
-            assert os.path.exists(_FakeState(vc.nodes[NODE2], "grow1"))
+            assert os.path.exists(FakeState(vc.nodes[NODE2], "grow1"))
         finally:
             vc.Run("gnt-instance", "shutdown", "--timeout=5", "grow1")
         assert [os.stat(path).st_size for path in paths] == \
@@ -147,19 +90,19 @@ def test_grow_disk(vc):
                 (("grow1", "0", "100"),
                  "Growing disk 0 violates policy: disk-size/0 value 628 is"
                  " not in range [1, 600]")]:
-            out = _Fail(vc, "gnt-instance", "grow-disk", *args)
+            out = Fail(vc, "gnt-instance", "grow-disk", *args)
             assert message in out, out
         # Nothing changed by the refusals
         assert [os.stat(path).st_size for path in paths] == \
             [528 * MIB, 24 * MIB]
-        _, disks = _Instance(vc, "grow1")
+        _, disks = FindInstance(vc, "grow1")
         assert [disk["size"] for disk in disks] == [528, 24]
 
         out = vc.Run("gnt-instance", "grow-disk", "--ignore-ipolicy",
                      "grow1", "0", "100").stdout
         assert "violates policy" in out
         assert os.stat(paths[0]).st_size == 628 * MIB
-        assert _Instance(vc, "grow1")[1][0]["size"] == 628
+        assert FindInstance(vc, "grow1")[1][0]["size"] == 628
     finally:
         vc.Run("gnt-instance", "remove", "-f", "grow1")
 
@@ -168,7 +111,7 @@ def test_grow_disk_refuses_diskless(vc):
     vc.Run("gnt-instance", "add", "-t", "diskless", "--no-install",
            "--no-start", "-n", NODE2, *CHECKS, "nodisk1")
     try:
-        out = _Fail(vc, "gnt-instance", "grow-disk", "nodisk1", "0", "1G")
+        out = Fail(vc, "gnt-instance", "grow-disk", "nodisk1", "0", "1G")
         assert "Instance's disk layout diskless does not support growing" \
             in out, out
     finally:
@@ -178,31 +121,31 @@ def test_grow_disk_refuses_diskless(vc):
 def test_activate_and_deactivate_disks(vc):
     _AddFileInstance(vc, "act1", NODE3)
     try:
-        paths = _DiskPaths(vc, "act1", NODE3)
+        paths = DiskPaths(vc, "act1", NODE3)
         out = vc.Run("gnt-instance", "activate-disks", "--ignore-size",
                      "--wait-for-sync", "act1").stdout
         assert out.splitlines() == ["%s:disk/%d:%s" % (NODE3, idx, path)
                                     for idx, path in enumerate(paths)]
-        assert _Instance(vc, "act1")[0]["disks_active"] is True
+        assert FindInstance(vc, "act1")[0]["disks_active"] is True
         vc.Run("gnt-instance", "deactivate-disks", "act1")
-        assert _Instance(vc, "act1")[0]["disks_active"] is False
+        assert FindInstance(vc, "act1")[0]["disks_active"] is False
 
         # A running instance keeps its disks unless forced
         vc.Run("gnt-instance", "startup", "act1")
         vc.Run("gnt-instance", "activate-disks", "act1")
-        out = _Fail(vc, "gnt-instance", "deactivate-disks", "act1")
+        out = Fail(vc, "gnt-instance", "deactivate-disks", "act1")
         assert "Instance is running, can't shutdown block devices" in out
-        assert _Instance(vc, "act1")[0]["disks_active"] is True
+        assert FindInstance(vc, "act1")[0]["disks_active"] is True
         vc.Run("gnt-instance", "deactivate-disks", "-f", "act1")
-        assert _Instance(vc, "act1")[0]["disks_active"] is False
+        assert FindInstance(vc, "act1")[0]["disks_active"] is False
         vc.Run("gnt-instance", "shutdown", "--timeout=5", "act1")
 
         # A missing disk can't be activated, and the flag stays off
         os.unlink(paths[1])
-        out = _Fail(vc, "gnt-instance", "activate-disks", "act1")
+        out = Fail(vc, "gnt-instance", "activate-disks", "act1")
         assert "Cannot activate block device disk/1 of instance act1" in out
         assert "does not exist" in out
-        assert _Instance(vc, "act1")[0]["disks_active"] is False
+        assert FindInstance(vc, "act1")[0]["disks_active"] is False
     finally:
         vc.Run("gnt-instance", "remove", "-f", "act1")
 
@@ -211,9 +154,9 @@ def test_recreate_disks(vc):
     _AddFileInstance(vc, "rec1", NODE2)
     node2, node3 = vc.nodes[NODE2], vc.nodes[NODE3]
     try:
-        paths = _DiskPaths(vc, "rec1", NODE2)
+        paths = DiskPaths(vc, "rec1", NODE2)
         _Write(paths[0], 0, b"disk zero")
-        out = _Fail(vc, "gnt-instance", "recreate-disks", "rec1")
+        out = Fail(vc, "gnt-instance", "recreate-disks", "rec1")
         assert "Disk(s) disk/0, disk/1 of instance rec1 already exist on" \
             " node %s" % NODE2 in out, out
 
@@ -230,7 +173,7 @@ def test_recreate_disks(vc):
         vc.Run("gnt-instance", "recreate-disks", "--disk=1:size=12M,mode=ro",
                "rec1")
         assert os.stat(paths[1]).st_size == 12 * MIB
-        _, disks = _Instance(vc, "rec1")
+        _, disks = FindInstance(vc, "rec1")
         assert [(disk["size"], disk["mode"]) for disk in disks] == \
             [(16, "rw"), (12, "ro")]
 
@@ -253,35 +196,35 @@ def test_recreate_disks(vc):
                 (("-I", "hail"), "Can't compute nodes using iallocator"
                  " 'hail'"),
                 (("-n", "nosuchnode"), "Node 'nosuchnode' not known")]:
-            out = _Fail(vc, "gnt-instance", "recreate-disks", *args, "rec1")
+            out = Fail(vc, "gnt-instance", "recreate-disks", *args, "rec1")
             assert message in out, (args, out)
 
         # Not while it runs, whatever its admin state says
         vc.Run("gnt-instance", "startup", "rec1")
-        out = _Fail(vc, "gnt-instance", "recreate-disks", "-n", NODE3, "rec1")
+        out = Fail(vc, "gnt-instance", "recreate-disks", "-n", NODE3, "rec1")
         assert "Instance 'rec1' is marked to be up, cannot recreate disks" \
             in out, out
         vc.Run("gnt-instance", "shutdown", "--timeout=5", "rec1")
-        with open(_FakeState(node2, "rec1"), "w", encoding="ascii") as fobj:
+        with open(FakeState(node2, "rec1"), "w", encoding="ascii") as fobj:
             fobj.write("0\n32\n1\n")
-        out = _Fail(vc, "gnt-instance", "recreate-disks", "-n", NODE3, "rec1")
+        out = Fail(vc, "gnt-instance", "recreate-disks", "-n", NODE3, "rec1")
         assert "Instance rec1 is running, cannot recreate disks" in out, out
-        os.unlink(_FakeState(node2, "rec1"))
+        os.unlink(FakeState(node2, "rec1"))
 
         # On another node: the instance moves there with new empty disks
         vc.Run("gnt-instance", "recreate-disks", "-n", NODE3, "rec1")
-        inst, disks = _Instance(vc, "rec1")
-        node3_uuid = _NodeUuid(vc, NODE3)
+        inst, disks = FindInstance(vc, "rec1")
+        node3_uuid = NodeUuid(vc, NODE3)
         assert inst["primary_node"] == node3_uuid
         assert [disk["nodes"] for disk in disks] == [[node3_uuid]] * 2
-        new_paths = _DiskPaths(vc, "rec1", NODE3)
+        new_paths = DiskPaths(vc, "rec1", NODE3)
         assert [os.stat(path).st_size for path in new_paths] == \
             [16 * MIB, 12 * MIB]
         assert _Read(new_paths[0], 0, 9) == b"\0" * 9
         # The old node keeps its files (the administrator removes them)
         assert _Read(paths[0], 0, 9) == b"disk zero"
         vc.Run("gnt-instance", "startup", "rec1")
-        assert os.path.exists(_FakeState(node3, "rec1"))
+        assert os.path.exists(FakeState(node3, "rec1"))
         vc.Run("gnt-instance", "shutdown", "--timeout=5", "rec1")
     finally:
         vc.Run("gnt-instance", "remove", "-f", "rec1")
@@ -292,7 +235,7 @@ def test_recreate_disks_refuses_diskless(vc):
     vc.Run("gnt-instance", "add", "-t", "diskless", "--no-install",
            "--no-start", "-n", NODE2, *CHECKS, "nodisk2")
     try:
-        out = _Fail(vc, "gnt-instance", "recreate-disks", "nodisk2")
+        out = Fail(vc, "gnt-instance", "recreate-disks", "nodisk2")
         assert "Instance 'nodisk2' has no disks" in out, out
     finally:
         vc.Run("gnt-instance", "remove", "-f", "nodisk2")

@@ -10,7 +10,6 @@ ganeti.hypervisor.hv_fake).
 """
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -20,15 +19,11 @@ import pytest
 from ganeti import constants, errors, objects, pathutils
 from ganeti.hypervisor import hv_fake
 
-from testutils_cluster import TOP, VirtualCluster
+from testutils_instance import (CHECKS, FILE_VDIR, NODE1, NODE2, NODE3,
+                                Config, FakeState, Fail, Field,
+                                InstanceCluster, RemoveInstances)
 
-NODE1 = "node1.example.test"
-NODE2 = "node2.example.test"
-NODE3 = "node3.example.test"
-SHIPPED_OS = os.path.join(TOP, "os", "tinyimage")
-FILE_VDIR = "/srv/ganeti/file-storage"
 SHARED_VDIR = "/srv/ganeti/shared-file-storage"
-CHECKS = ("--no-name-check", "--no-ip-check")
 HOOK_RECORD = "migrate-hook.env"
 
 
@@ -72,21 +67,10 @@ def test_fake_hypervisor_handover(tmp_path):
 
 @pytest.fixture(scope="module")
 def vc():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init("--enabled-disk-templates=diskless,file,sharedfile,"
-                     "blockdev")
-        cluster.AddNode(NODE2)
-        cluster.AddNode(NODE3)
+    with InstanceCluster("--enabled-disk-templates=diskless,file,sharedfile,"
+                         "blockdev",
+                         file_paths=(FILE_VDIR, SHARED_VDIR)) as cluster:
         os.makedirs(os.path.join(cluster.base, SHARED_VDIR.lstrip("/")))
-        for node in cluster.nodes.values():
-            search = node.NodePath(pathutils.OS_SEARCH_PATH[0])
-            os.makedirs(search, exist_ok=True)
-            os.symlink(SHIPPED_OS, os.path.join(search, "tinyimage"))
-            allow = node.NodePath(pathutils.FILE_STORAGE_PATHS_FILE)
-            os.makedirs(os.path.dirname(allow), exist_ok=True)
-            with open(allow, "w", encoding="ascii") as fobj:
-                fobj.write("%s\n%s\n" % (FILE_VDIR, SHARED_VDIR))
         # The master records the environment of the migration post hooks
         hooks = cluster.NodePath(os.path.join(pathutils.HOOKS_BASE_DIR,
                                               "instance-migrate-post.d"))
@@ -103,30 +87,10 @@ def vc():
                     "max:memory-size=32768,cpu-count=8,disk-count=16,"
                     "disk-size=1048576,nic-count=8,spindle-use=12")
         yield cluster
-    finally:
-        cluster.Cleanup()
-
-
-def _Fail(cluster, *args):
-    result = cluster.Run(*args, check=False)
-    assert result.returncode != 0, (args, result.stdout)
-    return result.stdout + result.stderr
-
-
-def _Field(cluster, name, fields):
-    return cluster.Run("gnt-instance", "list", "--no-headers",
-                       "--separator=|", "-o", fields, name).stdout.strip()
-
-
-def _Config(cluster):
-    with open(cluster.NodePath(pathutils.CLUSTER_CONF_FILE),
-              encoding="utf-8") as fobj:
-        return json.load(fobj)
 
 
 def _HvFile(cluster, node, name):
-    return cluster.nodes[node].NodePath(
-        os.path.join(pathutils.FAKE_HV_DIR, name))
+    return FakeState(cluster.nodes[node], name)
 
 
 def _RunsOn(cluster, name):
@@ -142,11 +106,6 @@ def _Add(cluster, name, node, *extra, template="diskless", memory=64):
                 "memory=%d" % memory, *extra, *CHECKS, name)
 
 
-def _Remove(cluster, *names):
-    for name in names:
-        cluster.Run("gnt-instance", "remove", "-f", name, check=False)
-
-
 def test_migrate_and_failover_diskless(vc):
     _Add(vc, "mig1", NODE1)
     try:
@@ -157,7 +116,7 @@ def test_migrate_and_failover_diskless(vc):
         assert _RunsOn(vc, "mig1") == [NODE2]
         with open(_HvFile(vc, NODE2, "mig1"), encoding="ascii") as fobj:
             assert fobj.read() == state
-        assert _Field(vc, "mig1", "pnode,status,oper_ram") == \
+        assert Field(vc, "mig1", "pnode,status,oper_ram") == \
             "%s|running|64" % NODE2
         with open(vc.Path(HOOK_RECORD), encoding="ascii") as fobj:
             env = dict(line.split("=", 1) for line in
@@ -181,29 +140,29 @@ def test_migrate_and_failover_diskless(vc):
         assert "* starting the instance on the target node %s" % NODE3 \
             in out, out
         assert _RunsOn(vc, "mig1") == [NODE3]
-        assert _Field(vc, "mig1", "pnode,status") == "%s|running" % NODE3
+        assert Field(vc, "mig1", "pnode,status") == "%s|running" % NODE3
 
         # A stopped instance only changes its configuration
         vc.Run("gnt-instance", "stop", "mig1")
         vc.Run("gnt-instance", "failover", "-f", "-n", NODE2, "mig1")
         assert _RunsOn(vc, "mig1") == []
-        assert _Field(vc, "mig1", "pnode,status") == "%s|ADMIN_down" % NODE2
-        out = _Fail(vc, "gnt-instance", "migrate", "-f", "-n", NODE1,
-                    "mig1")
+        assert Field(vc, "mig1", "pnode,status") == "%s|ADMIN_down" % NODE2
+        out = Fail(vc, "gnt-instance", "migrate", "-f", "-n", NODE1,
+                   "mig1")
         assert "Can't migrate, please use failover: instance mig1 is not" \
             " running on node %s" % NODE2 in out, out
         vc.Run("gnt-instance", "migrate", "-f", "--allow-failover", "-n",
                NODE1, "mig1")
         assert _RunsOn(vc, "mig1") == []
-        assert _Field(vc, "mig1", "pnode,status") == "%s|ADMIN_down" % NODE1
+        assert Field(vc, "mig1", "pnode,status") == "%s|ADMIN_down" % NODE1
     finally:
-        _Remove(vc, "mig1")
+        RemoveInstances(vc, "mig1")
 
 
 def test_sharedfile_data_follows_the_instance(vc):
     _Add(vc, "shr1", NODE1, "--disk", "0:size=8M", template="sharedfile")
     try:
-        config = _Config(vc)
+        config = Config(vc)
         (inst, ) = [i for i in config["instances"].values()
                     if i["name"] == "shr1"]
         disk_uuid = inst["disks"][0]
@@ -217,22 +176,22 @@ def test_sharedfile_data_follows_the_instance(vc):
 
         vc.Run("gnt-instance", "migrate", "-f", "-n", NODE2, "shr1")
         assert _RunsOn(vc, "shr1") == [NODE2]
-        config = _Config(vc)
+        config = Config(vc)
         node2_uuid = [uuid for uuid, node in config["nodes"].items()
                       if node["name"] == NODE2][0]
         assert config["instances"][inst["uuid"]]["primary_node"] == \
             node2_uuid
         assert config["disks"][disk_uuid]["nodes"] == [node2_uuid]
-        assert _Field(vc, "shr1", "snodes") == ""
+        assert Field(vc, "shr1", "snodes") == ""
 
         vc.Run("gnt-instance", "failover", "-f", "-n", NODE3, "shr1")
         assert _RunsOn(vc, "shr1") == [NODE3]
         with open(image, "rb") as fobj:
             assert hashlib.sha256(fobj.read()).hexdigest() == checksum
-        assert _Field(vc, "shr1", "pnode,status,disk.sizes") == \
+        assert Field(vc, "shr1", "pnode,status,disk.sizes") == \
             "%s|running|8" % NODE3
     finally:
-        _Remove(vc, "shr1")
+        RemoveInstances(vc, "shr1")
 
 
 @pytest.fixture
@@ -265,10 +224,10 @@ def test_blockdev_instance_moves_between_nodes(vc, loop_device):
         assert _RunsOn(vc, "blk1") == [NODE2]
         vc.Run("gnt-instance", "failover", "-f", "-n", NODE3, "blk1")
         assert _RunsOn(vc, "blk1") == [NODE3]
-        assert _Field(vc, "blk1", "pnode,status,disk.sizes") == \
+        assert Field(vc, "blk1", "pnode,status,disk.sizes") == \
             "%s|running|4" % NODE3
     finally:
-        _Remove(vc, "blk1")
+        RemoveInstances(vc, "blk1")
 
 
 def test_refusals(vc):
@@ -277,8 +236,8 @@ def test_refusals(vc):
     try:
         for command, what in (("migrate", "migrations"),
                               ("failover", "failovers")):
-            out = _Fail(vc, "gnt-instance", command, "-f", "-n", NODE2,
-                        "fil1")
+            out = Fail(vc, "gnt-instance", command, "-f", "-n", NODE2,
+                       "fil1")
             assert "Instance's disk layout 'file' does not allow %s" % \
                 what in out, out
         for args, message in [
@@ -289,10 +248,10 @@ def test_refusals(vc):
                 (("-n", "nosuchnode"), "Node 'nosuchnode' not known"),
                 (("-n", NODE2, "--non-live", "--migration-mode=live"),
                  "Only one of the --non-live and --migration-mode")]:
-            out = _Fail(vc, "gnt-instance", "migrate", "-f", *args, "ref1")
+            out = Fail(vc, "gnt-instance", "migrate", "-f", *args, "ref1")
             assert message in out, (args, out)
-        out = _Fail(vc, "gnt-instance", "failover", "-f", "-I", "hail",
-                    "-n", NODE2, "ref1")
+        out = Fail(vc, "gnt-instance", "failover", "-f", "-I", "hail",
+                   "-n", NODE2, "ref1")
         assert "Specify either an iallocator (-I), or a target node" in out
 
         for flag, message in (("-O", "Can't use offline node %s" % NODE3),
@@ -300,15 +259,15 @@ def test_refusals(vc):
             vc.Run("gnt-node", "modify", flag, "yes", NODE3)
             try:
                 for command in ("migrate", "failover"):
-                    out = _Fail(vc, "gnt-instance", command, "-f", "-n",
-                                NODE3, "ref1")
+                    out = Fail(vc, "gnt-instance", command, "-f", "-n",
+                               NODE3, "ref1")
                     assert message in out, out
             finally:
                 vc.Run("gnt-node", "modify", flag, "no", NODE3)
         assert _RunsOn(vc, "ref1") == [NODE1]
-        assert _Field(vc, "ref1", "pnode") == NODE1
+        assert Field(vc, "ref1", "pnode") == NODE1
     finally:
-        _Remove(vc, "fil1", "ref1")
+        RemoveInstances(vc, "fil1", "ref1")
 
 
 def test_memory_refusals(vc):
@@ -320,17 +279,17 @@ def test_memory_refusals(vc):
         with open(_HvFile(vc, NODE2, "big1"), "w", encoding="ascii") as fobj:
             fobj.write("0\n64\n1\n")
         vc.Run("gnt-instance", "startup", "big1")
-        out = _Fail(vc, "gnt-instance", "migrate", "-f", "-n", NODE1, "big1")
+        out = Fail(vc, "gnt-instance", "migrate", "-f", "-n", NODE1, "big1")
         assert "Not enough memory on node %s for migrating instance big1:" \
             " needed %d MiB, available" % (NODE1, huge) in out, out
-        out = _Fail(vc, "gnt-instance", "failover", "-f", "-n", NODE1,
-                    "big1")
+        out = Fail(vc, "gnt-instance", "failover", "-f", "-n", NODE1,
+                   "big1")
         assert "Not enough memory on node %s for failing over instance" \
             " big1: needed %d MiB, available" % (NODE1, huge) in out, out
         assert _RunsOn(vc, "big1") == [NODE2]
-        assert _Field(vc, "big1", "pnode,status") == "%s|running" % NODE2
+        assert Field(vc, "big1", "pnode,status") == "%s|running" % NODE2
     finally:
-        _Remove(vc, "big1")
+        RemoveInstances(vc, "big1")
 
 
 def test_failover_from_unreachable_node(vc):
@@ -338,21 +297,21 @@ def test_failover_from_unreachable_node(vc):
     _Add(vc, "off1", NODE2)
     node2.KillDaemon("ganeti-noded")
     try:
-        out = _Fail(vc, "gnt-instance", "failover", "-f", "-n", NODE3,
-                    "off1")
+        out = Fail(vc, "gnt-instance", "failover", "-f", "-n", NODE3,
+                   "off1")
         assert "Could not shutdown instance off1 on node %s" % NODE2 in out
-        assert _Field(vc, "off1", "pnode") == NODE2
+        assert Field(vc, "off1", "pnode") == NODE2
         out = vc.Run("gnt-instance", "failover", "-f",
                      "--ignore-consistency", "-n", NODE3, "off1").stdout
         assert "please make sure node %s is down" % NODE2 in out, out
-        assert _Field(vc, "off1", "pnode,status") == "%s|running" % NODE3
+        assert Field(vc, "off1", "pnode,status") == "%s|running" % NODE3
         assert os.path.exists(_HvFile(vc, NODE3, "off1"))
     finally:
         node2.StartNoded()
         # The unreachable node still "runs" it: the admin's job
         if os.path.exists(_HvFile(vc, NODE2, "off1")):
             os.unlink(_HvFile(vc, NODE2, "off1"))
-        _Remove(vc, "off1")
+        RemoveInstances(vc, "off1")
 
 
 @pytest.mark.parametrize("node,step,message", [
@@ -367,7 +326,7 @@ def test_failed_migration_is_rolled_back(vc, node, step, message):
     try:
         state = open(_HvFile(vc, NODE1, "rb1"), encoding="ascii").read()
         open(marker, "w").close()
-        out = _Fail(vc, "gnt-instance", "migrate", "-f", "-n", NODE2, "rb1")
+        out = Fail(vc, "gnt-instance", "migrate", "-f", "-n", NODE2, "rb1")
         assert message in out, out
         assert "Simulated failure of migration step '%s'" % step in out or \
             step == "status", out
@@ -375,14 +334,14 @@ def test_failed_migration_is_rolled_back(vc, node, step, message):
         with open(_HvFile(vc, NODE1, "rb1"), encoding="ascii") as fobj:
             assert fobj.read() == state
         assert not os.path.exists(_HvFile(vc, NODE2, ".incoming-rb1"))
-        assert _Field(vc, "rb1", "pnode,status") == "%s|running" % NODE1
+        assert Field(vc, "rb1", "pnode,status") == "%s|running" % NODE1
         os.unlink(marker)
         vc.Run("gnt-instance", "migrate", "-f", "-n", NODE2, "rb1")
         assert _RunsOn(vc, "rb1") == [NODE2]
     finally:
         if os.path.exists(marker):
             os.unlink(marker)
-        _Remove(vc, "rb1")
+        RemoveInstances(vc, "rb1")
 
 
 def test_cleanup_after_interrupted_migration(vc):
@@ -390,13 +349,13 @@ def test_cleanup_after_interrupted_migration(vc):
     try:
         # The migration finished, but the master died before recording it
         os.rename(_HvFile(vc, NODE1, "cln1"), _HvFile(vc, NODE2, "cln1"))
-        assert _Field(vc, "cln1", "pnode,status") == \
+        assert Field(vc, "cln1", "pnode,status") == \
             "%s|ERROR_wrongnode" % NODE1
         out = vc.Run("gnt-instance", "migrate", "-f", "--cleanup", "-n",
                      NODE2, "cln1").stdout
         assert "* instance running on secondary node (%s), updating" \
             " config" % NODE2 in out, out
-        assert _Field(vc, "cln1", "pnode,status") == "%s|running" % NODE2
+        assert Field(vc, "cln1", "pnode,status") == "%s|running" % NODE2
 
         # Interrupted before the handover: the target keeps a leftover
         incoming = _HvFile(vc, NODE3, ".incoming-cln1")
@@ -407,20 +366,20 @@ def test_cleanup_after_interrupted_migration(vc):
         assert "* instance confirmed to be running on its primary node" \
             " (%s)" % NODE2 in out, out
         assert not os.path.exists(incoming)
-        assert _Field(vc, "cln1", "pnode") == NODE2
+        assert Field(vc, "cln1", "pnode") == NODE2
 
         shutil.copy(_HvFile(vc, NODE2, "cln1"), _HvFile(vc, NODE3, "cln1"))
-        out = _Fail(vc, "gnt-instance", "migrate", "-f", "--cleanup", "-n",
-                    NODE3, "cln1")
+        out = Fail(vc, "gnt-instance", "migrate", "-f", "--cleanup", "-n",
+                   NODE3, "cln1")
         assert "Instance seems to be running on two nodes" in out, out
         for node in (NODE2, NODE3):
             os.unlink(_HvFile(vc, node, "cln1"))
-        out = _Fail(vc, "gnt-instance", "migrate", "-f", "--cleanup", "-n",
-                    NODE3, "cln1")
+        out = Fail(vc, "gnt-instance", "migrate", "-f", "--cleanup", "-n",
+                   NODE3, "cln1")
         assert "Instance does not seem to be running at all" in out, out
-        assert _Field(vc, "cln1", "pnode") == NODE2
+        assert Field(vc, "cln1", "pnode") == NODE2
     finally:
-        _Remove(vc, "cln1")
+        RemoveInstances(vc, "cln1")
 
 
 def test_change_group(vc):
@@ -432,33 +391,33 @@ def test_change_group(vc):
         out = vc.Run("gnt-instance", "change-group", "--to", "g2",
                      "cg1").stdout
         assert "Instance 'cg1' changed group successfully." in out, out
-        assert _Field(vc, "cg1", "pnode,status,pnode.group") == \
+        assert Field(vc, "cg1", "pnode,status,pnode.group") == \
             "%s|running|g2" % NODE3
         assert _RunsOn(vc, "cg1") == [NODE3]
         # Back to the only other group; a stopped instance fails over
         vc.Run("gnt-instance", "change-group", "cg1")
-        assert _Field(vc, "cg1", "pnode.group,status") == "default|running"
+        assert Field(vc, "cg1", "pnode.group,status") == "default|running"
         vc.Run("gnt-instance", "change-group", "cg2")
-        assert _Field(vc, "cg2", "pnode,status") == "%s|ADMIN_down" % NODE3
+        assert Field(vc, "cg2", "pnode,status") == "%s|ADMIN_down" % NODE3
 
-        out = _Fail(vc, "gnt-instance", "change-group", "--to", "default",
-                    "cg1")
+        out = Fail(vc, "gnt-instance", "change-group", "--to", "default",
+                   "cg1")
         assert "Can't use group(s) 'default' as targets, they are used by" \
             " the instance 'cg1'" in out, out
-        out = _Fail(vc, "gnt-instance", "change-group", "--to", "nosuch",
-                    "cg1")
+        out = Fail(vc, "gnt-instance", "change-group", "--to", "nosuch",
+                   "cg1")
         assert "Node group 'nosuch' not found" in out, out
 
         # The target group's instance policy applies across groups
-        out = _Fail(vc, "gnt-instance", "migrate", "-f", "-n", NODE3,
-                    "small1")
+        out = Fail(vc, "gnt-instance", "migrate", "-f", "-n", NODE3,
+                   "small1")
         assert "Instance does not meet target node group's (g2) instance" \
             " policy: memory-size value 64 is not in range" in out, out
         vc.Run("gnt-instance", "migrate", "-f", "--ignore-ipolicy", "-n",
                NODE3, "small1")
         assert _RunsOn(vc, "small1") == [NODE3]
     finally:
-        _Remove(vc, "cg1", "cg2", "small1")
+        RemoveInstances(vc, "cg1", "cg2", "small1")
         vc.Run("gnt-group", "assign-nodes", "default", NODE3)
 
 
@@ -469,11 +428,11 @@ def test_change_group_of_file_instance(vc):
              memory=128)
         out = vc.Run("gnt-instance", "change-group", "cgf1").stdout
         assert "Instance 'cgf1' changed group successfully." in out, out
-        assert _Field(vc, "cgf1", "pnode,status,pnode.group") == \
+        assert Field(vc, "cgf1", "pnode,status,pnode.group") == \
             "%s|running|g2" % NODE3
         assert _RunsOn(vc, "cgf1") == [NODE3]
     finally:
-        _Remove(vc, "cgf1")
+        RemoveInstances(vc, "cgf1")
         vc.Run("gnt-group", "assign-nodes", "default", NODE3)
 
 
@@ -481,21 +440,21 @@ def test_node_migrate(vc):
     _Add(vc, "nm1", NODE2)
     _Add(vc, "nm2", NODE2, "--disk", "0:size=4M", template="sharedfile")
     try:
-        out = _Fail(vc, "gnt-node", "migrate", "-f", NODE2)
+        out = Fail(vc, "gnt-node", "migrate", "-f", NODE2)
         assert "No iallocator or node given" in out, out
         out = vc.Run("gnt-node", "migrate", "-f", "-n", NODE3, NODE2).stdout
         assert "All instances migrated successfully." in out, out
         for name in ("nm1", "nm2"):
-            assert _Field(vc, name, "pnode,status") == \
+            assert Field(vc, name, "pnode,status") == \
                 "%s|running" % NODE3
             assert _RunsOn(vc, name) == [NODE3]
         out = vc.Run("gnt-node", "migrate", "-f", "-n", NODE3, NODE2).stdout
         assert "No primary instances on node %s, exiting." % NODE2 in out
 
         vc.Run("gnt-instance", "stop", "nm1")
-        out = _Fail(vc, "gnt-node", "migrate", "-f", "-n", NODE1, NODE3)
+        out = Fail(vc, "gnt-node", "migrate", "-f", "-n", NODE1, NODE3)
         assert "There were 1 errors during the node migration." in out, out
-        assert _Field(vc, "nm2", "pnode") == NODE1
-        assert _Field(vc, "nm1", "pnode") == NODE3
+        assert Field(vc, "nm2", "pnode") == NODE1
+        assert Field(vc, "nm1", "pnode") == NODE3
     finally:
-        _Remove(vc, "nm1", "nm2")
+        RemoveInstances(vc, "nm1", "nm2")

@@ -8,7 +8,6 @@ removes them; the checks look at the command output, the configuration
 file and the node roots (disk image files, fake hypervisor state).
 """
 
-import json
 import os
 import shutil
 
@@ -16,55 +15,17 @@ import pytest
 
 from ganeti import pathutils
 
-from testutils_cluster import SMALL_IPOLICY_BOUNDS, TOP, VirtualCluster
-
-NODE1 = "node1.example.test"
-NODE2 = "node2.example.test"
-NODE3 = "node3.example.test"
-SHIPPED_OS = os.path.join(TOP, "os", "tinyimage")
-# The cluster's file storage directory as every node sees it
-FILE_VDIR = "/srv/ganeti/file-storage"
-CHECKS = ("--no-name-check", "--no-ip-check")
+from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from testutils_instance import (CHECKS, NODE2, NODE3, Config, FakeState,
+                                Fail, FindInstance, InstanceCluster,
+                                NodeUuid)
 
 
 @pytest.fixture(scope="module")
 def vc():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init("--ipolicy-bounds-specs=" + SMALL_IPOLICY_BOUNDS)
-        cluster.AddNode(NODE2)
-        cluster.AddNode(NODE3)
-        for node in cluster.nodes.values():
-            search = node.NodePath(pathutils.OS_SEARCH_PATH[0])
-            os.makedirs(search, exist_ok=True)
-            os.symlink(SHIPPED_OS, os.path.join(search, "tinyimage"))
-            allow = node.NodePath(pathutils.FILE_STORAGE_PATHS_FILE)
-            os.makedirs(os.path.dirname(allow), exist_ok=True)
-            with open(allow, "w", encoding="ascii") as fobj:
-                fobj.write("%s\n" % FILE_VDIR)
+    with InstanceCluster("--ipolicy-bounds-specs=" +
+                         SMALL_IPOLICY_BOUNDS) as cluster:
         yield cluster
-    finally:
-        cluster.Cleanup()
-
-
-def _Config(cluster):
-    with open(cluster.NodePath(pathutils.CLUSTER_CONF_FILE),
-              encoding="utf-8") as fobj:
-        return json.load(fobj)
-
-
-def _Inst(cluster, name):
-    config = _Config(cluster)
-    (inst, ) = [inst for inst in config["instances"].values()
-                if inst["name"] == name]
-    inst["disk_objs"] = [config["disks"][uuid] for uuid in inst["disks"]]
-    return inst
-
-
-def _NodeUuid(cluster, name):
-    (uuid, ) = [uuid for uuid, node in _Config(cluster)["nodes"].items()
-                if node["name"] == name]
-    return uuid
 
 
 def _Modify(cluster, *args):
@@ -72,9 +33,7 @@ def _Modify(cluster, *args):
 
 
 def _Fail(cluster, *args):
-    result = cluster.Run("gnt-instance", "modify", *args, check=False)
-    assert result.returncode != 0, (args, result.stdout)
-    return result.stdout + result.stderr
+    return Fail(cluster, "gnt-instance", "modify", *args)
 
 
 def _Add(cluster, name, node, *args):
@@ -87,8 +46,7 @@ def _Remove(cluster, name):
 
 
 def _FakeMemory(node, name):
-    path = node.NodePath(os.path.join(pathutils.FAKE_HV_DIR, name))
-    with open(path, encoding="ascii") as fobj:
+    with open(FakeState(node, name), encoding="ascii") as fobj:
         return int(fobj.read().split()[1])
 
 
@@ -113,7 +71,7 @@ def test_parameters_changed_and_reset(vc):
                      " - be/maxmem -> 96", " - os/message -> bye",
                      "Please don't forget"):
             assert line in out, out
-        inst = _Inst(vc, "p1")
+        inst, _ = FindInstance(vc, "p1")
         assert inst["beparams"] == {"vcpus": 2, "maxmem": 96, "minmem": 32}
         assert inst["osparams"] == {"message": "bye"}
 
@@ -121,7 +79,7 @@ def test_parameters_changed_and_reset(vc):
                       "message=default", "p1")
         assert " - be/vcpus -> default" in out, out
         assert " - be/memory -> 48" in out, out
-        inst = _Inst(vc, "p1")
+        inst, _ = FindInstance(vc, "p1")
         assert inst["beparams"] == {"maxmem": 48, "minmem": 48}
         assert inst["osparams"] == {}
 
@@ -129,7 +87,7 @@ def test_parameters_changed_and_reset(vc):
         assert "OS 'tinyimage' doesn't support variants ('big' passed)" in out
         out = _Modify(vc, "--os-type", "tinyimage+big", "--force-variant",
                       "p1")
-        assert _Inst(vc, "p1")["os"] == "tinyimage+big"
+        assert FindInstance(vc, "p1")[0]["os"] == "tinyimage+big"
         assert "Modified instance" not in out
     finally:
         _Remove(vc, "p1")
@@ -167,10 +125,10 @@ def test_parameters_changed_and_reset(vc):
      " same time"),
 ])
 def test_refusals_change_nothing(refused, args, message):
-    before = _Inst(refused, "r1")
+    before = FindInstance(refused, "r1")
     out = _Fail(refused, *args, "r1")
     assert message in out, out
-    assert _Inst(refused, "r1") == before
+    assert FindInstance(refused, "r1") == before
 
 
 def test_nothing_given(vc):
@@ -185,11 +143,10 @@ def test_disks_of_a_file_instance(vc):
     try:
         out = _Modify(vc, "--disk", "add:size=8M,mode=ro,name=data", "d1")
         assert " - disk/1 -> add:size=8,mode=ro" in out, out
-        inst = _Inst(vc, "d1")
-        root, data = inst["disk_objs"]
+        _, (root, data) = FindInstance(vc, "d1")
         assert (data["size"], data["mode"], data["name"],
                 data["iv_name"]) == (8, "ro", "data", "disk/1")
-        assert data["nodes"] == [_NodeUuid(vc, NODE3)]
+        assert data["nodes"] == [NodeUuid(vc, NODE3)]
         assert os.path.dirname(data["logical_id"][1]) == \
             os.path.dirname(root["logical_id"][1])
         path = node3.NodePath(data["logical_id"][1])
@@ -198,7 +155,7 @@ def test_disks_of_a_file_instance(vc):
         out = _Modify(vc, "--disk", "data:mode=rw,name=scratch", "d1")
         assert " - disk.mode/1 -> rw" in out, out
         assert " - disk.name/1 -> scratch" in out, out
-        data = _Inst(vc, "d1")["disk_objs"][1]
+        data = FindInstance(vc, "d1")[1][1]
         assert (data["mode"], data["name"]) == ("rw", "scratch")
 
         for args, message in (
@@ -218,13 +175,13 @@ def test_disks_of_a_file_instance(vc):
                  " on target node %s" % NODE3),
                 (("--new-primary", NODE2, "--disk", "add:size=4M"),
                  "Changing the primary node and the disks at the same time")):
-            before = _Inst(vc, "d1")
+            before = FindInstance(vc, "d1")
             out = _Fail(vc, *args, "d1")
             assert message in out, (args, out)
-            assert _Inst(vc, "d1") == before
+            assert FindInstance(vc, "d1") == before
         assert sorted(os.listdir(os.path.dirname(path))) == sorted(
             os.path.basename(disk["logical_id"][1])
-            for disk in _Inst(vc, "d1")["disk_objs"])
+            for disk in FindInstance(vc, "d1")[1])
 
         vc.Run("gnt-instance", "startup", "d1")
         out = _Fail(vc, "--disk", "remove", "d1")
@@ -233,7 +190,7 @@ def test_disks_of_a_file_instance(vc):
         # Adding works on a running instance (used from its next start)
         out = _Modify(vc, "--disk", "add:size=4M", "d1")
         assert " - disk/2 -> add:size=4,mode=rw" in out, out
-        extra = node3.NodePath(_Inst(vc, "d1")["disk_objs"][2]
+        extra = node3.NodePath(FindInstance(vc, "d1")[1][2]
                                ["logical_id"][1])
         assert os.path.exists(extra)
         vc.Run("gnt-instance", "shutdown", "d1")
@@ -241,7 +198,7 @@ def test_disks_of_a_file_instance(vc):
         out = _Modify(vc, "--disk", "remove", "--disk", "-1:remove", "d1")
         assert " - disk/2 -> remove" in out and " - disk/1 -> remove" in out
         assert not os.path.exists(extra) and not os.path.exists(path)
-        assert [disk["size"] for disk in _Inst(vc, "d1")["disk_objs"]] == [4]
+        assert [disk["size"] for disk in FindInstance(vc, "d1")[1]] == [4]
         out = _Fail(vc, "--disk", "remove", "d1")
         assert "Cannot remove the last disk of an instance" in out
     finally:
@@ -256,11 +213,11 @@ def test_nics(vc):
     try:
         out = _Modify(vc, "--net", "add:link=br1,ip=10.88.0.5,name=back",
                       "n1")
-        nics = _Inst(vc, "n1")["nics"]
+        nics = FindInstance(vc, "n1")[0]["nics"]
         assert len(nics) == 2
         assert (nics[1]["ip"], nics[1]["name"], nics[1]["nicparams"]) == \
             ("10.88.0.5", "back", {"link": "br1"})
-        prefix = _Config(vc)["cluster"]["mac_prefix"]
+        prefix = Config(vc)["cluster"]["mac_prefix"]
         assert nics[1]["mac"].startswith(prefix + ":")
         assert " - nic.1 -> add:mac=%s,ip=10.88.0.5,mode=bridged,link=br1," \
             "network=None" % nics[1]["mac"] in out, out
@@ -269,7 +226,7 @@ def test_nics(vc):
                       "--net", "0:mode=default", "n1")
         assert " - nic.mac/1 -> aa:00:00:00:01:02" in out, out
         assert " - nic.link/1 -> br2" in out, out
-        nics = _Inst(vc, "n1")["nics"]
+        nics = FindInstance(vc, "n1")[0]["nics"]
         assert nics[1]["mac"] == "aa:00:00:00:01:02"
         assert nics[1]["nicparams"] == {"link": "br2"}
         assert nics[0]["nicparams"] == {"link": "br0"}
@@ -285,19 +242,19 @@ def test_nics(vc):
                 (("--net", "0:name=back"), "NIC name 'back' already used"),
                 (("--net", "remove", "--net", "remove", "--net", "remove"),
                  "Got NIC index -1, but there are only 0")):
-            before = _Inst(vc, "n1")
+            before = FindInstance(vc, "n1")
             out = _Fail(vc, *args, "n1")
             assert message in out, (args, out)
-            assert _Inst(vc, "n1") == before
+            assert FindInstance(vc, "n1") == before
 
         out = _Modify(vc, "--net", "1:mac=generate", "n1")
-        new_mac = _Inst(vc, "n1")["nics"][1]["mac"]
+        new_mac = FindInstance(vc, "n1")[0]["nics"][1]["mac"]
         assert new_mac.startswith(prefix + ":")
         assert " - nic.mac/1 -> %s" % new_mac in out
         out = _Modify(vc, "--net", "remove", "n1")
         assert " - NIC/1 -> remove" in out, out
-        assert [nic["mac"] for nic in _Inst(vc, "n1")["nics"]] == \
-            ["aa:00:00:00:01:01"]
+        nics = FindInstance(vc, "n1")[0]["nics"]
+        assert [nic["mac"] for nic in nics] == ["aa:00:00:00:01:01"]
     finally:
         _Remove(vc, "n1")
         _Remove(vc, "n2")
@@ -315,13 +272,13 @@ def test_offline_and_online(vc):
         vc.Run("gnt-instance", "shutdown", "o1")
         out = _Modify(vc, "--offline", "o1")
         assert " - admin_state -> offline" in out, out
-        assert _Inst(vc, "o1")["admin_state"] == "offline"
+        assert FindInstance(vc, "o1")[0]["admin_state"] == "offline"
         status = vc.Run("gnt-instance", "list", "--no-headers", "-o",
                         "status", "o1").stdout.strip()
         assert status == "ADMIN_offline"
         out = _Modify(vc, "--online", "o1")
         assert " - admin_state -> down" in out, out
-        assert _Inst(vc, "o1")["admin_state"] == "down"
+        assert FindInstance(vc, "o1")[0]["admin_state"] == "down"
     finally:
         _Remove(vc, "o1")
 
@@ -334,24 +291,24 @@ def test_new_primary_needs_the_files(vc):
         out = _Fail(vc, "--new-primary", NODE3, "m1")
         assert "Instance is still running on %s" % NODE2 in out, out
         vc.Run("gnt-instance", "shutdown", "m1")
-        (disk, ) = _Inst(vc, "m1")["disk_objs"]
+        (disk, ) = FindInstance(vc, "m1")[1]
         vpath = disk["logical_id"][1]
         out = _Fail(vc, "--new-primary", NODE3, "m1")
         assert "disk disk/0 (%s) not found on that node" % vpath in out, out
         assert NODE3 in out
-        assert _Inst(vc, "m1")["primary_node"] == _NodeUuid(vc, NODE2)
+        assert FindInstance(vc, "m1")[0]["primary_node"] == \
+            NodeUuid(vc, NODE2)
 
         # The administrator copies the disk over
         target = node3.NodePath(vpath)
         os.makedirs(os.path.dirname(target))
         shutil.copy(node2.NodePath(vpath), target)
         _Modify(vc, "--new-primary", NODE3, "m1")
-        inst = _Inst(vc, "m1")
-        assert inst["primary_node"] == _NodeUuid(vc, NODE3)
-        assert inst["disk_objs"][0]["nodes"] == [_NodeUuid(vc, NODE3)]
+        inst, disks = FindInstance(vc, "m1")
+        assert inst["primary_node"] == NodeUuid(vc, NODE3)
+        assert disks[0]["nodes"] == [NodeUuid(vc, NODE3)]
         vc.Run("gnt-instance", "startup", "m1")
-        assert os.path.exists(node3.NodePath(
-            os.path.join(pathutils.FAKE_HV_DIR, "m1")))
+        assert os.path.exists(FakeState(node3, "m1"))
     finally:
         _Remove(vc, "m1")
 
@@ -376,10 +333,11 @@ def test_memory(vc):
         out = _Fail(vc, "-B", "maxmem=1000000000", "mem1")
         assert "Not enough memory on node %s for the new maximum memory of" \
             " instance mem1: needed %d MiB" % (NODE2, 1000000000 - 32) in out
-        assert _Inst(vc, "mem1")["beparams"]["maxmem"] == 128
+        assert FindInstance(vc, "mem1")[0]["beparams"]["maxmem"] == 128
         # Forced, the change is recorded for the next start
         _Modify(vc, "-B", "maxmem=1000000000", "--force", "mem1")
-        assert _Inst(vc, "mem1")["beparams"]["maxmem"] == 1000000000
+        assert FindInstance(vc, "mem1")[0]["beparams"]["maxmem"] == \
+            1000000000
     finally:
         _Remove(vc, "mem1")
 

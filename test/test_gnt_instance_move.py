@@ -9,7 +9,6 @@ it was, and nothing of the transfers may stay behind.
 """
 
 import hashlib
-import json
 import os
 import subprocess
 
@@ -17,38 +16,17 @@ import pytest
 
 from ganeti import constants, opcodes, pathutils
 
-from testutils_cluster import (SMALL_IPOLICY_BOUNDS, TOP, VirtualCluster,
-                               WaitForJob)
-
-NODE1 = "node1.example.test"
-NODE2 = "node2.example.test"
-NODE3 = "node3.example.test"
-SHIPPED_OS = os.path.join(TOP, "os", "tinyimage")
-# The cluster's file storage directory as every node sees it
-FILE_VDIR = "/srv/ganeti/file-storage"
-CHECKS = ("--no-name-check", "--no-ip-check")
-# Instance policy bounds small instances fit in
-MIB = 1024 * 1024
+from testutils_cluster import SMALL_IPOLICY_BOUNDS, WaitForJob
+from testutils_instance import (CHECKS, FILE_VDIR, MIB, NODE1, NODE2, NODE3,
+                                DiskPaths, FakeState, Fail, FindInstance,
+                                InstanceCluster, NodeUuid, PrimaryNode)
 
 
 @pytest.fixture(scope="module")
 def vc():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS)
-        cluster.AddNode(NODE2)
-        cluster.AddNode(NODE3)
-        for node in cluster.nodes.values():
-            search_dir = node.NodePath(pathutils.OS_SEARCH_PATH[0])
-            os.makedirs(search_dir, exist_ok=True)
-            os.symlink(SHIPPED_OS, os.path.join(search_dir, "tinyimage"))
-            allow = node.NodePath(pathutils.FILE_STORAGE_PATHS_FILE)
-            os.makedirs(os.path.dirname(allow), exist_ok=True)
-            with open(allow, "w", encoding="ascii") as fobj:
-                fobj.write("# test\n%s\n" % FILE_VDIR)
+    with InstanceCluster("--ipolicy-bounds-specs",
+                         SMALL_IPOLICY_BOUNDS) as cluster:
         yield cluster
-    finally:
-        cluster.Cleanup()
 
 
 @pytest.fixture
@@ -62,42 +40,9 @@ def inst(vc):
     _CheckNoTransfers(vc)
 
 
-def _Fail(cluster, *args):
-    result = cluster.Run(*args, check=False)
-    assert result.returncode != 0, (args, result.stdout)
-    return result.stdout + result.stderr
-
-
-def _Config(cluster):
-    with open(cluster.NodePath(pathutils.CLUSTER_CONF_FILE),
-              encoding="utf-8") as fobj:
-        return json.load(fobj)
-
-
-def _Instance(cluster, name):
-    config = _Config(cluster)
-    (inst, ) = [inst for inst in config["instances"].values()
-                if inst["name"] == name]
-    node_names = {uuid: node["name"]
-                  for uuid, node in config["nodes"].items()}
-    disks = [config["disks"][uuid] for uuid in inst["disks"]]
-    return inst, node_names, disks
-
-
-def _DiskFiles(cluster, name, node_name):
-    """The local paths of the instance's disk files on one node."""
-    _, _, disks = _Instance(cluster, name)
-    node = cluster.nodes[node_name]
-    return [node.NodePath(disk["logical_id"][1]) for disk in disks]
-
-
 def _Sha256(path):
     with open(path, "rb") as fobj:
         return hashlib.file_digest(fobj, "sha256").hexdigest()
-
-
-def _FakeState(node, name):
-    return node.NodePath(os.path.join(pathutils.FAKE_HV_DIR, name))
 
 
 def _TransferProcesses(cluster):
@@ -125,26 +70,26 @@ def _CheckNoTransfers(cluster):
 
 def test_move_running_instance(vc, inst):
     node2, node3 = vc.nodes[NODE2], vc.nodes[NODE3]
-    sources = _DiskFiles(vc, inst, NODE2)
+    sources = DiskPaths(vc, inst, NODE2)
     checksums = [_Sha256(path) for path in sources]
-    assert os.path.exists(_FakeState(node2, inst))
+    assert os.path.exists(FakeState(node2, inst))
 
     result = vc.Run("gnt-instance", "move", "-f", "-n", NODE3, inst)
     assert "checksum verified" in result.stdout + result.stderr
 
-    config_inst, node_names, disks = _Instance(vc, inst)
-    assert node_names[config_inst["primary_node"]] == NODE3
-    assert [[node_names[uuid] for uuid in disk["nodes"]]
-            for disk in disks] == [[NODE3], [NODE3]]
-    targets = _DiskFiles(vc, inst, NODE3)
+    config_inst, disks = FindInstance(vc, inst)
+    node3_uuid = NodeUuid(vc, NODE3)
+    assert config_inst["primary_node"] == node3_uuid
+    assert [disk["nodes"] for disk in disks] == [[node3_uuid]] * 2
+    targets = DiskPaths(vc, inst, NODE3)
     assert [_Sha256(path) for path in targets] == checksums
     assert [os.path.getsize(path) for path in targets] == [16 * MIB,
                                                            4 * MIB]
     for path in sources:
         assert not os.path.exists(path)
     assert not os.path.exists(os.path.dirname(sources[0]))
-    assert not os.path.exists(_FakeState(node2, inst))
-    assert os.path.exists(_FakeState(node3, inst))
+    assert not os.path.exists(FakeState(node2, inst))
+    assert os.path.exists(FakeState(node3, inst))
     out = vc.Run("gnt-instance", "list", "--no-headers", "-o",
                  "pnode,status", inst).stdout.split()
     assert out == [NODE3, "running"]
@@ -154,20 +99,20 @@ def test_move_running_instance(vc, inst):
 def test_move_stopped_instance_compressed(vc, inst):
     node3 = vc.nodes[NODE3]
     vc.Run("gnt-instance", "shutdown", "--timeout=5", inst)
-    sources = _DiskFiles(vc, inst, NODE2)
+    sources = DiskPaths(vc, inst, NODE2)
     checksums = [_Sha256(path) for path in sources]
     allocated = os.stat(sources[0]).st_blocks * 512
     assert allocated < 8 * MIB
     vc.Run("gnt-instance", "move", "-f", "--compress=gzip",
            "--shutdown-timeout=5", "-n", NODE1, inst)
-    targets = _DiskFiles(vc, inst, NODE1)
+    targets = DiskPaths(vc, inst, NODE1)
     assert [_Sha256(path) for path in targets] == checksums
     # The copy keeps the file disks sparse (up to the 64 KiB blocks the
     # data starts or ends in)
     assert os.stat(targets[0]).st_blocks * 512 <= allocated + MIB
     assert os.stat(targets[1]).st_blocks == 0
-    assert not os.path.exists(_FakeState(vc, inst))
-    assert not os.path.exists(_FakeState(node3, inst))
+    assert not os.path.exists(FakeState(vc, inst))
+    assert not os.path.exists(FakeState(node3, inst))
     out = vc.Run("gnt-instance", "list", "--no-headers", "-o",
                  "pnode,status", inst).stdout.split()
     assert out == [NODE1, "ADMIN_down"]
@@ -179,8 +124,8 @@ def test_diskless_move(vc):
            "-n", NODE2, "-B", "maxmem=32,minmem=32", *CHECKS, "mv2")
     try:
         vc.Run("gnt-instance", "move", "-f", "-n", NODE3, "mv2")
-        assert os.path.exists(_FakeState(vc.nodes[NODE3], "mv2"))
-        assert not os.path.exists(_FakeState(vc.nodes[NODE2], "mv2"))
+        assert os.path.exists(FakeState(vc.nodes[NODE3], "mv2"))
+        assert not os.path.exists(FakeState(vc.nodes[NODE2], "mv2"))
         out = vc.Run("gnt-instance", "list", "--no-headers", "-o",
                      "pnode,status", "mv2").stdout.split()
         assert out == [NODE3, "running"]
@@ -189,28 +134,27 @@ def test_diskless_move(vc):
 
 
 def _CheckUnchanged(vc, inst, checksums):
-    config_inst, node_names, _ = _Instance(vc, inst)
-    assert node_names[config_inst["primary_node"]] == NODE2
-    assert [_Sha256(path) for path in _DiskFiles(vc, inst, NODE2)] == \
+    assert PrimaryNode(vc, inst) == NODE2
+    assert [_Sha256(path) for path in DiskPaths(vc, inst, NODE2)] == \
         checksums
-    assert os.path.exists(_FakeState(vc.nodes[NODE2], inst))
+    assert os.path.exists(FakeState(vc.nodes[NODE2], inst))
     target_dir = vc.nodes[NODE3].NodePath(os.path.join(FILE_VDIR, inst))
     assert not os.path.exists(target_dir)
     _CheckNoTransfers(vc)
 
 
 def test_refusals(vc, inst):
-    checksums = [_Sha256(path) for path in _DiskFiles(vc, inst, NODE2)]
-    out = _Fail(vc, "gnt-instance", "move", "-f", "-n", NODE2, inst)
+    checksums = [_Sha256(path) for path in DiskPaths(vc, inst, NODE2)]
+    out = Fail(vc, "gnt-instance", "move", "-f", "-n", NODE2, inst)
     assert "Instance %s is already on the node %s" % (inst, NODE2) in out
-    out = _Fail(vc, "gnt-instance", "move", "-f", "-n", "nosuchnode", inst)
+    out = Fail(vc, "gnt-instance", "move", "-f", "-n", "nosuchnode", inst)
     assert "nosuchnode" in out
-    out = _Fail(vc, "gnt-instance", "move", "-f", "--compress=lzma", "-n",
-                NODE3, inst)
+    out = Fail(vc, "gnt-instance", "move", "-f", "--compress=lzma", "-n",
+               NODE3, inst)
     assert "Compression tool not allowed" in out
     vc.Run("gnt-node", "modify", "-O", "yes", NODE3)
     try:
-        out = _Fail(vc, "gnt-instance", "move", "-f", "-n", NODE3, inst)
+        out = Fail(vc, "gnt-instance", "move", "-f", "-n", NODE3, inst)
         assert "Can't use offline node %s" % NODE3 in out, out
     finally:
         vc.Run("gnt-node", "modify", "-O", "no", NODE3)
@@ -229,8 +173,8 @@ def test_not_enough_disk(vc, inst):
         pytest.skip("cannot mount a small file system here: %s" %
                     mounted.stderr.decode().strip())
     try:
-        checksums = [_Sha256(path) for path in _DiskFiles(vc, inst, NODE2)]
-        out = _Fail(vc, "gnt-instance", "move", "-f", "-n", NODE3, inst)
+        checksums = [_Sha256(path) for path in DiskPaths(vc, inst, NODE2)]
+        out = Fail(vc, "gnt-instance", "move", "-f", "-n", NODE3, inst)
         assert "Not enough disk space on target node %s for file storage:" \
             " required 20 MiB, available 8 MiB" % NODE3 in out, out
         _CheckUnchanged(vc, inst, checksums)
@@ -242,11 +186,11 @@ def test_failed_copy_leaves_instance_as_it_was(vc, inst):
     """The source disk holds more than its configured size: the target
     disk can't take it, so the copy fails after the instance was stopped.
     """
-    sources = _DiskFiles(vc, inst, NODE2)
+    sources = DiskPaths(vc, inst, NODE2)
     os.truncate(sources[1], 5 * MIB)
     try:
         checksums = [_Sha256(path) for path in sources]
-        out = _Fail(vc, "gnt-instance", "move", "-f", "-n", NODE3, inst)
+        out = Fail(vc, "gnt-instance", "move", "-f", "-n", NODE3, inst)
         assert "Errors during disk copy: Transfer of disk/1 failed: import" \
             " on node %s: The source has more data than the destination" \
             " disk holds" % NODE3 in out, out
@@ -272,15 +216,15 @@ def test_target_group_policy(vc, inst):
     assert WaitForJob(client, job) == constants.JOB_STATUS_SUCCESS
     vc.Run("gnt-group", "assign-nodes", "-f", "tiny", NODE3)
     try:
-        checksums = [_Sha256(path) for path in _DiskFiles(vc, inst, NODE2)]
-        out = _Fail(vc, "gnt-instance", "move", "-f", "-n", NODE3, inst)
+        checksums = [_Sha256(path) for path in DiskPaths(vc, inst, NODE2)]
+        out = Fail(vc, "gnt-instance", "move", "-f", "-n", NODE3, inst)
         assert "Instance does not meet target node group's (tiny) instance" \
             " policy: memory-size value 32 is not in range [16, 16]" in out
         _CheckUnchanged(vc, inst, checksums)
         out = vc.Run("gnt-instance", "move", "-f", "--ignore-ipolicy", "-n",
                      NODE3, inst)
         assert "does not meet target node group's" in out.stdout + out.stderr
-        assert [_Sha256(path) for path in _DiskFiles(vc, inst, NODE3)] == \
+        assert [_Sha256(path) for path in DiskPaths(vc, inst, NODE3)] == \
             checksums
     finally:
         vc.Run("gnt-group", "assign-nodes", "-f", "default", NODE3)

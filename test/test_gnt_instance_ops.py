@@ -22,14 +22,12 @@ import pytest
 from ganeti import config, constants, errors, objects, opcodes, pathutils
 from ganeti.client import gnt_instance
 
-from testutils_cluster import TOP, VirtualCluster, WaitForJob
+from testutils_cluster import WaitForJob
 from testutils_config import MakeConfig
+from testutils_instance import (CHECKS, FILE_VDIR, NODE2, NODE3, Config,
+                                DiskPaths, FakeState, Fail, FindInstance,
+                                InstanceCluster, OsVariant, RemoveInstances)
 
-NODE2 = "node2.example.test"
-NODE3 = "node3.example.test"
-SHIPPED_OS = os.path.join(TOP, "os", "tinyimage")
-FILE_VDIR = "/srv/ganeti/file-storage"
-CHECKS = ("--no-name-check", "--no-ip-check")
 SMALL = ("-B", "maxmem=32,minmem=32")
 # The policy the refusal tests check against
 BOUNDS = ("min:memory-size=32,cpu-count=1,disk-count=1,disk-size=1,"
@@ -42,51 +40,13 @@ NEW_NAMES = {"ren2.example.test": 201, "taken.example.test": 202,
 
 @pytest.fixture(scope="module")
 def vc():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init("--ipolicy-bounds-specs", BOUNDS)
-        cluster.AddNode(NODE2)
-        cluster.AddNode(NODE3)
-        for node in cluster.nodes.values():
-            search = node.NodePath(pathutils.OS_SEARCH_PATH[0])
-            os.makedirs(search, exist_ok=True)
-            os.symlink(SHIPPED_OS, os.path.join(search, "tinyimage"))
-            norename = os.path.join(search, "norename")
-            shutil.copytree(SHIPPED_OS, norename, symlinks=True)
-            os.unlink(os.path.join(norename, "rename"))
-            allow = node.NodePath(pathutils.FILE_STORAGE_PATHS_FILE)
-            os.makedirs(os.path.dirname(allow), exist_ok=True)
-            with open(allow, "w", encoding="ascii") as fobj:
-                fobj.write("%s\n" % FILE_VDIR)
+    norename = OsVariant({"rename": None})
+    with InstanceCluster("--ipolicy-bounds-specs", BOUNDS,
+                         extra_os={"norename": norename}) as cluster:
         with open(cluster.hosts_file, "a", encoding="ascii") as fobj:
             for name, octet in NEW_NAMES.items():
                 fobj.write("%s.%d %s\n" % (cluster.net, octet, name))
         yield cluster
-    finally:
-        cluster.Cleanup()
-
-
-def _Fail(cluster, *args):
-    result = cluster.Run(*args, check=False)
-    assert result.returncode != 0, (args, result.stdout)
-    return result.stdout + result.stderr
-
-
-def _Config(cluster):
-    with open(cluster.NodePath(pathutils.CLUSTER_CONF_FILE),
-              encoding="utf-8") as fobj:
-        return json.load(fobj)
-
-
-def _Instance(cluster, name):
-    config = _Config(cluster)
-    (inst, ) = [inst for inst in config["instances"].values()
-                if inst["name"] == name]
-    return inst, [config["disks"][uuid] for uuid in inst["disks"]]
-
-
-def _DiskFile(node, disk):
-    return node.NodePath(disk["logical_id"][1])
 
 
 def _ImageFile(image, path):
@@ -107,11 +67,6 @@ def _AddFile(cluster, name, node, os_name="tinyimage", *extra):
                 *extra, name)
 
 
-def _Remove(cluster, *names):
-    for name in names:
-        cluster.Run("gnt-instance", "remove", "-f", name, check=False)
-
-
 # Rename ----------------------------------------------------------------------
 
 def test_rename_file_instance(vc):
@@ -120,21 +75,20 @@ def test_rename_file_instance(vc):
     vc.Run("gnt-instance", "add", "-t", "diskless", "--no-install",
            "--no-start", "-n", NODE3, *SMALL, *CHECKS, "taken.example.test")
     try:
-        _, (disk, ) = _Instance(vc, "ren1")
-        old_file = _DiskFile(node2, disk)
+        (old_file, ) = DiskPaths(vc, "ren1", NODE2)
         assert _ImageFile(old_file, "/etc/hostname") == "ren1\n"
 
-        out = _Fail(vc, "gnt-instance", "rename", "--no-ip-check", "ren1",
-                    "ren2.example.test")
+        out = Fail(vc, "gnt-instance", "rename", "--no-ip-check", "ren1",
+                   "ren2.example.test")
         assert "Instance 'ren1' is marked to be up, cannot rename" in out
         vc.Run("gnt-instance", "stop", "ren1")
-        out = _Fail(vc, "gnt-instance", "rename", "--no-ip-check", "ren1",
-                    "taken.example.test")
+        out = Fail(vc, "gnt-instance", "rename", "--no-ip-check", "ren1",
+                   "taken.example.test")
         assert "Instance 'taken.example.test' is already in the cluster" \
             in out
         # Every 127/8 address answers (refuses) on this host: "in use"
-        out = _Fail(vc, "gnt-instance", "rename", "ren1",
-                    "ren2.example.test")
+        out = Fail(vc, "gnt-instance", "rename", "ren1",
+                   "ren2.example.test")
         assert "IP %s.201 of instance ren2.example.test already in use" % \
             vc.net in out
         assert os.path.exists(old_file)
@@ -143,10 +97,10 @@ def test_rename_file_instance(vc):
                         "ren2.example.test")
         assert "Instance 'ren1' renamed to 'ren2.example.test'" in \
             result.stdout
-        inst, (disk, ) = _Instance(vc, "ren2.example.test")
+        _, (disk, ) = FindInstance(vc, "ren2.example.test")
         assert disk["logical_id"][1] == os.path.join(
             FILE_VDIR, "ren2.example.test", os.path.basename(old_file))
-        new_file = _DiskFile(node2, disk)
+        (new_file, ) = DiskPaths(vc, "ren2.example.test", NODE2)
         assert os.path.isfile(new_file)
         assert not os.path.exists(os.path.dirname(old_file))
         # The OS rename script ran on the renamed disk
@@ -155,15 +109,14 @@ def test_rename_file_instance(vc):
         logs = os.listdir(node2.NodePath(pathutils.LOG_OS_DIR))
         assert any(log.startswith("rename-tinyimage-ren2.example.test-")
                    for log in logs), logs
-        out = _Fail(vc, "gnt-instance", "startup", "ren1")
+        out = Fail(vc, "gnt-instance", "startup", "ren1")
         assert "Instance 'ren1' not known" in out
         vc.Run("gnt-instance", "startup", "ren2.example.test")
-        assert os.path.exists(node2.NodePath(os.path.join(
-            pathutils.FAKE_HV_DIR, "ren2.example.test")))
+        assert os.path.exists(FakeState(node2, "ren2.example.test"))
         vc.Run("gnt-instance", "remove", "-f", "ren2.example.test")
         assert not os.path.exists(os.path.dirname(new_file))
     finally:
-        _Remove(vc, "ren1", "ren2.example.test", "taken.example.test")
+        RemoveInstances(vc, "ren1", "ren2.example.test", "taken.example.test")
 
 
 def test_config_rename_instance(tmp_path):
@@ -197,12 +150,12 @@ def test_rename_without_os_rename_script_warns(vc):
         assert "Could not run OS rename script for instance" \
             " new3.example.test" in out, out
         assert "does not support renaming" in out
-        _, (disk, ) = _Instance(vc, "new3.example.test")
+        _, (disk, ) = FindInstance(vc, "new3.example.test")
         assert disk["logical_id"][1].startswith(
             FILE_VDIR + "/new3.example.test/")
-        assert os.path.isfile(_DiskFile(vc.nodes[NODE3], disk))
+        assert os.path.isfile(DiskPaths(vc, "new3.example.test", NODE3)[0])
     finally:
-        _Remove(vc, "nor1", "new3.example.test")
+        RemoveInstances(vc, "nor1", "new3.example.test")
 
 
 # Reinstall -------------------------------------------------------------------
@@ -211,16 +164,15 @@ def test_reinstall_rewrites_the_disk(vc):
     node3 = vc.nodes[NODE3]
     _AddFile(vc, "rei1", NODE3, "tinyimage", "-O", "message=first")
     try:
-        _, (disk, ) = _Instance(vc, "rei1")
-        image = _DiskFile(node3, disk)
-        out = _Fail(vc, "gnt-instance", "reinstall", "-f", "rei1")
+        (image, ) = DiskPaths(vc, "rei1", NODE3)
+        out = Fail(vc, "gnt-instance", "reinstall", "-f", "rei1")
         assert "Instance 'rei1' is marked to be up, cannot reinstall" in out
         vc.Run("gnt-instance", "stop", "rei1")
         # Stopped for the cluster, yet running in the hypervisor
-        state = node3.NodePath(os.path.join(pathutils.FAKE_HV_DIR, "rei1"))
+        state = FakeState(node3, "rei1")
         with open(state, "w", encoding="ascii") as fobj:
             fobj.write("0\n32\n1\n")
-        out = _Fail(vc, "gnt-instance", "reinstall", "-f", "rei1")
+        out = Fail(vc, "gnt-instance", "reinstall", "-f", "rei1")
         assert "Instance rei1 is running, cannot reinstall" in out
         os.unlink(state)
 
@@ -235,28 +187,28 @@ def test_reinstall_rewrites_the_disk(vc):
                "rei1")
         assert _Checksum(image) != before
         assert "second" in _ImageFile(image, "/init")
-        inst, _ = _Instance(vc, "rei1")
+        inst, _ = FindInstance(vc, "rei1")
         assert inst["osparams"] == {"message": "second"}
         assert inst["admin_state"] == "down"
 
-        out = _Fail(vc, "gnt-instance", "reinstall", "-f", "-o", "nosuchos",
-                    "rei1")
+        out = Fail(vc, "gnt-instance", "reinstall", "-f", "-o", "nosuchos",
+                   "rei1")
         assert "nosuchos" in out
-        assert _Instance(vc, "rei1")[0]["os"] == "tinyimage"
+        assert FindInstance(vc, "rei1")[0]["os"] == "tinyimage"
         vc.Run("gnt-instance", "reinstall", "-f", "-o", "norename", "rei1")
-        assert _Instance(vc, "rei1")[0]["os"] == "norename"
+        assert FindInstance(vc, "rei1")[0]["os"] == "norename"
     finally:
-        _Remove(vc, "rei1")
+        RemoveInstances(vc, "rei1")
 
 
 def test_reinstall_diskless_refused(vc):
     vc.Run("gnt-instance", "add", "-t", "diskless", "-o", "tinyimage",
            "--no-start", "-n", NODE2, *SMALL, *CHECKS, "rei2")
     try:
-        out = _Fail(vc, "gnt-instance", "reinstall", "-f", "rei2")
+        out = Fail(vc, "gnt-instance", "reinstall", "-f", "rei2")
         assert "Instance 'rei2' has no disks" in out
     finally:
-        _Remove(vc, "rei2")
+        RemoveInstances(vc, "rei2")
 
 
 # Console ---------------------------------------------------------------------
@@ -270,10 +222,10 @@ def test_console(vc):
             assert result.stdout.strip() == \
                 "Console not available for fake hypervisor"
         vc.Run("gnt-instance", "stop", "con1")
-        out = _Fail(vc, "gnt-instance", "console", "con1")
+        out = Fail(vc, "gnt-instance", "console", "con1")
         assert "Instance con1 is not running (state ADMIN_down)" in out
     finally:
-        _Remove(vc, "con1")
+        RemoveInstances(vc, "con1")
 
 
 def test_console_formats():
@@ -303,13 +255,13 @@ def test_console_formats():
      "nic-count value 0 is not in range [1, 4]"),
 ])
 def test_create_refuses_policy_violation(vc, args, violation):
-    out = _Fail(vc, "gnt-instance", "add", "-o", "tinyimage", "-n", NODE2,
-                "--no-start", *args, *CHECKS, "pol1")
+    out = Fail(vc, "gnt-instance", "add", "-o", "tinyimage", "-n", NODE2,
+               "--no-start", *args, *CHECKS, "pol1")
     assert "Instance allocation to group" in out and \
         "(default) violates policy" in out, out
     assert violation in out, out
     assert "pol1" not in [inst["name"] for inst
-                          in _Config(vc)["instances"].values()]
+                          in Config(vc)["instances"].values()]
 
 
 def test_ignore_ipolicy_creates_with_warning(vc):
@@ -320,17 +272,17 @@ def test_ignore_ipolicy_creates_with_warning(vc):
                         *CHECKS, "pol2")
         out = result.stdout + result.stderr
         assert "memory-size value 4096 is not in range" in out, out
-        assert _Instance(vc, "pol2")[0]["beparams"]["maxmem"] == 4096
+        assert FindInstance(vc, "pol2")[0]["beparams"]["maxmem"] == 4096
     finally:
-        _Remove(vc, "pol2")
+        RemoveInstances(vc, "pol2")
 
 
 def test_disk_template_not_allowed(vc):
     vc.Run("gnt-cluster", "modify", "--ipolicy-disk-templates", "diskless")
     try:
-        out = _Fail(vc, "gnt-instance", "add", "-t", "file", "-o",
-                    "tinyimage", "-n", NODE2, "--disk", "0:size=4M",
-                    *SMALL, *CHECKS, "pol3")
+        out = Fail(vc, "gnt-instance", "add", "-t", "file", "-o",
+                   "tinyimage", "-n", NODE2, "--disk", "0:size=4M",
+                   *SMALL, *CHECKS, "pol3")
         assert "Disk template file is not allowed (allowed templates:" \
             " diskless)" in out, out
     finally:
@@ -352,9 +304,9 @@ def test_group_policy_overrides_cluster_policy(vc):
         "max": {"memory-size": 256, "cpu-count": 2, "disk-count": 1,
                 "disk-size": 1024, "nic-count": 1, "spindle-use": 1}}]})
     try:
-        out = _Fail(vc, "gnt-instance", "add", "-t", "diskless", "-o",
-                    "tinyimage", "-n", NODE3, "--no-start", "-B",
-                    "maxmem=512,minmem=32,vcpus=4", *CHECKS, "pol4")
+        out = Fail(vc, "gnt-instance", "add", "-t", "diskless", "-o",
+                   "tinyimage", "-n", NODE3, "--no-start", "-B",
+                   "maxmem=512,minmem=32,vcpus=4", *CHECKS, "pol4")
         assert "memory-size value 512 is not in range [32, 256]" in out
         assert "cpu-count value 4 is not in range [1, 2]" in out
     finally:
@@ -367,10 +319,10 @@ def test_vcpu_ratio(vc):
         pytest.skip("more CPUs than the policy's cpu-count bound")
     _SetGroupPolicy(vc, {"vcpu-ratio": 1.0})
     try:
-        out = _Fail(vc, "gnt-instance", "add", "-t", "diskless", "-o",
-                    "tinyimage", "-n", NODE3, "--no-start", "-B",
-                    "maxmem=32,minmem=32,vcpus=%d" % (cpus + 1), *CHECKS,
-                    "pol5")
+        out = Fail(vc, "gnt-instance", "add", "-t", "diskless", "-o",
+                   "tinyimage", "-n", NODE3, "--no-start", "-B",
+                   "maxmem=32,minmem=32,vcpus=%d" % (cpus + 1), *CHECKS,
+                   "pol5")
         assert "Node %s would have" % NODE3 in out and \
             "vcpu-ratio 1.0" in out, out
     finally:

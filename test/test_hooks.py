@@ -17,9 +17,9 @@ from ganeti.rpc.client import RpcResult
 
 from testutils_cluster import SMALL_IPOLICY_BOUNDS, VirtualCluster
 from testutils_cmdlib import MakeContext
+from testutils_instance import CHECKS, NODE1, NODE2
 
-MASTER = "node1.example.test"
-NODE2 = "node2.example.test"
+MASTER = NODE1
 CLUSTER = "cluster.example.test"
 
 
@@ -505,8 +505,8 @@ def test_instance_hooks_environment_and_veto(vcluster):
     start_post = _Recording(node2, "instance-start", "post")
     remove_post = _Recording(vcluster, "instance-remove", "post")
     vcluster.Run("gnt-instance", "add", "-t", "diskless", "--no-install",
-                 "--no-start", "--no-name-check", "--no-ip-check",
-                 "-n", NODE2, "-B", "memory=96,vcpus=2", "--net",
+                 "--no-start", *CHECKS, "-n", NODE2, "-B",
+                 "memory=96,vcpus=2", "--net",
                  "0:mac=aa:00:00:00:00:42,link=br7", name)
     env = _ReadEnv(add_pre[1])
     assert {key: env[key] for key in (

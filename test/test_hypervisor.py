@@ -39,7 +39,7 @@ def _Instance(name="inst1.example.com", **kwargs):
 
 def test_get_hypervisor():
     assert hypervisor.GetHypervisorClass("fake") is hv_fake.FakeHypervisor
-    assert hypervisor.GetHypervisorNames() == ["fake"]
+    assert hypervisor.GetHypervisorNames() == ["fake", "kvm"]
     with pytest.raises(errors.HypervisorError, match="'xen-pvm'"):
         hypervisor.GetHypervisorClass("xen-pvm")
 

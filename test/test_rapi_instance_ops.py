@@ -8,11 +8,8 @@ the configuration and on the nodes. Requests the client can't send (legacy
 forms, DELETE of an export) go through http.client.
 """
 
-import base64
-import http.client
 import json
 import os
-import ssl
 import time
 
 import pytest
@@ -20,75 +17,24 @@ import pytest
 from ganeti import constants, errors, pathutils
 from ganeti.rapi import client as rapi_client
 
-from testutils_cluster import SMALL_IPOLICY_BOUNDS, TOP, VirtualCluster
-
-NODE1 = "node1.example.test"
-NODE2 = "node2.example.test"
-NODE3 = "node3.example.test"
-ADMIN = ("admin", "s3cret")
-READER = ("reader", "readpw")
-SHIPPED_OS = os.path.join(TOP, "os", "tinyimage")
-FILE_VDIR = "/srv/ganeti/file-storage"
-CHECKS = ("--no-name-check", "--no-ip-check")
-PORT = constants.DEFAULT_RAPI_PORT
-MIB = 1024 * 1024
+from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from testutils_instance import (ADMIN, CHECKS, MIB, NODE1, NODE2, NODE3,
+                                READER, DiskPaths, FakeState, FindInstance,
+                                InstanceCluster, PrimaryNode, RapiClient,
+                                RapiRequest, RemoveInstances)
 
 
 @pytest.fixture(scope="module")
 def vc():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS)
-        cluster.AddNode(NODE2)
-        cluster.AddNode(NODE3)
-        for node in cluster.nodes.values():
-            search = node.NodePath(pathutils.OS_SEARCH_PATH[0])
-            os.makedirs(search, exist_ok=True)
-            os.symlink(SHIPPED_OS, os.path.join(search, "tinyimage"))
-            allow = node.NodePath(pathutils.FILE_STORAGE_PATHS_FILE)
-            os.makedirs(os.path.dirname(allow), exist_ok=True)
-            with open(allow, "w", encoding="ascii") as fobj:
-                fobj.write("%s\n" % FILE_VDIR)
+    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
+                         rapi_users=True) as cluster:
         cluster.Run("gnt-group", "add", "g2")
-        with open(cluster.NodePath(pathutils.RAPI_USERS_FILE), "w",
-                  encoding="utf-8") as fobj:
-            fobj.write("admin s3cret write\nreader readpw read\n")
         yield cluster
-    finally:
-        cluster.Cleanup()
 
 
 @pytest.fixture(scope="module")
 def rclient(vc):
-    return _Client(vc, ADMIN)
-
-
-def _Client(cluster, user):
-    return rapi_client.GanetiRapiClient(
-        cluster.node_ip, PORT, username=user[0], password=user[1],
-        curl_config_fn=rapi_client.GenericCurlConfig(proxy="", timeout=60))
-
-
-def _Request(cluster, method, path, body=None):
-    """A request the client can't make; (status, decoded answer)."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    headers = {"Authorization": "Basic " + base64.b64encode(
-        ("%s:%s" % ADMIN).encode()).decode()}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    conn = http.client.HTTPSConnection(cluster.node_ip, PORT,
-                                       context=context, timeout=60)
-    try:
-        conn.request(method, path, body=data, headers=headers)
-        resp = conn.getresponse()
-        payload = resp.read()
-    finally:
-        conn.close()
-    return resp.status, json.loads(payload) if payload else None
+    return RapiClient(vc, ADMIN)
 
 
 def _Wait(rclient, job_id, expected=constants.JOB_STATUS_SUCCESS):
@@ -114,31 +60,6 @@ def _BadRequest(call, *args, **kwargs):
     return str(err.value)
 
 
-def _Config(cluster):
-    with open(cluster.NodePath(pathutils.CLUSTER_CONF_FILE),
-              encoding="utf-8") as fobj:
-        return json.load(fobj)
-
-
-def _Instance(cluster, name):
-    """The instance's config entry, its disks' and its primary's name."""
-    config = _Config(cluster)
-    (inst, ) = [inst for inst in config["instances"].values()
-                if inst["name"] == name]
-    pnode = config["nodes"][inst["primary_node"]]["name"]
-    return inst, [config["disks"][uuid] for uuid in inst["disks"]], pnode
-
-
-def _DiskFile(cluster, name, node_name):
-    _, (disk, ), _ = _Instance(cluster, name)
-    return cluster.nodes[node_name].NodePath(disk["logical_id"][1])
-
-
-def _FakeState(cluster, node_name, name):
-    return cluster.nodes[node_name].NodePath(
-        os.path.join(pathutils.FAKE_HV_DIR, name))
-
-
 def _AddFile(cluster, name, node, *extra):
     cluster.Run("gnt-instance", "add", "-t", "file", "-n", node,
                 "-B", "maxmem=32,minmem=32", "--disk", "0:size=4M", *extra,
@@ -146,18 +67,16 @@ def _AddFile(cluster, name, node, *extra):
 
 
 def _Remove(cluster, *names):
-    for name in names:
-        cluster.Run("gnt-instance", "remove", "-f", "--shutdown-timeout=0",
-                    name, check=False)
+    RemoveInstances(cluster, *names, extra=("--shutdown-timeout=0", ))
 
 
 def test_features_and_paths(vc, rclient):
     features = rclient.GetFeatures()
     assert rapi_client.INST_REINSTALL_REQV1 in features
     assert rapi_client.NODE_MIGRATE_REQV1 in features
-    status, answer = _Request(vc, "POST", "/2/instances/x/disk/a/grow", {})
+    status, answer = RapiRequest(vc, "POST", "/2/instances/x/disk/a/grow", {})
     assert status == 404, answer
-    status, answer = _Request(vc, "GET", "/2/instances/x/modify")
+    status, answer = RapiRequest(vc, "GET", "/2/instances/x/modify")
     assert status == 501, answer
     # A query job: an unknown instance is the job's error
     job = _Wait(rclient, rclient.GetInstanceInfo("nosuch"),
@@ -171,7 +90,7 @@ def test_modify_info_console_reinstall_rename(vc, rclient):
         job = _Wait(rclient, rclient.ModifyInstance(
             "ops1", custom_beparams={"vcpus": 2}, reason="more cpu"))
         assert job["ops"][0]["beparams"] == {"vcpus": 2}
-        assert _Instance(vc, "ops1")[0]["beparams"]["vcpus"] == 2
+        assert FindInstance(vc, "ops1")[0]["beparams"]["vcpus"] == 2
         assert "beparams" in _BadRequest(rclient.ModifyInstance, "ops1",
                                          beparams="lots")
 
@@ -184,14 +103,14 @@ def test_modify_info_console_reinstall_rename(vc, rclient):
         (disk, ) = info["disks"]
         assert (disk["iv_name"], disk["size"], disk["pstatus"]) == \
             ("disk/0", 4, {"size": 4, "spindles": None})
-        assert info["nics"][0][3] == _Instance(vc, "ops1")[0]["nics"][0][
-            "mac"]
+        inst, _ = FindInstance(vc, "ops1")
+        assert info["nics"][0][3] == inst["nics"][0]["mac"]
         job = _Wait(rclient, rclient.GetInstanceInfo("ops1", static=True))
         info = job["opresult"][0]["ops1"]
         assert (info["run_state"], info["disks"][0]["pstatus"]) == \
             (None, None)
 
-        console = _Client(vc, READER).GetInstanceConsole("ops1")
+        console = RapiClient(vc, READER).GetInstanceConsole("ops1")
         assert (console["instance"], console["kind"], console["message"]) \
             == ("ops1", constants.CONS_MESSAGE,
                 "Console not available for fake hypervisor")
@@ -205,29 +124,29 @@ def test_modify_info_console_reinstall_rename(vc, rclient):
         assert [op["OP_ID"] for op in job["ops"]] == [
             "OP_INSTANCE_SHUTDOWN", "OP_INSTANCE_REINSTALL",
             "OP_INSTANCE_STARTUP"]
-        inst, _, _ = _Instance(vc, "ops1")
+        inst, _ = FindInstance(vc, "ops1")
         assert (inst["osparams"], inst["admin_state"]) == \
             ({"message": "again"}, "up")
-        assert os.path.exists(_FakeState(vc, NODE2, "ops1"))
+        assert os.path.exists(FakeState(vc.nodes[NODE2], "ops1"))
         assert "osparams" in _BadRequest(rclient.ReinstallInstance, "ops1",
                                          osparams="message=x")
-        status, answer = _Request(vc, "POST", "/2/instances/ops1/reinstall",
-                                  {"start": "no"})
+        status, answer = RapiRequest(vc, "POST", "/2/instances/ops1/reinstall",
+                                     {"start": "no"})
         assert (status, answer["message"]) == \
             (400, "'start' parameter: Type is 'str', but 'bool' is"
              " expected")
-        status, answer = _Request(vc, "POST",
-                                  "/2/instances/ops1/reinstall?nostartup=1",
-                                  {"start": True})
+        status, answer = RapiRequest(vc, "POST",
+                                     "/2/instances/ops1/reinstall?nostartup=1",
+                                     {"start": True})
         assert (status, answer["message"]) == \
             (400, "Can't combine query and body parameters")
         # The form before version 1 of the request: query arguments
-        status, job_id = _Request(vc, "POST",
-                                  "/2/instances/ops1/reinstall?nostartup=1")
+        status, job_id = RapiRequest(vc, "POST",
+                                     "/2/instances/ops1/reinstall?nostartup=1")
         assert status == 200
         job = _Wait(rclient, job_id)
         assert len(job["ops"]) == 2
-        assert _Instance(vc, "ops1")[0]["admin_state"] == "down"
+        assert FindInstance(vc, "ops1")[0]["admin_state"] == "down"
         with pytest.raises(rapi_client.GanetiApiError) as err:
             rclient.GetInstanceConsole("ops1")
         assert err.value.code == 503
@@ -238,7 +157,7 @@ def test_modify_info_console_reinstall_rename(vc, rclient):
             "ops1", "ops1r", ip_check=False, name_check=False))
         assert job["opresult"] == ["ops1r"]
         assert rclient.GetInstances() == ["ops1r"]
-        assert os.path.exists(_DiskFile(vc, "ops1r", NODE2))
+        assert os.path.exists(DiskPaths(vc, "ops1r", NODE2)[0])
         assert "new_name" in _BadRequest(rclient.RenameInstance, "ops1r",
                                          "")
     finally:
@@ -249,22 +168,22 @@ def test_disks(vc, rclient):
     _AddFile(vc, "dsk1", NODE2, "--no-install", "--no-start")
     try:
         _Wait(rclient, rclient.GrowInstanceDisk("dsk1", 0, 4))
-        assert _Instance(vc, "dsk1")[1][0]["size"] == 8
-        assert os.path.getsize(_DiskFile(vc, "dsk1", NODE2)) == 8 * MIB
+        assert FindInstance(vc, "dsk1")[1][0]["size"] == 8
+        assert os.path.getsize(DiskPaths(vc, "dsk1", NODE2)[0]) == 8 * MIB
         assert "amount" in _BadRequest(rclient.GrowInstanceDisk, "dsk1", 0,
                                        "much")
 
         job = _Wait(rclient, rclient.ActivateInstanceDisks(
             "dsk1", ignore_size=True))
         assert job["ops"][0]["ignore_size"] is True
-        assert _Instance(vc, "dsk1")[0]["disks_active"] is True
+        assert FindInstance(vc, "dsk1")[0]["disks_active"] is True
         _Wait(rclient, rclient.DeactivateInstanceDisks("dsk1", force=True))
-        assert _Instance(vc, "dsk1")[0]["disks_active"] is False
+        assert FindInstance(vc, "dsk1")[0]["disks_active"] is False
 
         # Recreated on another node, which becomes the primary
         _Wait(rclient, rclient.RecreateInstanceDisks("dsk1", nodes=[NODE3]))
-        assert _Instance(vc, "dsk1")[2] == NODE3
-        assert os.path.getsize(_DiskFile(vc, "dsk1", NODE3)) == 8 * MIB
+        assert PrimaryNode(vc, "dsk1") == NODE3
+        assert os.path.getsize(DiskPaths(vc, "dsk1", NODE3)[0]) == 8 * MIB
         assert "disks" in _BadRequest(rclient.RecreateInstanceDisks, "dsk1",
                                       disks=["first"])
     finally:
@@ -293,16 +212,16 @@ def test_export_and_move(vc, rclient):
         assert "x509_key_name" in _BadRequest(
             rclient.ExportInstance, "exp1", "remote", NODE3,
             x509_key_name=["key", "salt"])
-        status, job_id = _Request(vc, "DELETE", "/2/instances/exp1/export")
+        status, job_id = RapiRequest(vc, "DELETE", "/2/instances/exp1/export")
         assert status == 200
         _Wait(rclient, job_id)
         assert not os.path.exists(export_dir)
 
-        source = _DiskFile(vc, "exp1", NODE2)
+        source = DiskPaths(vc, "exp1", NODE2)[0]
         _Wait(rclient, rclient.MoveInstance("exp1", NODE1,
                                             shutdown_timeout=5))
-        assert _Instance(vc, "exp1")[2] == NODE1
-        assert os.path.getsize(_DiskFile(vc, "exp1", NODE1)) == 4 * MIB
+        assert PrimaryNode(vc, "exp1") == NODE1
+        assert os.path.getsize(DiskPaths(vc, "exp1", NODE1)[0]) == 4 * MIB
         assert not os.path.exists(source)
         assert "target_node" in _BadRequest(rclient.MoveInstance, "exp1",
                                             ["node"])
@@ -315,22 +234,22 @@ def test_migration_and_groups(vc, rclient):
            "-n", NODE1, "-B", "maxmem=32,minmem=32", *CHECKS, "mig1")
     try:
         _Wait(rclient, rclient.MigrateInstance("mig1", target_node=NODE2))
-        assert _Instance(vc, "mig1")[2] == NODE2
-        assert os.path.exists(_FakeState(vc, NODE2, "mig1"))
+        assert PrimaryNode(vc, "mig1") == NODE2
+        assert os.path.exists(FakeState(vc.nodes[NODE2], "mig1"))
         assert "mode" in _BadRequest(rclient.MigrateInstance, "mig1",
                                      mode="sideways")
 
         _Wait(rclient, rclient.FailoverInstance("mig1", target_node=NODE3))
-        assert _Instance(vc, "mig1")[2] == NODE3
-        assert os.path.exists(_FakeState(vc, NODE3, "mig1"))
+        assert PrimaryNode(vc, "mig1") == NODE3
+        assert os.path.exists(FakeState(vc.nodes[NODE3], "mig1"))
 
         # The node's instances migrate in jobs of their own
         job = _Wait(rclient, rclient.MigrateNode(NODE3, target_node=NODE1))
         ((submitted, job_id), ) = job["opresult"][0]["jobs"]
         assert submitted
         _Wait(rclient, job_id)
-        assert _Instance(vc, "mig1")[2] == NODE1
-        status, answer = _Request(
+        assert PrimaryNode(vc, "mig1") == NODE1
+        status, answer = RapiRequest(
             vc, "POST", "/2/nodes/%s/migrate?live=1&mode=live" % NODE1)
         assert (status, answer["message"]) == \
             (400, "Only one of 'live' and 'mode' should be passed")
@@ -341,8 +260,8 @@ def test_migration_and_groups(vc, rclient):
                 "mig1", target_groups=["g2"]))
             ((submitted, job_id), ) = job["opresult"][0]["jobs"]
             _Wait(rclient, job_id)
-            assert _Instance(vc, "mig1")[2] == NODE3
-            assert os.path.exists(_FakeState(vc, NODE3, "mig1"))
+            assert PrimaryNode(vc, "mig1") == NODE3
+            assert os.path.exists(FakeState(vc.nodes[NODE3], "mig1"))
             assert "target_groups" in _BadRequest(
                 rclient.ChangeInstanceGroup, "mig1", target_groups="g2")
         finally:

@@ -8,13 +8,9 @@ daemon with ``--ssl-chain`` and a certificate issued by an intermediate
 CA, and checks that a client trusting only the root CA accepts it.
 """
 
-import base64
 import datetime
-import http.client
 import ipaddress
-import json
 import os
-import shutil
 import signal
 import ssl
 import time
@@ -25,88 +21,35 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from ganeti import constants, pathutils
+from ganeti import constants
 from ganeti.rapi import client as rapi_client
 
-from testutils_cluster import TOP, VirtualCluster
-
-ADMIN = ("admin", "s3cret")
-READER = ("reader", "readpw")
-NODE2 = "node2.example.test"
-SHIPPED_OS = os.path.join(TOP, "os", "tinyimage")
-PORT = constants.DEFAULT_RAPI_PORT
-
-
-def _InstallOses(node) -> None:
-    """tinyimage and "tinyvar", a copy of it with two variants."""
-    search_dir = node.NodePath(pathutils.OS_SEARCH_PATH[0])
-    os.makedirs(search_dir, exist_ok=True)
-    os.symlink(SHIPPED_OS, os.path.join(search_dir, "tinyimage"))
-    variant_os = os.path.join(search_dir, "tinyvar")
-    shutil.copytree(SHIPPED_OS, variant_os, symlinks=True)
-    with open(os.path.join(variant_os, "variants.list"), "w",
-              encoding="ascii") as fobj:
-        fobj.write("small\nbig\n")
+from testutils_instance import (ADMIN, NODE2, RAPI_PORT, READER, FakeState,
+                                InstanceCluster, OsVariant, RapiClient,
+                                RapiRequest)
 
 
 @pytest.fixture(scope="module")
 def vc():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init()
-        cluster.AddNode(NODE2)
-        for node in cluster.nodes.values():
-            _InstallOses(node)
-        with open(cluster.NodePath(pathutils.RAPI_USERS_FILE), "w",
-                  encoding="utf-8") as fobj:
-            fobj.write("admin s3cret write\nreader readpw read\n")
+    # "tinyvar": tinyimage with two variants
+    tinyvar = OsVariant({"variants.list": "small\nbig\n"})
+    with InstanceCluster(nodes=(NODE2, ), file_paths=(),
+                         extra_os={"tinyvar": tinyvar},
+                         rapi_users=True) as cluster:
         yield cluster
-    finally:
-        cluster.Cleanup()
-
-
-def _Request(cluster, method, path, body=None, user=ADMIN, context=None):
-    """One request to the cluster's RAPI; (status, decoded JSON body)."""
-    if context is None:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    headers = {}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    if user is not None:
-        headers["Authorization"] = "Basic " + base64.b64encode(
-            ("%s:%s" % user).encode()).decode()
-    conn = http.client.HTTPSConnection(cluster.node_ip, PORT,
-                                       context=context, timeout=60)
-    try:
-        conn.request(method, path, body=data, headers=headers)
-        resp = conn.getresponse()
-        payload = resp.read()
-    finally:
-        conn.close()
-    return resp.status, json.loads(payload) if payload else None
 
 
 def _Ok(cluster, method, path, body=None, user=ADMIN):
-    status, result = _Request(cluster, method, path, body, user)
+    status, result = RapiRequest(cluster, method, path, body, user)
     assert status == 200, (method, path, status, result)
     return result
 
 
 def _Error(cluster, code, method, path, body=None, user=ADMIN) -> str:
-    status, result = _Request(cluster, method, path, body, user)
+    status, result = RapiRequest(cluster, method, path, body, user)
     assert status == code, (method, path, status, result)
     assert result["code"] == code
     return result["message"]
-
-
-def _Client(cluster, user=ADMIN) -> rapi_client.GanetiRapiClient:
-    return rapi_client.GanetiRapiClient(
-        cluster.node_ip, PORT, username=user[0], password=user[1],
-        curl_config_fn=rapi_client.GenericCurlConfig(proxy="", timeout=60))
 
 
 def _Wait(cluster, job_id, expected=constants.JOB_STATUS_SUCCESS) -> dict:
@@ -127,11 +70,6 @@ def _Wait(cluster, job_id, expected=constants.JOB_STATUS_SUCCESS) -> dict:
     return job
 
 
-def _FakeState(cluster, node_name, instance):
-    return cluster.nodes[node_name].NodePath(
-        os.path.join(pathutils.FAKE_HV_DIR, instance))
-
-
 def _Create(rclient, name, **kwargs):
     """Create a diskless instance on NODE2 as Ganeti's client would."""
     params = {"os": "tinyimage", "pnode": NODE2, "name_check": False,
@@ -146,7 +84,7 @@ def _Create(rclient, name, **kwargs):
 # Instances -------------------------------------------------------------------
 
 def test_instance_lifecycle(vc):
-    rclient = _Client(vc)
+    rclient = RapiClient(vc)
     assert rapi_client.INST_CREATE_REQV1 in rclient.GetFeatures()
     job_id = _Create(rclient, "rinst1", reason="rapi test",
                      tags=["from-rapi"])
@@ -156,7 +94,7 @@ def test_instance_lifecycle(vc):
         ("OP_INSTANCE_CREATE", "rinst1", "tinyimage")
     assert "__version__" not in op
     assert op["reason"][0][:2] == ["gnt:user", "rapi test"]
-    assert os.path.exists(_FakeState(vc, NODE2, "rinst1"))
+    assert os.path.exists(FakeState(vc.nodes[NODE2], "rinst1"))
     try:
         assert rclient.GetInstances() == ["rinst1"]
         assert _Ok(vc, "GET", "/2/instances", user=None) == \
@@ -177,7 +115,7 @@ def test_instance_lifecycle(vc):
 
         job = _Wait(vc, rclient.ShutdownInstance("rinst1", timeout=5))
         assert job["ops"][0]["timeout"] == 5
-        assert not os.path.exists(_FakeState(vc, NODE2, "rinst1"))
+        assert not os.path.exists(FakeState(vc.nodes[NODE2], "rinst1"))
         inst = rclient.GetInstance("rinst1")
         assert (inst["status"], inst["admin_state"], inst["oper_ram"]) == \
             ("ADMIN_down", "down", None)
@@ -195,7 +133,7 @@ def test_instance_lifecycle(vc):
                 job["ops"][0]["shutdown_timeout"]) == ("soft", 7)
         assert "reboot_type" in _Error(
             vc, 400, "POST", "/2/instances/rinst1/reboot?type=bogus")
-        assert os.path.exists(_FakeState(vc, NODE2, "rinst1"))
+        assert os.path.exists(FakeState(vc.nodes[NODE2], "rinst1"))
 
         _Wait(vc, rclient.AddInstanceTags("rinst1", ["web", "prod"]))
         assert sorted(rclient.GetInstanceTags("rinst1")) == \
@@ -214,7 +152,7 @@ def test_instance_lifecycle(vc):
     assert (op["OP_ID"], op["ignore_failures"], op["shutdown_timeout"]) == \
         ("OP_INSTANCE_REMOVE", False, 5)
     assert rclient.GetInstances() == []
-    assert not os.path.exists(_FakeState(vc, NODE2, "rinst1"))
+    assert not os.path.exists(FakeState(vc.nodes[NODE2], "rinst1"))
 
 
 def test_create_request_versions_and_renames(vc):
@@ -268,7 +206,7 @@ def test_unknown_instance(vc):
     _Wait(vc, _Ok(vc, "DELETE", "/2/instances/nosuch"),
           expected=constants.JOB_STATUS_ERROR)
     with pytest.raises(rapi_client.GanetiApiError) as err:
-        _Client(vc).GetInstance("nosuch")
+        RapiClient(vc).GetInstance("nosuch")
     assert err.value.code == 404
     assert "Can't overwrite static parameters instance_name" in _Error(
         vc, 400, "PUT", "/2/instances/x/shutdown", {"instance_name": "y"})
@@ -279,7 +217,7 @@ def test_unknown_instance(vc):
 # Operating systems -----------------------------------------------------------
 
 def test_operating_systems(vc):
-    rclient = _Client(vc)
+    rclient = RapiClient(vc)
     assert rclient.GetOperatingSystems() == \
         ["tinyimage", "tinyvar+big", "tinyvar+small"]
     assert _Ok(vc, "GET", "/2/os", user=None) == \
@@ -370,7 +308,7 @@ def _RestartRapi(cluster, *args: str) -> None:
     deadline = time.monotonic() + 15
     while True:
         try:
-            _Request(cluster, "GET", "/version", user=None)
+            RapiRequest(cluster, "GET", "/version", user=None)
             return
         except (ConnectionError, OSError):
             assert time.monotonic() < deadline, "ganeti-rapi did not start"
@@ -386,14 +324,14 @@ def test_ssl_chain(vc, tmp_path):
         # Without the intermediate the client can't build a path to the root
         _RestartRapi(vc, *cert_opts)
         with pytest.raises(ssl.SSLCertVerificationError):
-            _Request(vc, "GET", "/version", context=trusting_root)
+            RapiRequest(vc, "GET", "/version", context=trusting_root)
 
         _RestartRapi(vc, *cert_opts, "--ssl-chain", paths["chain"])
-        status, version = _Request(vc, "GET", "/version",
-                                   context=trusting_root)
+        status, version = RapiRequest(vc, "GET", "/version",
+                                      context=trusting_root)
         assert (status, version) == (200, 2)
         rclient = rapi_client.GanetiRapiClient(
-            vc.node_ip, PORT, username=ADMIN[0], password=ADMIN[1],
+            vc.node_ip, RAPI_PORT, username=ADMIN[0], password=ADMIN[1],
             curl_config_fn=rapi_client.GenericCurlConfig(
                 proxy="", timeout=30, cafile=paths["root"],
                 verify_hostname=True))

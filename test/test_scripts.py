@@ -17,9 +17,9 @@ from ganeti import constants
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# daemon-util is a helper called by other programs (as in Ganeti), with
-# its own command syntax; it is not a user-facing command
-_EXCLUDED = frozenset(["daemon-util"])
+# daemon-util and kvm-ifup are helpers called by other programs (as in
+# Ganeti), with their own command syntax; they are not user-facing commands
+_EXCLUDED = frozenset(["daemon-util", "kvm-ifup"])
 
 
 def _Programs() -> list[str]:

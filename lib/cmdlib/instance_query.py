@@ -115,6 +115,9 @@ def ComputeStatus(item: InstanceItem) -> str:
     if live:
         if inst.uuid in item.ctx.wrong_node:
             return constants.INSTST_WRONGNODE
+        # The guest powered itself off; its hypervisor process remains
+        if live.get("state") == constants.HV_INSTANCE_SHUTDOWN:
+            return constants.INSTST_USERDOWN
         if inst.admin_state == objects.ADMINST_UP:
             return constants.INSTST_RUNNING
         return constants.INSTST_ERRORUP

@@ -5,10 +5,11 @@ the master needs); GetHypervisor an instance, for the node side.
 """
 
 from ganeti import constants, errors
-from ganeti.hypervisor import hv_base, hv_fake
+from ganeti.hypervisor import hv_base, hv_fake, hv_kvm
 
 _HYPERVISOR_MAP: dict[str, type[hv_base.BaseHypervisor]] = {
     constants.HT_FAKE: hv_fake.FakeHypervisor,
+    constants.HT_KVM: hv_kvm.KVMHypervisor,
 }
 
 

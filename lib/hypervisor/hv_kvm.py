@@ -1,0 +1,1200 @@
+"""The KVM hypervisor: one QEMU process per running instance.
+
+Each instance runs as a daemonised ``qemu-system-x86_64`` with a pid file,
+a QMP socket (queries, power-down, ballooning) and its serial console on a
+Unix socket with a log file, all below ``pathutils.KVM_HV_DIR``:
+
+  pid/<instance>        the QEMU process's pid
+  ctrl/<instance>.qmp   QMP socket
+  ctrl/<instance>.serial, log/<instance>.serial  serial console and its log
+  conf/<instance>.json  the runtime: full command line, NICs with their
+                        taps, disks with their paths (restart and migration
+                        reproduce the instance from it)
+  nic/<tap>.ifup        per-NIC ifup wrapper handing the NIC to kvm-ifup
+
+Unix socket paths are limited to 107 bytes; a node root making them longer
+is refused at start.
+
+Without hardware acceleration (``kvm_flag`` empty or ``disabled``) QEMU
+emulates the CPU with TCG, which is slow but runs any guest kernel.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shlex
+import signal
+import socket
+import time
+from typing import Any
+
+from ganeti import constants, errors, ht, netutils, objects, pathutils
+from ganeti.hypervisor import hv_base
+from ganeti.utils import io, process
+
+_MIB = 1024 * 1024
+_UNIX_PATH_MAX = 107
+_QMP_TIMEOUT = 10.0
+# After QMP "quit" (forced stop), how long QEMU gets before SIGKILL
+_QUIT_GRACE = 3.0
+_DEFAULT_KVM_PATH = "/usr/bin/qemu-system-x86_64"
+# QEMU daemonises once its devices and sockets are set up
+_START_TIMEOUT = 60.0
+# How long a cancelled outgoing migration, or the last device state of
+# an incoming one, may take to settle
+_MIGRATION_SETTLE_TIMEOUT = 30.0
+# QEMU's query-migrate statuses as Ganeti's; any other ("none": nothing
+# was started) is a failure
+_MIGRATION_STATUSES = {
+    "setup": constants.HV_MIGRATION_ACTIVE,
+    "active": constants.HV_MIGRATION_ACTIVE,
+    "pre-switchover": constants.HV_MIGRATION_ACTIVE,
+    "device": constants.HV_MIGRATION_ACTIVE,
+    "wait-unplug": constants.HV_MIGRATION_ACTIVE,
+    "postcopy-active": constants.HV_MIGRATION_POSTCOPY_ACTIVE,
+    "completed": constants.HV_MIGRATION_COMPLETED,
+    "cancelling": constants.HV_MIGRATION_CANCELLED,
+    "cancelled": constants.HV_MIGRATION_CANCELLED,
+    "failed": constants.HV_MIGRATION_FAILED,
+}
+# query-migrate statuses of an outgoing migration still under way
+_MIGRATION_UNDER_WAY = frozenset(["setup", "active", "pre-switchover",
+                                  "device", "wait-unplug", "postcopy-active",
+                                  "cancelling"])
+
+# Parameter names (Ganeti's)
+HV_KERNEL_PATH = "kernel_path"
+HV_INITRD_PATH = "initrd_path"
+HV_KERNEL_ARGS = "kernel_args"
+HV_ROOT_PATH = "root_path"
+HV_BOOT_ORDER = "boot_order"
+HV_CDROM_IMAGE_PATH = "cdrom_image_path"
+HV_ACPI = "acpi"
+HV_CPU_TYPE = "cpu_type"
+HV_CPU_CORES = "cpu_cores"
+HV_CPU_THREADS = "cpu_threads"
+HV_CPU_SOCKETS = "cpu_sockets"
+HV_CPU_MASK = "cpu_mask"
+HV_MACHINE_VERSION = "machine_version"
+HV_DISK_TYPE = "disk_type"
+HV_NIC_TYPE = "nic_type"
+HV_DISK_CACHE = "disk_cache"
+HV_VNC_BIND_ADDRESS = "vnc_bind_address"
+HV_SERIAL_CONSOLE = "serial_console"
+HV_SERIAL_SPEED = "serial_speed"
+HV_MIGRATION_DOWNTIME = "migration_downtime"
+HV_KVM_FLAG = "kvm_flag"
+HV_MEM_PATH = "mem_path"
+HV_USE_CHROOT = "use_chroot"
+HV_SECURITY_MODEL = "security_model"
+HV_SECURITY_DOMAIN = "security_domain"
+HV_KVM_EXTRA = "kvm_extra"
+HV_REBOOT_BEHAVIOR = "reboot_behavior"
+HV_USE_LOCALTIME = "use_localtime"
+HV_KVM_PATH = "kvm_path"
+HV_USER_SHUTDOWN = "user_shutdown"
+
+HT_BO_DISK = "disk"
+HT_BO_CDROM = "cdrom"
+HT_BO_NETWORK = "network"
+HT_BO_FLOPPY = "floppy"
+_BOOT_ORDER_FLAGS = {HT_BO_DISK: "c", HT_BO_CDROM: "d", HT_BO_NETWORK: "n",
+                     HT_BO_FLOPPY: "a"}
+
+HT_DISK_PARAVIRTUAL = "paravirtual"
+HT_NIC_PARAVIRTUAL = "paravirtual"
+# disk_type -> QEMU's -drive if=
+_DISK_INTERFACES = {HT_DISK_PARAVIRTUAL: "virtio", "ide": "ide",
+                    "scsi": "scsi", "sd": "sd", "mtd": "mtd",
+                    "pflash": "pflash"}
+# nic_type -> QEMU device model
+_NIC_MODELS = {HT_NIC_PARAVIRTUAL: "virtio-net-pci", "rtl8139": "rtl8139",
+               "ne2k_pci": "ne2k_pci", "ne2k_isa": "ne2k_isa",
+               "i82551": "i82551", "i82557b": "i82557b",
+               "i82559er": "i82559er", "pcnet": "pcnet",
+               "e1000": "e1000"}
+HT_CACHE_DEFAULT = "default"
+_DISK_CACHES = frozenset([HT_CACHE_DEFAULT, "none", "writethrough",
+                          "writeback"])
+HT_KVM_ENABLED = "enabled"
+HT_KVM_DISABLED = "disabled"
+_KVM_FLAG_ACCEL = {"": None, HT_KVM_ENABLED: "kvm", HT_KVM_DISABLED: "tcg"}
+HT_SM_NONE = "none"
+HT_SM_USER = "user"
+HT_KVM_REBOOT = "reboot"
+HT_KVM_EXIT = "exit"
+CPU_PINNING_ALL = "all"
+_VNC_BASE_PORT = 5900
+_SERIAL_SPEEDS = frozenset([9600, 19200, 38400, 57600, 115200])
+
+def _IsAbsPathOrEmpty(value: Any) -> bool:
+    return isinstance(value, str) and (value == "" or os.path.isabs(value))
+
+
+def _ParseCpuList(text: str) -> list[int]:
+    """'0-2,5' -> [0, 1, 2, 5]; ValueError if malformed."""
+    cpus: list[int] = []
+    for part in text.split(","):
+        match = re.match(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$", part)
+        if not match:
+            raise ValueError("invalid CPU range %r" % part)
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) else low
+        if high < low:
+            raise ValueError("invalid CPU range %r" % part)
+        cpus.extend(range(low, high + 1))
+    return cpus
+
+
+def ParseCpuMask(mask: str) -> list[list[int] | None]:
+    """A cpu_mask as per-vCPU CPU lists; None stands for "all".
+
+    "all" or one list ("0-2,4") applies to every vCPU; a colon-separated
+    list ("0:1-2:all") pins vCPU i to entry i. ValueError if malformed.
+    """
+    result: list[list[int] | None] = []
+    for entry in mask.split(":"):
+        entry = entry.strip()
+        result.append(None if entry == CPU_PINNING_ALL
+                      else _ParseCpuList(entry))
+    return result
+
+
+def _IsCpuMask(value: Any) -> bool:
+    if not isinstance(value, str) or not value:
+        return False
+    try:
+        ParseCpuMask(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _IsVncAddress(value: Any) -> bool:
+    return value == "" or (isinstance(value, str) and
+                           netutils.IsValidIP(value))
+
+
+def _IsShellWords(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        shlex.split(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _Check(fn: Any, desc: str) -> ht.Check:
+    return ht.Check(fn, desc)
+
+
+def _KvmPathCheck(value: Any) -> str | None:
+    if not os.path.isfile(value):
+        return "file %s does not exist" % value
+    if not os.access(value, os.X_OK):
+        return "file %s is not executable" % value
+    return None
+
+
+def _SecurityDomainCheck(value: Any) -> str | None:
+    if not value:
+        return None
+    import pwd
+    try:
+        pwd.getpwnam(value)
+    except KeyError:
+        return "user %s does not exist" % value
+    return None
+
+
+def _CpuMaskNodeCheck(value: Any) -> str | None:
+    cpus = os.cpu_count() or 1
+    for entry in ParseCpuMask(value):
+        if entry and max(entry) >= cpus:
+            return "CPU %d is not in this node's CPUs 0-%d" % (max(entry),
+                                                               cpus - 1)
+    return None
+
+
+_TPath = _Check(_IsAbsPathOrEmpty, "empty or an absolute path")
+_TElem = ht.TElemOf
+
+PARAMETERS: dict[str, hv_base.HvParam] = {
+    HV_KVM_PATH: hv_base.HvParam(
+        _DEFAULT_KVM_PATH, _Check(lambda v: isinstance(v, str) and
+                                  os.path.isabs(v), "an absolute path"),
+        "QEMU system emulator binary", _KvmPathCheck),
+    HV_KERNEL_PATH: hv_base.HvParam(
+        "", _TPath, "Kernel booted directly (empty: boot from the disks)",
+        hv_base.FileExistsCheck),
+    HV_INITRD_PATH: hv_base.HvParam(
+        "", _TPath, "Initial ramdisk for kernel_path", hv_base.FileExistsCheck),
+    HV_KERNEL_ARGS: hv_base.HvParam(
+        "ro", ht.TString, "Kernel command line (after root=)"),
+    HV_ROOT_PATH: hv_base.HvParam(
+        "/dev/vda1", ht.TString,
+        "Root device given to kernel_path (root=; empty: none)"),
+    HV_BOOT_ORDER: hv_base.HvParam(
+        HT_BO_DISK, _TElem(frozenset(_BOOT_ORDER_FLAGS)),
+        "Boot device without kernel_path: disk, cdrom, network or floppy"),
+    HV_CDROM_IMAGE_PATH: hv_base.HvParam(
+        "", _TPath, "ISO image attached as CD-ROM", hv_base.FileExistsCheck),
+    HV_ACPI: hv_base.HvParam(
+        True, ht.TBool, "Whether the guest has ACPI (needed for a clean"
+        " power-down)"),
+    HV_CPU_TYPE: hv_base.HvParam(
+        "", ht.TString, "QEMU CPU model (-cpu; empty: QEMU's default)"),
+    HV_CPU_CORES: hv_base.HvParam(
+        0, ht.TNonNegativeInt, "Cores per socket (0: QEMU's choice)"),
+    HV_CPU_THREADS: hv_base.HvParam(
+        0, ht.TNonNegativeInt, "Threads per core (0: QEMU's choice)"),
+    HV_CPU_SOCKETS: hv_base.HvParam(
+        0, ht.TNonNegativeInt, "Sockets (0: QEMU's choice)"),
+    HV_CPU_MASK: hv_base.HvParam(
+        CPU_PINNING_ALL, _Check(_IsCpuMask, "a CPU mask"),
+        "Host CPUs the vCPUs run on: 'all', a list like '0-2,4' or one"
+        " entry per vCPU separated by colons", _CpuMaskNodeCheck),
+    HV_MACHINE_VERSION: hv_base.HvParam(
+        "", ht.TString, "QEMU machine type (-machine; empty: default)"),
+    HV_DISK_TYPE: hv_base.HvParam(
+        HT_DISK_PARAVIRTUAL, _TElem(frozenset(_DISK_INTERFACES)),
+        "Disk interface: paravirtual (virtio), ide, scsi, sd, mtd, pflash"),
+    HV_NIC_TYPE: hv_base.HvParam(
+        HT_NIC_PARAVIRTUAL, _TElem(frozenset(_NIC_MODELS)),
+        "NIC model: paravirtual (virtio) or an emulated card"),
+    HV_DISK_CACHE: hv_base.HvParam(
+        HT_CACHE_DEFAULT, _TElem(_DISK_CACHES),
+        "Host cache mode of the disks: default, none, writethrough,"
+        " writeback"),
+    HV_VNC_BIND_ADDRESS: hv_base.HvParam(
+        "", _Check(_IsVncAddress, "empty or an IP address"),
+        "Address the VNC console listens on, on the instance's network"
+        " port (empty: no VNC)"),
+    HV_SERIAL_CONSOLE: hv_base.HvParam(
+        True, ht.TBool, "Serial console on a Unix socket (gnt-instance"
+        " console)"),
+    HV_SERIAL_SPEED: hv_base.HvParam(
+        38400, _TElem(_SERIAL_SPEEDS), "Serial console speed (baud)"),
+    objects.HV_MIGRATION_PORT: hv_base.HvParam(
+        8102, ht.TInRange(1, 65535),
+        "TCP port migrations arrive on"),
+    objects.HV_MIGRATION_BANDWIDTH: hv_base.HvParam(
+        32, ht.TPositiveInt, "Migration bandwidth limit (MiB/s)"),
+    HV_MIGRATION_DOWNTIME: hv_base.HvParam(
+        30, ht.TPositiveInt, "Longest pause at the end of a live"
+        " migration (ms)"),
+    objects.HV_MIGRATION_MODE: hv_base.MIGRATION_MODE_PARAM,
+    HV_KVM_FLAG: hv_base.HvParam(
+        "", _TElem(frozenset(_KVM_FLAG_ACCEL)),
+        "Hardware acceleration: enabled (KVM), disabled (TCG emulation) or"
+        " empty (QEMU's default, TCG)"),
+    HV_MEM_PATH: hv_base.HvParam(
+        "", _TPath, "Back the guest memory by files in this directory"
+        " (hugetlbfs)",
+        lambda v: ("directory %s does not exist" % v
+                   if v and not os.path.isdir(v) else None)),
+    HV_USE_CHROOT: hv_base.HvParam(
+        False, ht.TBool, "Run QEMU chrooted into an empty directory"),
+    HV_SECURITY_MODEL: hv_base.HvParam(
+        HT_SM_NONE, _TElem(frozenset([HT_SM_NONE, HT_SM_USER])),
+        "none (QEMU runs as root) or user (as security_domain)"),
+    HV_SECURITY_DOMAIN: hv_base.HvParam(
+        "", ht.TString, "User QEMU runs as with security_model=user",
+        _SecurityDomainCheck),
+    HV_KVM_EXTRA: hv_base.HvParam(
+        "", _Check(_IsShellWords, "shell words"),
+        "Extra QEMU arguments (shell words)"),
+    HV_REBOOT_BEHAVIOR: hv_base.HvParam(
+        HT_KVM_REBOOT, _TElem(frozenset([HT_KVM_REBOOT, HT_KVM_EXIT])),
+        "What a reboot inside the guest does: reboot, or exit (QEMU stops,"
+        " Ganeti restarts it)"),
+    HV_USE_LOCALTIME: hv_base.HvParam(
+        False, ht.TBool, "Guest clock in local time instead of UTC"),
+    HV_USER_SHUTDOWN: hv_base.HvParam(
+        False, ht.TBool, "Keep QEMU when the guest powers off, so that"
+        " the shutdown is reported as done by the user (USER_down)"),
+}
+
+
+class QmpError(errors.HypervisorError):
+    """A QMP command failed or the monitor did not answer."""
+
+
+class QmpConnection:
+    """A short-lived QMP session: connect, negotiate, run commands.
+
+    Asynchronous events received while waiting for a reply are kept in
+    ``events``.
+    """
+
+    def __init__(self, path: str, timeout: float = _QMP_TIMEOUT):
+        self._path = path
+        self._timeout = timeout
+        self._sock: socket.socket | None = None
+        self._buf = b""
+        self.events: list[dict] = []
+
+    def __enter__(self) -> "QmpConnection":
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self._timeout)
+        try:
+            sock.connect(self._path)
+        except OSError as err:
+            sock.close()
+            raise QmpError("Cannot connect to QMP socket %s: %s" %
+                           (self._path, err)) from err
+        self._sock = sock
+        try:
+            greeting = self._Read()
+            if "QMP" not in greeting:
+                raise QmpError("Not a QMP greeting: %r" % greeting)
+            self.Execute("qmp_capabilities")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def _Read(self) -> dict:
+        assert self._sock is not None
+        while b"\n" not in self._buf:
+            try:
+                data = self._sock.recv(65536)
+            except OSError as err:
+                raise QmpError("Reading from QMP socket %s: %s" %
+                               (self._path, err)) from err
+            if not data:
+                raise QmpError("QMP socket %s closed" % self._path)
+            self._buf += data
+        line, _, self._buf = self._buf.partition(b"\n")
+        try:
+            return json.loads(line)
+        except ValueError as err:
+            raise QmpError("Invalid QMP message %r" % line) from err
+
+    def Execute(self, command: str, arguments: dict | None = None) -> Any:
+        """Run a command; its "return" value, QmpError on "error"."""
+        assert self._sock is not None
+        message: dict[str, Any] = {"execute": command}
+        if arguments:
+            message["arguments"] = arguments
+        try:
+            self._sock.sendall(json.dumps(message).encode() + b"\n")
+        except OSError as err:
+            raise QmpError("Writing to QMP socket %s: %s" %
+                           (self._path, err)) from err
+        while True:
+            reply = self._Read()
+            if "event" in reply:
+                self.events.append(reply)
+            elif "error" in reply:
+                raise QmpError("QMP command %s failed: %s" %
+                               (command, reply["error"].get("desc",
+                                                            reply["error"])))
+            elif "return" in reply:
+                return reply["return"]
+
+
+def _CheckDrivePath(name: str, path: str) -> None:
+    """QEMU's -drive option list cannot carry a comma in a file name."""
+    if "," in path:
+        raise errors.HypervisorError(
+            "Disk path %s of instance %s contains a comma" % (path, name))
+
+
+def TapName(instance: objects.Instance, index: int) -> str:
+    """A stable, node-unique tap name for NIC ``index`` (15 chars max)."""
+    key = "%s/%s" % (instance.uuid or instance.name, index)
+    return "tap" + hashlib.sha1(key.encode()).hexdigest()[:10]
+
+
+class KVMHypervisor(hv_base.BaseHypervisor):
+    """Drives QEMU processes through their command line and QMP."""
+
+    NAME = constants.HT_KVM
+    PARAMETERS = PARAMETERS
+    CAN_MIGRATE = True
+
+    def __init__(self, root_dir: str | None = None):
+        self._root = root_dir or pathutils.KVM_HV_DIR
+        self._dirs = {sub: os.path.join(self._root, sub)
+                      for sub in ("pid", "ctrl", "log", "conf", "nic",
+                                  "chroot")}
+        io.EnsureDirs([(self._root, constants.RUN_DIRS_MODE)] +
+                      [(path, 0o750) for path in self._dirs.values()])
+
+    # Paths ---------------------------------------------------------------
+
+    def _Path(self, kind: str, instance_name: str, suffix: str = "") -> str:
+        if not instance_name or "/" in instance_name or \
+                instance_name.startswith("."):
+            raise errors.HypervisorError("Invalid instance name %r" %
+                                         instance_name)
+        return os.path.join(self._dirs[kind], instance_name + suffix)
+
+    def PidFile(self, name: str) -> str:
+        return self._Path("pid", name)
+
+    def QmpSocket(self, name: str) -> str:
+        return self._Path("ctrl", name, ".qmp")
+
+    def SerialSocket(self, name: str) -> str:
+        return self._Path("ctrl", name, ".serial")
+
+    def SerialLog(self, name: str) -> str:
+        return self._Path("log", name, ".serial")
+
+    def RuntimeFile(self, name: str) -> str:
+        return self._Path("conf", name, ".json")
+
+    def _IfupScript(self, tap: str) -> str:
+        return os.path.join(self._dirs["nic"], tap + ".ifup")
+
+    # Runtime ---------------------------------------------------------
+
+    @classmethod
+    def CheckParameterSyntax(cls, hvparams: Any) -> None:
+        super().CheckParameterSyntax(hvparams)
+        if hvparams[HV_BOOT_ORDER] == HT_BO_CDROM and \
+                not hvparams[HV_CDROM_IMAGE_PATH]:
+            raise errors.HypervisorError(
+                "KVM parameter boot_order is cdrom but cdrom_image_path is"
+                " empty")
+        if hvparams[HV_INITRD_PATH] and not hvparams[HV_KERNEL_PATH]:
+            raise errors.HypervisorError(
+                "KVM parameter initrd_path %s needs a kernel_path" %
+                hvparams[HV_INITRD_PATH])
+        if hvparams[HV_SECURITY_MODEL] == HT_SM_USER and \
+                not hvparams[HV_SECURITY_DOMAIN]:
+            raise errors.HypervisorError(
+                "KVM security_model user needs a security_domain")
+        if hvparams[HV_SECURITY_MODEL] != HT_SM_USER and \
+                hvparams[HV_SECURITY_DOMAIN]:
+            raise errors.HypervisorError(
+                "KVM security_domain %s is only used with security_model"
+                " user" % hvparams[HV_SECURITY_DOMAIN])
+
+    def GenerateRuntime(self, instance: objects.Instance,
+                        block_devices: list[tuple[objects.Disk, str]]
+                        ) -> dict[str, Any]:
+        """The saved form of a started instance: its command line and
+        the NICs (with tap names) and disks (with paths) in it."""
+        hvp = instance.hvparams
+        bep = instance.beparams
+        name = instance.name
+        memory = bep[objects.BE_MAXMEM]
+        vcpus = bep[objects.BE_VCPUS]
+        cmd = [hvp[HV_KVM_PATH], "-name", name, "-daemonize",
+               "-pidfile", self.PidFile(name), "-nodefaults",
+               "-no-user-config", "-m", str(memory)]
+        smp = [str(vcpus)]
+        for key, param in (("sockets", HV_CPU_SOCKETS),
+                           ("cores", HV_CPU_CORES),
+                           ("threads", HV_CPU_THREADS)):
+            if hvp[param]:
+                smp.append("%s=%d" % (key, hvp[param]))
+        cmd += ["-smp", ",".join(smp)]
+        accel = _KVM_FLAG_ACCEL[hvp[HV_KVM_FLAG]]
+        if accel:
+            cmd += ["-accel", accel]
+        if hvp[HV_MACHINE_VERSION]:
+            cmd += ["-machine", hvp[HV_MACHINE_VERSION]]
+        if hvp[HV_CPU_TYPE]:
+            cmd += ["-cpu", hvp[HV_CPU_TYPE]]
+        if not hvp[HV_ACPI]:
+            cmd.append("-no-acpi")
+        if hvp[HV_MEM_PATH]:
+            cmd += ["-mem-path", hvp[HV_MEM_PATH]]
+        if hvp[HV_USE_LOCALTIME]:
+            cmd += ["-rtc", "base=localtime"]
+        if hvp[HV_REBOOT_BEHAVIOR] == HT_KVM_EXIT:
+            cmd.append("-no-reboot")
+        if hvp[HV_USER_SHUTDOWN]:
+            cmd.append("-no-shutdown")
+        cmd += ["-qmp", "unix:%s,server=on,wait=off" % self.QmpSocket(name)]
+        if hvp[HV_SERIAL_CONSOLE]:
+            cmd += ["-chardev", "socket,id=serial0,path=%s,server=on,"
+                    "wait=off,logfile=%s" % (self.SerialSocket(name),
+                                             self.SerialLog(name)),
+                    "-serial", "chardev:serial0"]
+        if hvp[HV_VNC_BIND_ADDRESS] and instance.network_port:
+            display = instance.network_port - _VNC_BASE_PORT
+            if display < 0:
+                raise errors.HypervisorError(
+                    "Network port %d of instance %s is below the VNC base"
+                    " port %d" % (instance.network_port, name,
+                                  _VNC_BASE_PORT))
+            address = hvp[HV_VNC_BIND_ADDRESS]
+            if ":" in address:
+                address = "[%s]" % address
+            cmd += ["-vnc", "%s:%d" % (address, display)]
+        else:
+            cmd += ["-display", "none"]
+        if hvp[HV_KERNEL_PATH]:
+            cmd += ["-kernel", hvp[HV_KERNEL_PATH]]
+            if hvp[HV_INITRD_PATH]:
+                cmd += ["-initrd", hvp[HV_INITRD_PATH]]
+            append = []
+            if hvp[HV_ROOT_PATH]:
+                append.append("root=%s" % hvp[HV_ROOT_PATH])
+            if hvp[HV_KERNEL_ARGS]:
+                append.append(hvp[HV_KERNEL_ARGS])
+            if hvp[HV_SERIAL_CONSOLE]:
+                append.append("console=ttyS0,%d" % hvp[HV_SERIAL_SPEED])
+            cmd += ["-append", " ".join(append)]
+        else:
+            cmd += ["-boot", _BOOT_ORDER_FLAGS[hvp[HV_BOOT_ORDER]]]
+        if hvp[HV_CDROM_IMAGE_PATH]:
+            cmd += ["-drive", "file=%s,media=cdrom,readonly=on,format=raw,"
+                    "if=ide" % hvp[HV_CDROM_IMAGE_PATH]]
+        disks = []
+        interface = _DISK_INTERFACES[hvp[HV_DISK_TYPE]]
+        for index, (disk, path) in enumerate(block_devices):
+            _CheckDrivePath(name, path)
+            drive = ["file=%s" % path, "format=raw", "if=%s" % interface,
+                     "id=disk%d" % index, "aio=threads"]
+            if hvp[HV_DISK_CACHE] != HT_CACHE_DEFAULT:
+                drive.append("cache=%s" % hvp[HV_DISK_CACHE])
+            if disk.mode == objects.DISK_RDONLY:
+                drive.append("readonly=on")
+            cmd += ["-drive", ",".join(drive)]
+            disks.append({"path": path, "uuid": disk.uuid,
+                          "mode": disk.mode, "id": "disk%d" % index})
+        nics = []
+        model = _NIC_MODELS[hvp[HV_NIC_TYPE]]
+        for index, nic in enumerate(instance.nics or []):
+            params = nic.nicparams or {}
+            mode = params.get(objects.NIC_MODE)
+            if mode != objects.NIC_MODE_BRIDGED:
+                raise errors.HypervisorError(
+                    "NIC %d of instance %s: mode %r is not supported by the"
+                    " KVM hypervisor (only %s)" %
+                    (index, name, mode, objects.NIC_MODE_BRIDGED))
+            tap = TapName(instance, index)
+            cmd += ["-netdev", "tap,id=net%d,ifname=%s,script=%s,"
+                    "downscript=no" % (index, tap, self._IfupScript(tap)),
+                    "-device", "%s,netdev=net%d,mac=%s" % (model, index,
+                                                          nic.mac)]
+            nics.append({"tap": tap, "mac": nic.mac, "ip": nic.ip,
+                         "mode": mode, "link": params.get(objects.NIC_LINK),
+                         "vlan": params.get(objects.NIC_VLAN) or "",
+                         "uuid": nic.uuid})
+        cmd += ["-device", "virtio-balloon-pci,id=balloon0"]
+        if hvp[HV_USE_CHROOT]:
+            cmd += ["-chroot", self._Path("chroot", name)]
+        if hvp[HV_SECURITY_MODEL] == HT_SM_USER:
+            cmd += ["-runas", hvp[HV_SECURITY_DOMAIN]]
+        cmd += shlex.split(hvp[HV_KVM_EXTRA])
+        return {"name": name, "cmd": cmd, "nics": nics, "disks": disks,
+                "memory": memory, "vcpus": vcpus,
+                "cpu_mask": hvp[HV_CPU_MASK]}
+
+    def _SaveRuntime(self, runtime: dict) -> None:
+        io.WriteFile(self.RuntimeFile(runtime["name"]),
+                     data=json.dumps(runtime, indent=1, sort_keys=True))
+
+    def LoadRuntime(self, name: str) -> dict | None:
+        """The saved runtime of an instance, None if there is none."""
+        path = self.RuntimeFile(name)
+        try:
+            return json.loads(io.ReadFile(path))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as err:
+            raise errors.HypervisorError("Cannot read KVM runtime %s: %s" %
+                                         (path, err)) from err
+
+    def _WriteIfupScripts(self, runtime: dict) -> None:
+        """One wrapper per NIC: QEMU gives the script only the tap name."""
+        for nic in runtime["nics"]:
+            env = {"INSTANCE": runtime["name"], "MAC": nic["mac"],
+                   "MODE": nic["mode"], "LINK": nic["link"] or "",
+                   "IP": nic["ip"] or "", "VLAN": nic["vlan"],
+                   "KVM_IFUP_CUSTOM": pathutils.KVM_IFUP_CUSTOM}
+            lines = ["#!/bin/sh"]
+            lines += ["export %s=%s" % (key, shlex.quote(value))
+                      for key, value in sorted(env.items())]
+            lines.append('exec %s "$@"' % shlex.quote(pathutils.KVM_IFUP))
+            io.WriteFile(self._IfupScript(nic["tap"]),
+                         data="\n".join(lines) + "\n", mode=0o700)
+
+    def _RemoveRuntimeFiles(self, name: str, keep_runtime: bool) -> None:
+        runtime = None
+        try:
+            runtime = self.LoadRuntime(name)
+        except errors.HypervisorError as err:
+            logging.warning("%s", err)
+        for nic in (runtime or {}).get("nics", []):
+            io.RemoveFile(self._IfupScript(nic["tap"]))
+        paths = [self.PidFile(name), self.QmpSocket(name),
+                 self.SerialSocket(name)]
+        if not keep_runtime:
+            paths.append(self.RuntimeFile(name))
+        for path in paths:
+            io.RemoveFile(path)
+
+    def _CheckSocketPaths(self, name: str) -> None:
+        for path in (self.QmpSocket(name), self.SerialSocket(name)):
+            if len(path.encode()) > _UNIX_PATH_MAX:
+                raise errors.HypervisorError(
+                    "Socket path %s of instance %s is longer than %d bytes"
+                    % (path, name, _UNIX_PATH_MAX))
+
+    def _ExecuteRuntime(self, runtime: dict, startup_paused: bool,
+                        incoming: str | None = None) -> None:
+        """Start QEMU from a runtime; it daemonises once set up.
+
+        ``incoming`` (a QEMU migration URI) makes it wait for the state
+        of a migrating instance instead of booting.
+        """
+        name = runtime["name"]
+        self._CheckSocketPaths(name)
+        self._RemoveRuntimeFiles(name, keep_runtime=True)
+        self._WriteIfupScripts(runtime)
+        if "-chroot" in runtime["cmd"]:
+            io.EnsureDirs([(self._Path("chroot", name), 0o750)])
+        cmd = list(runtime["cmd"])
+        if startup_paused:
+            cmd.append("-S")
+        if incoming:
+            cmd += ["-incoming", incoming]
+        result = process.RunCmd(cmd, timeout=_START_TIMEOUT)
+        if result.failed:
+            self._RemoveRuntimeFiles(name, keep_runtime=False)
+            raise errors.HypervisorError(
+                "Failed to start instance %s: %s (exit code %s): %s" %
+                (name, result.fail_reason, result.exit_code,
+                 result.output.strip()[-2000:]))
+        if self._Pid(name) is None:
+            self._RemoveRuntimeFiles(name, keep_runtime=False)
+            raise errors.HypervisorError(
+                "Instance %s: QEMU started but is not running" % name)
+        self._ApplyCpuMask(name, runtime.get("cpu_mask", CPU_PINNING_ALL))
+
+    def _ApplyCpuMask(self, name: str, mask: str) -> None:
+        """Pin the QEMU process (one list) or each vCPU thread."""
+        entries = ParseCpuMask(mask)
+        if entries == [None]:
+            return
+        pid = self._Pid(name)
+        if pid is None:
+            return
+        try:
+            if len(entries) == 1:
+                for tid in os.listdir("/proc/%d/task" % pid):
+                    os.sched_setaffinity(int(tid), entries[0])
+                return
+            cpus = self._Qmp(name, "query-cpus-fast")
+            if len(cpus) != len(entries):
+                raise errors.HypervisorError(
+                    "cpu_mask %s of instance %s has %d entries for %d"
+                    " vCPUs" % (mask, name, len(entries), len(cpus)))
+            for cpu in cpus:
+                entry = entries[cpu["cpu-index"]]
+                if entry is not None:
+                    os.sched_setaffinity(cpu["thread-id"], entry)
+        except OSError as err:
+            raise errors.HypervisorError(
+                "Cannot pin instance %s to CPUs %s: %s" % (name, mask,
+                                                           err)) from err
+
+    def StartInstance(self, instance: objects.Instance,
+                      block_devices: list[tuple[objects.Disk, str]],
+                      startup_paused: bool) -> None:
+        if self._Pid(instance.name) is not None:
+            raise errors.HypervisorError(
+                "Failed to start instance %s: already running" %
+                instance.name)
+        self.ValidateParameters(instance.hvparams)
+        runtime = self.GenerateRuntime(instance, block_devices)
+        self._SaveRuntime(runtime)
+        try:
+            self._ExecuteRuntime(runtime, startup_paused)
+        except errors.HypervisorError:
+            self._Kill(instance.name)
+            self._RemoveRuntimeFiles(instance.name, keep_runtime=False)
+            raise
+
+    # Processes -----------------------------------------------------------
+
+    def _Pid(self, name: str) -> int | None:
+        """The pid of the instance's QEMU if it runs, else None.
+
+        A pid file whose process is not this instance's QEMU (it died and
+        the pid was reused) counts as not running.
+        """
+        try:
+            pid = int(io.ReadFile(self.PidFile(name)).strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as fobj:
+                argv = fobj.read().split(b"\0")
+            with open("/proc/%d/stat" % pid, "rb") as fobj:
+                stat = fobj.read()
+        except OSError:
+            return None
+        # A zombie is gone for our purposes
+        if stat.rpartition(b")")[2].split()[0] == b"Z":
+            return None
+        pidfile = self.PidFile(name).encode()
+        if pidfile not in argv:
+            return None
+        return pid
+
+    def _Qmp(self, name: str, command: str,
+             arguments: dict | None = None) -> Any:
+        with QmpConnection(self.QmpSocket(name)) as qmp:
+            return qmp.Execute(command, arguments)
+
+    def _Kill(self, name: str) -> None:
+        """SIGKILL the instance's QEMU and wait for it to go."""
+        pid = self._Pid(name)
+        if pid is None:
+            return
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        self._WaitGone(name, 5.0)
+
+    def _WaitGone(self, name: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self._Pid(name) is not None:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def _Status(self, name: str) -> str:
+        return self._Qmp(name, "query-status").get("status", "")
+
+    # Lifecycle ---------------------------------------------------------
+
+    def StopInstance(self, instance: objects.Instance, force: bool = False,
+                     retry: bool = False, name: str | None = None,
+                     timeout: int | None = None) -> None:
+        """ACPI power-down; forced: QMP quit, then SIGKILL.
+
+        noded's shutdown loop calls this repeatedly until the timeout and
+        then with ``force``; a guest ignoring the power button (or without
+        ACPI) thus stops at the timeout.
+        """
+        name = name or instance.name
+        if self._Pid(name) is None:
+            return
+        if force:
+            try:
+                self._Qmp(name, "quit")
+            except QmpError as err:
+                logging.warning("QMP quit of %s failed: %s", name, err)
+            if not self._WaitGone(name, _QUIT_GRACE):
+                logging.warning("Instance %s did not quit, killing it", name)
+                self._Kill(name)
+            return
+        try:
+            status = self._Status(name)
+            if status == "shutdown" or not self._AcpiOf(instance):
+                # Powered off inside (user_shutdown) or no power button
+                self._Qmp(name, "quit")
+            elif not retry:
+                self._Qmp(name, "system_powerdown")
+        except QmpError as err:
+            if self._Pid(name) is not None:
+                raise errors.HypervisorError(
+                    "Failed to stop instance %s: %s" % (name, err)) from err
+
+    @staticmethod
+    def _AcpiOf(instance: objects.Instance | None) -> bool:
+        if instance is None or not instance.hvparams:
+            return True
+        return bool(instance.hvparams.get(HV_ACPI, True))
+
+    def CleanupInstance(self, instance_name: str) -> None:
+        if self._Pid(instance_name) is not None:
+            raise errors.HypervisorError(
+                "Cannot clean up instance %s: still running" % instance_name)
+        self._RemoveRuntimeFiles(instance_name, keep_runtime=False)
+
+    def RebootInstance(self, instance: objects.Instance) -> None:
+        """Reset the guest (reboot_behavior reboot), or restart QEMU from
+        the saved runtime (exit: the guest's own reboot stops QEMU)."""
+        name = instance.name
+        if self._Pid(name) is None:
+            raise errors.HypervisorError(
+                "Failed to reboot instance %s: not running" % name)
+        if instance.hvparams[HV_REBOOT_BEHAVIOR] == HT_KVM_REBOOT:
+            self._Qmp(name, "system_reset")
+            return
+        runtime = self.LoadRuntime(name)
+        if runtime is None:
+            raise errors.HypervisorError(
+                "Failed to reboot instance %s: no saved runtime" % name)
+        self.StopInstance(instance, force=True)
+        self._SaveRuntime(runtime)
+        self._ExecuteRuntime(runtime, False)
+
+    # Listing -----------------------------------------------------------
+
+    def ListInstances(self, hvparams: dict | None = None) -> list[str]:
+        try:
+            names = io.ListVisibleFiles(self._dirs["pid"])
+        except FileNotFoundError:
+            return []
+        return sorted(name for name in names if self._Pid(name) is not None)
+
+    @staticmethod
+    def _CpuTime(pid: int) -> float:
+        try:
+            with open("/proc/%d/stat" % pid, "rb") as fobj:
+                fields = fobj.read().rpartition(b")")[2].split()
+        except OSError:
+            return 0.0
+        # utime and stime are fields 14 and 15 of stat (1-based)
+        ticks = int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def GetInstanceInfo(self, instance_name: str,
+                        hvparams: dict | None = None
+                        ) -> hv_base.InstanceInfo | None:
+        """From QMP: run state, current (balloon) memory and vCPUs.
+
+        A guest that powered itself off while QEMU stays (user_shutdown)
+        is HV_INSTANCE_SHUTDOWN; a vanished QEMU is not reported at all.
+        """
+        pid = self._Pid(instance_name)
+        if pid is None:
+            return None
+        runtime = self.LoadRuntime(instance_name) or {}
+        try:
+            with QmpConnection(self.QmpSocket(instance_name)) as qmp:
+                status = qmp.Execute("query-status").get("status", "")
+                vcpus = len(qmp.Execute("query-cpus-fast"))
+                try:
+                    memory = qmp.Execute("query-balloon")["actual"] // _MIB
+                except QmpError:
+                    memory = runtime.get("memory", 0)
+        except QmpError:
+            if self._Pid(instance_name) is None:
+                return None
+            raise
+        state = (constants.HV_INSTANCE_SHUTDOWN
+                 if status in ("shutdown", "guest-panicked")
+                 else constants.HV_INSTANCE_RUNNING)
+        return (instance_name, pid, memory, vcpus, state,
+                self._CpuTime(pid))
+
+    def GetNodeInfo(self, hvparams: dict | None = None) -> dict[str, Any]:
+        info = hv_base.GetLinuxNodeInfo()
+        version = self._Version((hvparams or {}).get(HV_KVM_PATH,
+                                                     _DEFAULT_KVM_PATH))
+        if version:
+            info["hv_version"] = version
+        return info
+
+    @staticmethod
+    def _Version(kvm_path: str) -> list[int] | None:
+        """QEMU's version as [major, minor, micro], None if unknown."""
+        try:
+            result = process.RunCmd([kvm_path, "--version"])
+        except errors.GenericError:
+            return None
+        match = re.search(r"version (\d+)\.(\d+)(?:\.(\d+))?",
+                          result.output)
+        if result.failed or not match:
+            return None
+        return [int(part or 0) for part in match.groups()]
+
+    def GetInstanceConsole(self, instance: objects.Instance,
+                           primary_node: objects.Node,
+                           node_group: objects.NodeGroup | None,
+                           hvparams: dict, beparams: dict) -> dict:
+        """The serial console over ssh and socat (Ctrl-] detaches), else
+        VNC, else a message."""
+        if hvparams[HV_SERIAL_CONSOLE]:
+            command = ["socat", "STDIO,raw,echo=0,escape=0x1d",
+                       "UNIX-CONNECT:%s" % self.SerialSocket(instance.name)]
+            return {"instance": instance.name, "kind": constants.CONS_SSH,
+                    "host": primary_node.name, "user": "root",
+                    "command": command}
+        if hvparams[HV_VNC_BIND_ADDRESS] and instance.network_port:
+            return {"instance": instance.name, "kind": constants.CONS_VNC,
+                    "host": primary_node.primary_ip or primary_node.name,
+                    "port": instance.network_port,
+                    "display": instance.network_port - _VNC_BASE_PORT}
+        return {"instance": instance.name, "kind": constants.CONS_MESSAGE,
+                "message": "No serial console or VNC configured for"
+                " instance %s" % instance.name}
+
+    def Verify(self, hvparams: dict | None = None) -> str | None:
+        """The QEMU binary must exist and answer --version."""
+        kvm_path = (hvparams or {}).get(HV_KVM_PATH, _DEFAULT_KVM_PATH)
+        problem = _KvmPathCheck(kvm_path)
+        if problem:
+            return "The KVM binary ('%s') is not usable: %s" % (kvm_path,
+                                                                 problem)
+        if self._Version(kvm_path) is None:
+            return ("The KVM binary ('%s') does not report a QEMU version" %
+                    kvm_path)
+        if not os.path.isfile(pathutils.KVM_IFUP):
+            return "The KVM ifup script %s is missing" % pathutils.KVM_IFUP
+        return None
+
+    # Migration ---------------------------------------------------------
+    #
+    # The target runs the source's saved command line on its own block
+    # devices, with -incoming; QEMU starts the guest there by itself once
+    # the state has arrived (a non-live migration's guest arrives paused
+    # and is resumed by FinalizeMigrationDst). Until then the source guest
+    # runs, and after it the source QEMU is stopped ("postmigrate"), so
+    # the guest runs on one node at a time.
+
+    def MigrationInfo(self, instance: objects.Instance) -> str:
+        """The saved runtime, serialised: the target reproduces it."""
+        name = instance.name
+        runtime = self.LoadRuntime(name)
+        if self._Pid(name) is None or runtime is None:
+            raise errors.HypervisorError("Instance %s is not running" % name)
+        runtime.pop("incoming", None)
+        return json.dumps(runtime, sort_keys=True)
+
+    @staticmethod
+    def _ParseMigrationInfo(name: str, info: Any) -> dict:
+        try:
+            runtime = json.loads(info)
+        except (TypeError, ValueError):
+            runtime = None
+        if not (isinstance(runtime, dict) and runtime.get("name") == name
+                and isinstance(runtime.get("cmd"), list)
+                and all(isinstance(arg, str) for arg in runtime["cmd"])
+                and isinstance(runtime.get("disks"), list)
+                and isinstance(runtime.get("nics"), list)):
+            raise errors.HypervisorError(
+                "Invalid migration data for instance %s: %r" %
+                (name, info if len(str(info)) < 200 else
+                 str(info)[:200] + "..."))
+        return runtime
+
+    def _LocaliseRuntime(self, runtime: dict,
+                         block_devices: list[tuple[objects.Disk, str]]
+                         ) -> dict:
+        """The source's runtime with this node's files and disk paths.
+
+        The source's hypervisor directory is known from its pid file
+        (<root>/pid/<instance>); nodes normally share it, virtual
+        clusters don't.
+        """
+        name = runtime["name"]
+        cmd = runtime["cmd"]
+        try:
+            pidfile = cmd[cmd.index("-pidfile") + 1]
+        except (ValueError, IndexError):
+            pidfile = ""
+        piddir, pidname = os.path.split(pidfile)
+        if pidname != name or os.path.basename(piddir) != "pid":
+            raise errors.HypervisorError(
+                "Invalid migration data for instance %s: pid file %r" %
+                (name, pidfile))
+        if len(block_devices) != len(runtime["disks"]):
+            raise errors.HypervisorError(
+                "Instance %s runs with %d disks, %d were given for the"
+                " migration" % (name, len(runtime["disks"]),
+                                len(block_devices)))
+        src_root = os.path.dirname(piddir) + "/"
+        own_root = self._root.rstrip("/") + "/"
+        cmd = [arg.replace(src_root, own_root) for arg in cmd]
+        disks = []
+        paths = {}
+        for entry, (_, path) in zip(runtime["disks"], block_devices):
+            _CheckDrivePath(name, path)
+            paths["id=" + entry["id"]] = path
+            disks.append(dict(entry, path=path))
+        for index, arg in enumerate(cmd[1:], start=1):
+            if cmd[index - 1] != "-drive":
+                continue
+            options = arg.split(",")
+            drive_id = [opt for opt in options if opt in paths]
+            if drive_id:
+                cmd[index] = ",".join(
+                    "file=%s" % paths[drive_id[0]]
+                    if opt.startswith("file=") else opt
+                    for opt in options)
+        return dict(runtime, cmd=cmd, disks=disks)
+
+    def AcceptInstance(self, instance: objects.Instance, info: str,
+                       target: str,
+                       block_devices: list[tuple[objects.Disk, str]]
+                       ) -> None:
+        """Start QEMU waiting for the instance on ``target`` (this node's
+        address) and the migration port."""
+        name = instance.name
+        if self._Pid(name) is not None:
+            raise errors.HypervisorError(
+                "Can't accept instance %s: already running" % name)
+        runtime = self._LocaliseRuntime(
+            self._ParseMigrationInfo(name, info), block_devices)
+        port = instance.hvparams[objects.HV_MIGRATION_PORT]
+        runtime["incoming"] = "tcp:" + netutils.FormatAddress((target, port))
+        self._SaveRuntime(runtime)
+        try:
+            self._ExecuteRuntime(runtime, False, runtime["incoming"])
+        except errors.HypervisorError:
+            self._Kill(name)
+            self._RemoveRuntimeFiles(name, keep_runtime=False)
+            raise
+
+    def MigrateInstance(self, cluster_name: str,
+                        instance: objects.Instance, target: str,
+                        live: bool) -> None:
+        """Start sending the instance (QMP migrate returns at once); a
+        non-live migration stops the guest first."""
+        name = instance.name
+        if self._Pid(name) is None:
+            raise errors.HypervisorError(
+                "Cannot migrate instance %s: not running" % name)
+        hvp = instance.hvparams
+        uri = "tcp:" + netutils.FormatAddress(
+            (target, hvp[objects.HV_MIGRATION_PORT]))
+        with QmpConnection(self.QmpSocket(name)) as qmp:
+            status = qmp.Execute("query-migrate").get("status")
+            if status in _MIGRATION_UNDER_WAY:
+                raise errors.HypervisorError(
+                    "Cannot migrate instance %s: a migration is under way"
+                    " (%s)" % (name, status))
+            qmp.Execute("migrate-set-parameters", {
+                "max-bandwidth": hvp[objects.HV_MIGRATION_BANDWIDTH] * _MIB,
+                "downtime-limit": hvp[HV_MIGRATION_DOWNTIME]})
+            if not live:
+                qmp.Execute("stop")
+            try:
+                qmp.Execute("migrate", {"uri": uri})
+            except QmpError:
+                if not live:
+                    qmp.Execute("cont")
+                raise
+        logging.info("Migrating instance %s to %s (live=%s)", name, uri,
+                     live)
+
+    def GetMigrationStatus(self, instance: objects.Instance) -> dict:
+        """query-migrate as HV_MIGRATION_*, with the RAM sent so far and
+        in all (bytes), and QEMU's timings (ms) once known."""
+        info = self._Qmp(instance.name, "query-migrate")
+        status = _MIGRATION_STATUSES.get(info.get("status"))
+        if status is None:
+            logging.warning("Instance %s: migration status %r", instance.name,
+                            info.get("status"))
+            status = constants.HV_MIGRATION_FAILED
+        result: dict[str, Any] = {"status": status}
+        ram = info.get("ram") or {}
+        if "transferred" in ram and "total" in ram:
+            result["transferred_ram"] = ram["transferred"]
+            result["total_ram"] = ram["total"]
+        for key in ("total-time", "downtime", "setup-time"):
+            if key in info:
+                result[key.replace("-", "_")] = info[key]
+        if "error-desc" in info:
+            result["error"] = info["error-desc"]
+        return result
+
+    def FinalizeMigrationDst(self, instance: objects.Instance, info: str,
+                             success: bool) -> None:
+        """Success: make sure the guest runs here and keep its runtime.
+
+        Failure: kill the QEMU that AcceptInstance started and forget it;
+        a QEMU this node runs for other reasons is left alone.
+        """
+        name = instance.name
+        runtime = self.LoadRuntime(name)
+        incoming = runtime is not None and "incoming" in runtime
+        if not success:
+            if self._Pid(name) is not None and not incoming:
+                logging.warning("Instance %s runs here but was not accepted"
+                                " for a migration, leaving it", name)
+                return
+            self._Kill(name)
+            self._RemoveRuntimeFiles(name, keep_runtime=False)
+            return
+        if runtime is None or self._Pid(name) is None:
+            raise errors.HypervisorError(
+                "Instance %s did not arrive: its QEMU is not running" % name)
+        deadline = time.monotonic() + _MIGRATION_SETTLE_TIMEOUT
+        status = self._Status(name)
+        while status == "inmigrate" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            status = self._Status(name)
+        if status == "inmigrate":
+            raise errors.HypervisorError(
+                "Instance %s: the incoming migration did not finish" % name)
+        if status == "paused":
+            self._Qmp(name, "cont")
+        runtime.pop("incoming", None)
+        self._SaveRuntime(runtime)
+
+    def _EndOutgoingMigration(self, qmp: QmpConnection, name: str) -> str:
+        """Cancel a migration still under way; its final status."""
+        status = qmp.Execute("query-migrate").get("status", "none")
+        if status not in _MIGRATION_UNDER_WAY:
+            return status
+        logging.info("Cancelling the migration of instance %s (%s)", name,
+                     status)
+        qmp.Execute("migrate_cancel")
+        deadline = time.monotonic() + _MIGRATION_SETTLE_TIMEOUT
+        while status in _MIGRATION_UNDER_WAY:
+            if time.monotonic() >= deadline:
+                raise errors.HypervisorError(
+                    "The migration of instance %s did not stop (%s)" %
+                    (name, status))
+            time.sleep(0.05)
+            status = qmp.Execute("query-migrate").get("status", "none")
+        return status
+
+    def FinalizeMigrationSource(self, instance: objects.Instance,
+                                success: bool, live: bool) -> None:
+        """Success: quit the source QEMU, whose state has been sent.
+
+        Failure: the guest resumes here if the migration stopped it (a
+        non-live one, or one that completed before the master gave up).
+        """
+        name = instance.name
+        if self._Pid(name) is None:
+            if success:
+                self._RemoveRuntimeFiles(name, keep_runtime=False)
+                return
+            raise errors.HypervisorError(
+                "Instance %s is no longer running on the source node" % name)
+        with QmpConnection(self.QmpSocket(name)) as qmp:
+            if success:
+                status = qmp.Execute("query-migrate").get("status")
+                if status != "completed":
+                    raise errors.HypervisorError(
+                        "Migration of instance %s has not completed (%s),"
+                        " not stopping it" % (name, status))
+            else:
+                self._EndOutgoingMigration(qmp, name)
+                state = qmp.Execute("query-status").get("status")
+                if state == "postmigrate" or (not live and
+                                              state == "paused"):
+                    qmp.Execute("cont")
+                return
+        self.StopInstance(instance, force=True)
+        self._RemoveRuntimeFiles(name, keep_runtime=False)
+
+    # Memory ------------------------------------------------------------
+
+    def BalloonInstanceMemory(self, instance: objects.Instance,
+                              mem: int) -> None:
+        """Ask the guest's balloon driver for ``mem`` MiB."""
+        if self._Pid(instance.name) is None:
+            raise errors.HypervisorError(
+                "Cannot balloon instance %s: not running" % instance.name)
+        self._Qmp(instance.name, "balloon", {"value": mem * _MIB})
