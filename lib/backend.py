@@ -1184,19 +1184,42 @@ def _IsRunning(hv: hv_base.BaseHypervisor,
         _Fail("Cannot list the instances: %s", err)
 
 
+def _IsUserDown(hv: hv_base.BaseHypervisor,
+                instance: objects.Instance) -> bool:
+    """Whether the guest powered itself off while its hypervisor process
+    stays (Ganeti's USER_down): listed, but not running."""
+    try:
+        info = hv.GetInstanceInfo(instance.name, instance.hvparams)
+    except errors.HypervisorError as err:
+        _Fail("Cannot get information about %s: %s", instance.name, err)
+    return info is not None and info[4] == constants.HV_INSTANCE_SHUTDOWN
+
+
 def instance_start(instance: dict, block_devices: list,
                    startup_paused: bool) -> None:
     """Start an instance; starting a running instance is a no-op.
 
-    The block devices are kept in DISK_LINKS_DIR while the instance runs,
-    so that a hard reboot restarts it on the same devices.
+    An instance whose guest powered itself off (USER_down) is cleaned up
+    and started again. The block devices are kept in DISK_LINKS_DIR while
+    the instance runs, so that a hard reboot restarts it on the same
+    devices.
     """
     inst = _InstanceFromDict(instance)
     devices = _BlockDevices(block_devices)
     hv = _GetHypervisor(inst.hypervisor)
     if _IsRunning(hv, inst):
-        logging.info("Instance %s already running, not starting", inst.name)
-        return
+        if not _IsUserDown(hv, inst):
+            logging.info("Instance %s already running, not starting",
+                         inst.name)
+            return
+        logging.info("Instance %s was shut down from inside, restarting it",
+                     inst.name)
+        try:
+            hv.StopInstance(inst, force=True)
+            hv.CleanupInstance(inst.name)
+        except errors.HypervisorError as err:
+            _Fail("Failed to clean up the shut down instance %s: %s",
+                  inst.name, err)
     saved = _BlockDevicesFile(inst.name)
     io.EnsureDirs([(pathutils.DISK_LINKS_DIR, 0o750)])
     io.WriteFile(saved, data=serializer.DumpJson(block_devices))

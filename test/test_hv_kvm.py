@@ -211,10 +211,18 @@ def test_command_line_from_parameters(hv):
                                 "uuid": "nic-uuid"}]
 
 
-def test_routed_nics_refused(hv):
+def test_nic_modes(hv):
     nic = objects.NIC(mac="aa:00:00:11:22:33",
                       nicparams={"mode": "routed", "link": "100"})
-    with pytest.raises(errors.HypervisorError, match="'routed'"):
+    with pytest.raises(errors.HypervisorError,
+                       match="'routed' needs an IP"):
+        hv.GenerateRuntime(_Instance(nics=[nic]), [])
+    nic.ip = "10.99.0.20"
+    (entry, ) = hv.GenerateRuntime(_Instance(nics=[nic]), [])["nics"]
+    assert (entry["mode"], entry["ip"], entry["link"]) == \
+        ("routed", "10.99.0.20", "100")
+    nic.nicparams = {"mode": "openvswitch", "link": "ovs0"}
+    with pytest.raises(errors.HypervisorError, match="'openvswitch'"):
         hv.GenerateRuntime(_Instance(nics=[nic]), [])
 
 

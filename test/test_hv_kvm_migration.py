@@ -1,11 +1,16 @@
 """KVM live and non-live migration between two hypervisor objects.
 
 Two KVMHypervisor objects with their own roots play source and target
-node; the target listens on 127.0.0.2, as a virtual cluster's node has
-its own loopback address. The guest (see testutils_kvm) boots from a
-tinyimage disk both sides open, as a sharedfile disk would be. Commands
-typed into the serial console show that the guest keeps running, with
-its memory and disk, on whichever side it should.
+node. The target listens on 127.0.0.2, as a virtual cluster's node has
+its own loopback address, and its root is deep, as a virtual cluster
+node's is (so its sockets live in a short directory elsewhere). The
+guest (see testutils_kvm) boots from a tinyimage disk that both sides
+open, as a sharedfile disk would be. Commands typed into the serial
+console show that the guest keeps running, with its memory and disk, on
+whichever side it should.
+
+At the end, gnt-instance migrate moves a kvm sharedfile instance between
+the two nodes of a virtual cluster.
 """
 
 import os
@@ -17,9 +22,12 @@ import time
 
 import pytest
 
-from ganeti import constants, errors
+from ganeti import constants, errors, pathutils
 from ganeti.hypervisor import hv_kvm
 
+from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from testutils_instance import (CHECKS, NODE1, NODE2, Field,
+                                InstanceCluster, RemoveInstances)
 from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
                            KillGuests, RequireGuest, SerialLog,
                            TinyImageDisk, WaitFor)
@@ -41,7 +49,9 @@ def pair():
     vmlinux, initrd = RequireGuest()
     root = GuestRoot()
     src = hv_kvm.KVMHypervisor(root_dir=os.path.join(root, "src"))
-    dst = hv_kvm.KVMHypervisor(root_dir=os.path.join(root, "dst"))
+    # Deep, as a virtual cluster's node root: its sockets are elsewhere
+    dst = hv_kvm.KVMHypervisor(root_dir=os.path.join(root, "n" * 40, "dst"))
+    assert not dst.QmpSocket(NAME).startswith(root)
     try:
         disk_path = os.path.join(root, "shared-disk0")
         TinyImageDisk(disk_path, NAME)
@@ -56,38 +66,41 @@ def pair():
         KillGuests(src)
         KillGuests(dst)
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(os.path.dirname(dst.QmpSocket(NAME)),
+                      ignore_errors=True)
 
 
-def _Type(kvm, line: str) -> None:
+def _Type(kvm, line: str, name: str = NAME) -> None:
     """Type a command line into the guest's serial console."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.connect(kvm.SerialSocket(NAME))
+        sock.connect(kvm.SerialSocket(name))
         sock.sendall(line.encode() + b"\n")
-        # The chardev drops input of a client that leaves at once
+        # Let QEMU read the input before the client goes
         time.sleep(0.2)
 
 
-def _Ask(kvm, command: str, tag: str, timeout: float = 20) -> str:
+def _Ask(kvm, command: str, tag: str, timeout: float = 20,
+         name: str = NAME) -> str:
     """Run a shell command in the guest; its output, tagged in the log
     so that the echoed input does not match."""
-    _Type(kvm, "echo %s$((1+1)):$(%s):" % (tag, command))
+    _Type(kvm, "echo %s$((1+1)):$(%s):" % (tag, command), name)
     pattern = re.compile(r"%s2:(.*?):" % re.escape(tag))
     found: list[str] = []
 
     def _Answered():
-        found[:] = pattern.findall(SerialLog(kvm, NAME))
+        found[:] = pattern.findall(SerialLog(kvm, name))
         return bool(found)
 
     WaitFor(_Answered, timeout, "the guest to answer %r" % command)
     return found[-1]
 
 
-def _Uptime(kvm, tag: str) -> float:
-    return float(_Ask(kvm, "cut -d' ' -f1 /proc/uptime", tag))
+def _Uptime(kvm, tag: str, name: str = NAME) -> float:
+    return float(_Ask(kvm, "cut -d' ' -f1 /proc/uptime", tag, name=name))
 
 
-def _Status(kvm) -> str:
-    return kvm._Qmp(NAME, "query-status")["status"]
+def _Status(kvm, name: str = NAME) -> str:
+    return kvm._Qmp(name, "query-status")["status"]
 
 
 def _WaitMigration(src, inst, timeout: float = 60) -> dict:
@@ -121,7 +134,8 @@ def _AssertGone(kvm) -> None:
     """No QEMU and no runtime files of the instance on this side."""
     assert kvm.ListInstances() == []
     for kind in ("pid", "ctrl", "conf", "nic"):
-        assert os.listdir(kvm._dirs[kind]) == [], kind
+        if os.path.exists(kvm._dirs[kind]):
+            assert os.listdir(kvm._dirs[kind]) == [], kind
     assert subprocess.run(["pgrep", "-f", kvm.PidFile(NAME)],
                           capture_output=True).returncode == 1
 
@@ -144,6 +158,8 @@ def test_live_there_and_non_live_back(pair):
     assert "incoming" not in runtime
     assert runtime["disks"][0]["path"] == block_devices[0][1]
     assert dst.PidFile(NAME) in runtime["cmd"]
+    assert "unix:%s,server=on,wait=off" % dst.QmpSocket(NAME) in \
+        runtime["cmd"]
     assert not any(src._root in arg for arg in runtime["cmd"])
     # The same guest, later: its memory (uptime) and disk came along
     assert _Uptime(dst, "U2") > uptime
@@ -158,8 +174,6 @@ def test_live_there_and_non_live_back(pair):
     assert src.ListInstances() == [NAME]
     assert _Status(src) == "running"
     assert _Uptime(src, "U3") > uptime
-    # A later restart reproduces the instance from the new runtime
-    dst.CleanupInstance(NAME)
 
 
 def _Abort(src, dst, inst, info, live):
@@ -180,6 +194,24 @@ def test_failed_migrations_roll_back(pair):
     src, dst, inst, block_devices = pair
     info = src.MigrationInfo(inst)
     port = inst.hvparams["migration_port"]
+
+    # Refused before anything starts
+    with pytest.raises(errors.HypervisorError, match="Invalid migration"):
+        dst.AcceptInstance(inst, "garbage", TARGET, block_devices)
+    other = Instance("other.example.com", hvparams=inst.hvparams)
+    with pytest.raises(errors.HypervisorError, match="Invalid migration"):
+        dst.AcceptInstance(other, info, TARGET, block_devices)
+    with pytest.raises(errors.HypervisorError, match="1 disks, 0 were"):
+        dst.AcceptInstance(inst, info, TARGET, [])
+    with pytest.raises(errors.HypervisorError, match="not completed"):
+        src.FinalizeMigrationSource(inst, True, True)
+    with pytest.raises(errors.HypervisorError, match="did not arrive"):
+        dst.FinalizeMigrationDst(inst, info, True)
+    # An undo on a node the instance runs on for other reasons kills
+    # nothing
+    src.FinalizeMigrationDst(inst, info, False)
+    assert _Status(src) == "running"
+    _AssertGone(dst)
 
     # Target port taken: the target can't listen, nothing starts there
     with socket.socket() as busy:
@@ -212,16 +244,18 @@ def test_failed_migrations_roll_back(pair):
         assert _Status(src) == "running"
         assert _Ask(src, "echo alive", tag) == "alive"
 
-    # Master gives up while the memory is still being sent: cancelled
+    # Master gives up while the memory is still being sent; the source,
+    # undone first here, cancels the migration
     slow = _Slow(inst)
     dst.AcceptInstance(slow, info, TARGET, block_devices)
     src.MigrateInstance("cluster", slow, TARGET, True)
     with pytest.raises(errors.HypervisorError, match="under way"):
         src.MigrateInstance("cluster", slow, TARGET, True)
-    _Abort(src, dst, slow, info, True)
-    _AssertGone(dst)
+    src.FinalizeMigrationSource(slow, False, True)
     assert src.GetMigrationStatus(slow)["status"] == \
         constants.HV_MIGRATION_CANCELLED
+    dst.FinalizeMigrationDst(slow, info, False)
+    _AssertGone(dst)
     assert _Status(src) == "running"
 
     # Completed, but the master gives up before finalising: the target is
@@ -241,22 +275,68 @@ def test_failed_migrations_roll_back(pair):
     assert src.ListInstances() == [NAME]
 
 
-def test_target_refuses_bad_data(pair):
-    src, dst, inst, block_devices = pair
-    info = src.MigrationInfo(inst)
-    with pytest.raises(errors.HypervisorError, match="Invalid migration"):
-        dst.AcceptInstance(inst, "garbage", TARGET, block_devices)
-    other = Instance("other.example.com", hvparams=inst.hvparams)
-    with pytest.raises(errors.HypervisorError, match="Invalid migration"):
-        dst.AcceptInstance(other, info, TARGET, block_devices)
-    with pytest.raises(errors.HypervisorError, match="1 disks, 0 were"):
-        dst.AcceptInstance(inst, info, TARGET, [])
-    with pytest.raises(errors.HypervisorError, match="not completed"):
-        src.FinalizeMigrationSource(inst, True, True)
-    with pytest.raises(errors.HypervisorError, match="did not arrive"):
-        dst.FinalizeMigrationDst(inst, info, True)
-    # An undo on a node the instance runs on for other reasons kills
-    # nothing
-    src.FinalizeMigrationDst(inst, info, False)
-    assert _Status(src) == "running"
-    _AssertGone(dst)
+# Through the cluster ------------------------------------------------------
+
+SHARED_VDIR = "/srv/ganeti/shared-file-storage"
+
+
+def _NodeHv(node) -> hv_kvm.KVMHypervisor:
+    """The node's KVM hypervisor, as its noded sees it."""
+    return hv_kvm.KVMHypervisor(root_dir=node.NodePath(pathutils.KVM_HV_DIR))
+
+
+@pytest.fixture(scope="module")
+def vc():
+    """Two nodes, kvm enabled with the test kernel, sharedfile storage
+    (one directory for both nodes, as an NFS mount would be)."""
+    vmlinux, initrd = RequireGuest()
+    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
+                         "--enabled-hypervisors=kvm,fake",
+                         "--enabled-disk-templates=sharedfile",
+                         nodes=(NODE2, ),
+                         file_paths=(SHARED_VDIR, )) as cluster:
+        os.makedirs(os.path.join(cluster.base, SHARED_VDIR.lstrip("/")))
+        params = GuestHvParams(vmlinux, initrd, migration_port=_FreePort())
+        cluster.Run("gnt-cluster", "modify", "-H", "kvm:" + ",".join(
+            "%s=%s" % item for item in sorted(params.items())))
+        try:
+            yield cluster
+        finally:
+            for node in cluster.nodes.values():
+                KillGuests(_NodeHv(node))
+
+
+def test_gnt_instance_migrate_kvm_sharedfile(vc):
+    name = "kvmmig1"
+    node1, node2 = (_NodeHv(vc.nodes[node]) for node in (NODE1, NODE2))
+    try:
+        vc.Run("gnt-instance", "add", "-t", "sharedfile", "-o", "tinyimage",
+               "-n", NODE1, "--disk", "0:size=32M", "--no-nics", "-B",
+               "maxmem=128,minmem=128", *CHECKS, name, timeout=120)
+        WaitFor(lambda: "tinyimage %s ready" % name in
+                SerialLog(node1, name), 90, "the guest's ready line")
+        _Type(node1, "echo on-node1 > /root/where; sync", name)
+        uptime = _Uptime(node1, "C1", name)
+
+        started = time.monotonic()
+        out = vc.Run("gnt-instance", "migrate", "-f", "-n", NODE2,
+                     name).stdout
+        print("gnt-instance migrate (live, 128 MiB): %.2f s" %
+              (time.monotonic() - started))
+        assert "* memory transfer complete" in out, out
+        assert node1.ListInstances() == [] and node2.ListInstances() == [name]
+        assert _Status(node2, name) == "running"
+        assert Field(vc, name, "pnode,status,oper_ram") == \
+            "%s|running|128" % NODE2
+        assert _Uptime(node2, "C2", name) > uptime
+        assert _Ask(node2, "cat /root/where", "C3", name=name) == "on-node1"
+
+        vc.Run("gnt-instance", "migrate", "-f", "--non-live", "-n", NODE1,
+               name)
+        assert node2.ListInstances() == [] and node1.ListInstances() == [name]
+        assert _Status(node1, name) == "running"
+        assert Field(vc, name, "pnode,status") == "%s|running" % NODE1
+        assert _Uptime(node1, "C4", name) > uptime
+    finally:
+        RemoveInstances(vc, name, extra=("--shutdown-timeout=0", ))
+    assert node1.ListInstances() == [] and node2.ListInstances() == []

@@ -215,9 +215,15 @@ def test_target_node_policy_only_across_groups(lu):
     assert len(lu.warnings) == 1 and "strict" in lu.warnings[0]
 
 
+def _NodeAnswer(lu, node, answer):
+    """Make node_info answer ``answer``; an LU asks a node once (NodeInfo),
+    so the LU forgets what it was told before, as a new LU would."""
+    lu.rpc.answers[("node_info", node)] = answer
+    lu.__dict__.pop("_node_info_cache", None)
+
+
 def _NodeCpus(lu, node, cpus):
-    lu.rpc.answers[("node_info", node)] = {
-        "hv": {constants.HT_FAKE: {"cpu_total": cpus}}}
+    _NodeAnswer(lu, node, {"hv": {constants.HT_FAKE: {"cpu_total": cpus}}})
 
 
 def test_vcpu_ratio_counts_the_node_primary_instances(lu):
@@ -241,6 +247,6 @@ def test_vcpu_ratio_of_the_node_group_and_unknown_cpu_count(lu):
     ip.CheckNodeVcpuRatio(lu, node, 16, constants.HT_FAKE)
     with pytest.raises(errors.OpPrereqError, match="vcpu-ratio 8.0"):
         ip.CheckNodeVcpuRatio(lu, node, 17, constants.HT_FAKE)
-    lu.rpc.answers[("node_info", node)] = {"hv": {}}
+    _NodeAnswer(lu, node, {"hv": {}})
     ip.CheckNodeVcpuRatio(lu, node, 17, constants.HT_FAKE)
     assert "reports no CPU count" in lu.warnings[0]

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from ganeti import objects
+from ganeti import constants, objects
 from ganeti.hypervisor import hv_kvm
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,8 +69,11 @@ def Instance(name="inst1.example.com", hvparams=None, nics=None,
                             nics=nics or [], disks=[])
 
 
-def Disk(mode=objects.DISK_RDWR):
-    return objects.Disk(dev_type="file", size=32, mode=mode,
+def Disk(mode=objects.DISK_RDWR, dev_type=constants.DT_SHARED_FILE,
+         size=32):
+    """A disk for block_devices; shared by default, as the migration
+    tests open one image from both sides (a local one is copied)."""
+    return objects.Disk(dev_type=dev_type, size=size, mode=mode,
                         logical_id=("loop", "/srv/d0"), uuid="disk-uuid")
 
 

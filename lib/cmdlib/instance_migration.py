@@ -19,6 +19,14 @@ hypervisor:
   runs on its source node only;
 * migration cleanup (``--cleanup``, after a failed migration): asks both
   nodes where the instance runs and makes the configuration say so.
+
+Beyond Ganeti, an instance with ``file`` disks also migrates (not fails
+over) when its hypervisor can copy disks while the instance runs
+(CAN_MIGRATE_STORAGE): the disk files are created on the target (same
+logical ids, the paths are per node), the hypervisor copies them during
+instance_migrate, and after success the configuration names the target
+for the disks too and the source files are removed; a failure removes
+the target files and leaves everything on the source.
 """
 
 import logging
@@ -33,8 +41,9 @@ from ganeti.cmdlib.instance_policy import (
     CalculateGroupIPolicy, CheckTargetNodeIPolicy,
     ComputeIPolicyInstanceViolation)
 from ganeti.cmdlib.instance_utils import (
-    AssembleInstanceDisks, CheckNodeFreeMemory, CheckNodeNotDrained,
-    CheckNodeOnline, CheckNodeVmCapable, InstanceLU, InstanceRuntimeInfo,
+    AssembleInstanceDisks, CheckNodeFreeDisk, CheckNodeFreeMemory,
+    CheckNodeNotDrained, CheckNodeOnline, CheckNodeVmCapable,
+    GetInstanceInfoText, InstanceLU, InstanceRuntimeInfo, RemoveDisks,
     SetDisksActive, SetInstancePrimaryNode, ShutdownInstanceDisks,
     StartInstance)
 
@@ -122,6 +131,9 @@ class TLMigrateInstance:
         self.current_mem = 0
         self.tgt_free_mem = 0
         self.migration_info: Any = None
+        # file disks, copied to the target by the hypervisor
+        self.copy_disks = False
+        self.target_disks: list[objects.Disk] = []
         self.feedback_fn: Callable[[str], None] = lambda msg: None
 
     # Checks ----------------------------------------------------------------
@@ -141,11 +153,12 @@ class TLMigrateInstance:
                        " allowed, switching to failover")
             self.failover = True
         template = self.cfg.GetInstanceDiskTemplate(instance.uuid)
-        if template not in constants.DTS_MIRRORED:
-            raise errors.OpPrereqError(
-                "Instance's disk layout '%s' does not allow %s" %
-                (template, self._What()), errors.ECODE_STATE)
-        if template not in constants.DTS_EXT_MIRROR:
+        self.copy_disks = (
+            template == constants.DT_FILE and
+            HypervisorClass(instance.hypervisor).CAN_MIGRATE_STORAGE)
+        self._CheckTemplate(template)
+        if template not in constants.DTS_EXT_MIRROR and \
+                not self.copy_disks:
             raise errors.OpPrereqError(
                 "Instance's disk layout '%s' is not supported by this"
                 " version, which has no internally mirrored disks" %
@@ -186,6 +199,22 @@ class TLMigrateInstance:
                 mode = cluster.FillHV(instance).get(
                     objects.HV_MIGRATION_MODE, constants.HT_MIGRATION_LIVE)
             self.live = mode == constants.HT_MIGRATION_LIVE
+        # A fallback to a failover was decided on the way
+        self._CheckTemplate(template)
+        if self.copy_disks and not self.cleanup:
+            CheckNodeFreeDisk(lu, target,
+                              sum(disk.size for disk in self._Disks()),
+                              instance.hypervisor)
+
+    def _CheckTemplate(self, template: str) -> None:
+        """Only externally mirrored disks, and file disks the hypervisor
+        copies during a migration, can change their node."""
+        if template in constants.DTS_MIRRORED or \
+                (self.copy_disks and not self.failover):
+            return
+        raise errors.OpPrereqError(
+            "Instance's disk layout '%s' does not allow %s" %
+            (template, self._What()), errors.ECODE_STATE)
 
     def _CheckTarget(self, cluster: objects.Cluster) -> None:
         """The target node must be usable and fit the instance."""
@@ -350,6 +379,8 @@ class TLMigrateInstance:
                           self._NodeName(source), msg)
         ShutdownInstanceDisks(self.lu, self.instance, self._Disks(),
                               node_uuid=target)
+        if self.target_disks:
+            RemoveDisks(self.lu, self.instance.name, self.target_disks)
 
     def _Failed(self, what: str, msg: str) -> errors.OpExecError:
         """Abort the migration; the error to raise."""
@@ -395,14 +426,41 @@ class TLMigrateInstance:
                 self.feedback_fn("* memory transfer complete")
                 return
             now = time.monotonic()
-            transferred, total = (status.get("transferred_ram"),
-                                  status.get("total_ram"))
+            # Disks copied by the hypervisor go first, then the memory
+            what = "disk copy" if "total_disk" in status else \
+                "memory transfer"
+            transferred, total = (
+                (status.get("transferred_disk"), status.get("total_disk"))
+                if "total_disk" in status else
+                (status.get("transferred_ram"), status.get("total_ram")))
             if now - last_feedback >= _MIGRATION_FEEDBACK_INTERVAL and \
                     transferred is not None and total:
-                self.feedback_fn("* memory transfer progress: %.2f %%" %
-                                 (100.0 * transferred / total))
+                self.feedback_fn("* %s progress: %.2f %%" %
+                                 (what, 100.0 * transferred / total))
                 last_feedback = now
             time.sleep(_MIGRATION_POLL_INTERVAL)
+
+    def _CreateTargetDisks(self, disks: list[objects.Disk]) -> None:
+        """The copies of file disks on the target, empty, same logical ids
+        (the paths are per node); ``target_disks`` lists those created,
+        for an undo."""
+        instance = self.instance
+        target = self.target_node_uuid
+        info = GetInstanceInfoText(instance)
+        for disk in disks:
+            copy = disk.Copy()
+            copy.nodes = [target]
+            result = self.rpc.call_blockdev_create(
+                target, copy.ToDict(), copy.size, instance.name, True, info,
+                False)
+            if result.fail_msg:
+                RemoveDisks(self.lu, instance.name, self.target_disks)
+                self.target_disks = []
+                raise errors.OpExecError(
+                    "Can't create block device %s on node %s for instance"
+                    " %s: %s" % (disk.iv_name, self._NodeName(target),
+                                 instance.name, result.fail_msg))
+            self.target_disks.append(copy)
 
     def _ExecMigration(self) -> None:
         """Hand the running instance over to the target node."""
@@ -422,11 +480,20 @@ class TLMigrateInstance:
         self.migration_info = result.payload
         disks = self._Disks()
         block_devices = []
+        if disks and self.copy_disks:
+            self.feedback_fn("* creating the instance's disks on %s" %
+                             target_name)
+            self._CreateTargetDisks(disks)
         if disks:
             self.feedback_fn("* activating the instance's disks on %s" %
                              target_name)
-            block_devices = AssembleInstanceDisks(lu, self.instance, disks,
-                                                  node_uuid=target)
+            try:
+                block_devices = AssembleInstanceDisks(
+                    lu, self.instance, self.target_disks or disks,
+                    node_uuid=target)
+            except errors.OpExecError:
+                RemoveDisks(lu, self.instance.name, self.target_disks)
+                raise
         self.feedback_fn("* preparing %s to accept the instance" %
                          target_name)
         result = self.rpc.call_accept_instance(
@@ -464,6 +531,11 @@ class TLMigrateInstance:
             self.feedback_fn("* deactivating the instance's disks on %s" %
                              self._NodeName(source))
             ShutdownInstanceDisks(lu, self.instance, disks, node_uuid=source)
+        if self.copy_disks and disks:
+            self.feedback_fn("* removing the instance's disks on %s" %
+                             self._NodeName(source))
+            # The disks as they were: on the source only
+            RemoveDisks(lu, self.instance.name, disks)
         self.feedback_fn("* done")
 
     def _ExecCleanup(self) -> None:
@@ -492,11 +564,14 @@ class TLMigrateInstance:
                 "Instance does not seem to be running at all; in this case"
                 " it's safer to repair by running 'gnt-instance stop' to"
                 " ensure disk shutdown, and then restarting it")
+        disks = self._Disks()
         if on_target:
             self.feedback_fn("* instance running on secondary node (%s),"
                              " updating config" % self._NodeName(target))
             self._SwitchPrimary()
             demoted = source
+            # Copied disks: the source's are the old ones
+            stale = disks
         else:
             self.feedback_fn("* instance confirmed to be running on its"
                              " primary node (%s)" % self._NodeName(source))
@@ -508,10 +583,18 @@ class TLMigrateInstance:
                 self.lu.LogWarning("Could not clean up the migration on"
                                    " node %s: %s", self._NodeName(target),
                                    msg)
-        disks = self._Disks()
+            stale = []
+            for disk in disks:
+                copy = disk.Copy()
+                copy.nodes = [target]
+                stale.append(copy)
         if disks:
             ShutdownInstanceDisks(self.lu, self.instance, disks,
                                   node_uuid=demoted)
+        if self.copy_disks and disks:
+            self.feedback_fn("* removing the instance's disks on %s, if"
+                             " any" % self._NodeName(demoted))
+            RemoveDisks(self.lu, self.instance.name, stale)
         self.feedback_fn("* done")
 
 

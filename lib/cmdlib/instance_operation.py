@@ -10,8 +10,8 @@ from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
 from ganeti.cmdlib.instance_utils import (
     INSTANCE_DOWN, AssembledForOS, CheckInstanceOnline, CheckInstanceState,
     CheckMinMaxMem, CheckNodeFreeMemory, CheckNodeOnline, ConvertBeParams,
-    ConvertHvParams, InstanceLU, InstanceRunning, SetAdminState,
-    SetDisksActive, ShutdownInstanceDisks, StartInstance)
+    ConvertHvParams, GuestRunning, InstanceLU, InstanceRunning,
+    SetAdminState, SetDisksActive, ShutdownInstanceDisks, StartInstance)
 
 # What InstanceConsole.kind may be
 _CONSOLE_KINDS = frozenset([constants.CONS_MESSAGE, constants.CONS_SSH,
@@ -61,7 +61,7 @@ class LUInstanceStartup(InstanceLU):
                     errors.ECODE_INVAL)
             self.LogWarning("Ignoring offline primary node")
             return
-        self.running = InstanceRunning(self, instance)
+        self.running = GuestRunning(self, instance)
         if not self.running:
             CheckNodeFreeMemory(self, instance.primary_node,
                                 "starting instance %s" % instance.name,
@@ -137,7 +137,7 @@ class LUInstanceReboot(InstanceLU):
         super().CheckPrereq()
         CheckInstanceOnline(self.instance)
         CheckNodeOnline(self, self.instance.primary_node)
-        self.running = InstanceRunning(self, self.instance)
+        self.running = GuestRunning(self, self.instance)
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> None:
         instance = self.instance

@@ -17,6 +17,7 @@ from typing import Any
 
 from ganeti import constants, errors, objects
 from ganeti.cmdlib.base import LogicalUnit
+from ganeti.cmdlib.instance_utils import NodeInfo
 
 
 def CalculateGroupIPolicy(cluster: objects.Cluster,
@@ -198,10 +199,7 @@ def CheckNodeVcpuRatio(lu: LogicalUnit, node_uuid: str, vcpus: int,
     node = cfg.GetNodeInfo(node_uuid)
     ipolicy = CalculateGroupIPolicy(cfg.GetClusterInfo(),
                                     _GroupOf(lu, node.group))
-    result = lu.rpc.call_node_info([node_uuid], [], [hvname])[node_uuid]
-    result.Raise("Can't get the CPU count of node %s" % node.name,
-                 prereq=True, ecode=errors.ECODE_ENVIRON)
-    cpus = ((result.payload or {}).get("hv", {}).get(hvname, {})
+    cpus = (NodeInfo(lu, node_uuid, hvname).get("hv", {}).get(hvname, {})
             .get("cpu_total"))
     if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus <= 0:
         lu.LogWarning("Node %s reports no CPU count, not checking the"

@@ -46,6 +46,25 @@ def CheckInstanceOnline(instance: objects.Instance) -> None:
                                    instance.name, errors.ECODE_STATE)
 
 
+def NodeInfo(lu: LogicalUnit, node_uuid: str, hvname: str) -> dict:
+    """The node's node_info answer (its file storage and ``hvname``).
+
+    Asked once per LU and node: the checks of one CheckPrereq (memory,
+    disk, CPUs) judge the node as it was at one moment, for one RPC.
+    """
+    cache = lu.__dict__.setdefault("_node_info_cache", {})
+    key = (node_uuid, hvname)
+    if key not in cache:
+        storage_dir = lu.cfg.GetClusterInfo().file_storage_dir
+        result = lu.rpc.call_node_info([node_uuid], [storage_dir],
+                                       [hvname])[node_uuid]
+        result.Raise("Can't get the resources of node %s" %
+                     lu.cfg.GetNodeInfo(node_uuid).name, prereq=True,
+                     ecode=errors.ECODE_ENVIRON)
+        cache[key] = result.payload or {}
+    return cache[key]
+
+
 def CheckNodeFreeMemory(lu: LogicalUnit, node_uuid: str, reason: str,
                         requested: int, hvname: str) -> int:
     """Refuse unless the node has ``requested`` MiB free for ``hvname``.
@@ -54,10 +73,7 @@ def CheckNodeFreeMemory(lu: LogicalUnit, node_uuid: str, reason: str,
     and the amount available. Returns the free memory.
     """
     node = lu.cfg.GetNodeInfo(node_uuid)
-    result = lu.rpc.call_node_info([node_uuid], [], [hvname])[node_uuid]
-    result.Raise("Can't compute free memory on node %s" % node.name,
-                 prereq=True, ecode=errors.ECODE_ENVIRON)
-    free = ((result.payload or {}).get("hv", {}).get(hvname, {})
+    free = (NodeInfo(lu, node_uuid, hvname).get("hv", {}).get(hvname, {})
             .get("memory_free"))
     if not isinstance(free, int):
         raise errors.OpPrereqError("Can't compute free memory on node %s,"
@@ -81,12 +97,7 @@ def CheckNodeFreeDisk(lu: LogicalUnit, node_uuid: str, requested: int,
     space.
     """
     node = lu.cfg.GetNodeInfo(node_uuid)
-    cluster = lu.cfg.GetClusterInfo()
-    result = lu.rpc.call_node_info([node_uuid], [cluster.file_storage_dir],
-                                   [hvname])[node_uuid]
-    result.Raise("Can't compute free disk space on node %s" % node.name,
-                 prereq=True, ecode=errors.ECODE_ENVIRON)
-    storage = (result.payload or {}).get("storage") or [{}]
+    storage = NodeInfo(lu, node_uuid, hvname).get("storage") or [{}]
     free = storage[0].get("storage_free")
     if not isinstance(free, int):
         raise errors.OpPrereqError(
@@ -252,6 +263,14 @@ def InstanceRuntimeInfo(lu: LogicalUnit,
 
 def InstanceRunning(lu: LogicalUnit, instance: objects.Instance) -> bool:
     return bool(InstanceRuntimeInfo(lu, instance))
+
+
+def GuestRunning(lu: LogicalUnit, instance: objects.Instance) -> bool:
+    """Whether the instance runs and its guest has not powered itself off
+    (USER_down: the hypervisor process stays, a start boots it again)."""
+    info = InstanceRuntimeInfo(lu, instance)
+    return bool(info) and \
+        info.get("state") != constants.HV_INSTANCE_SHUTDOWN
 
 
 def SetAdminState(lu: LogicalUnit, instance_uuid: str, state: str,

@@ -126,6 +126,11 @@ class BaseHypervisor(abc.ABC):
     ANCILLARY_FILES: list[str] = []
     ANCILLARY_FILES_OPT: list[str] = []
     CAN_MIGRATE = False
+    # Whether a migration can copy disks that only the source node
+    # reaches (``file``) while the instance runs (KVM: NBD mirroring);
+    # a hypervisor that can't (fake: its instances have no disk I/O to
+    # copy through) leaves such instances to gnt-instance move
+    CAN_MIGRATE_STORAGE = False
 
     # Parameters: declared once, everything else derives -------------------
 

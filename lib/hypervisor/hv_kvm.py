@@ -12,8 +12,10 @@ Unix socket with a log file, all below ``pathutils.KVM_HV_DIR``:
                         reproduce the instance from it)
   nic/<tap>.ifup        per-NIC ifup wrapper handing the NIC to kvm-ifup
 
-Unix socket paths are limited to 107 bytes; a node root making them longer
-is refused at start.
+Unix socket paths are limited to 107 bytes. Where the root is deep (a
+virtual cluster's node root), the sockets go to a short per-node directory
+instead, ``/run/ganeti-kvm-<hash of the root>`` (made at the first start,
+left in place); an instance name still too long for it is refused at start.
 
 Without hardware acceleration (``kvm_flag`` empty or ``disabled``) QEMU
 emulates the CPU with TCG, which is slow but runs any guest kernel.
@@ -36,6 +38,9 @@ from ganeti.utils import io, process
 
 _MIB = 1024 * 1024
 _UNIX_PATH_MAX = 107
+# Longest socket directory that leaves room for long instance names
+_CTRL_DIR_MAX = 48
+_SHORT_CTRL_PREFIX = "/run/ganeti-kvm"
 _QMP_TIMEOUT = 10.0
 # After QMP "quit" (forced stop), how long QEMU gets before SIGKILL
 _QUIT_GRACE = 3.0
@@ -63,6 +68,11 @@ _MIGRATION_STATUSES = {
 _MIGRATION_UNDER_WAY = frozenset(["setup", "active", "pre-switchover",
                                   "device", "wait-unplug", "postcopy-active",
                                   "cancelling"])
+# Statuses of QEMU jobs (query-jobs) that are over
+_JOBS_ENDED = frozenset(["concluded", "null"])
+# QEMU job id of the mirror copying a disk (by its drive id) to the
+# target of a migration
+_MIRROR_JOB_PREFIX = "migrate-"
 
 # Parameter names (Ganeti's)
 HV_KERNEL_PATH = "kernel_path"
@@ -115,6 +125,8 @@ _NIC_MODELS = {HT_NIC_PARAVIRTUAL: "virtio-net-pci", "rtl8139": "rtl8139",
                "i82551": "i82551", "i82557b": "i82557b",
                "i82559er": "i82559er", "pcnet": "pcnet",
                "e1000": "e1000"}
+# NIC modes kvm-ifup sets up: a bridge port, or a route to the NIC's IP
+_NIC_MODES = frozenset([objects.NIC_MODE_BRIDGED, objects.NIC_MODE_ROUTED])
 HT_CACHE_DEFAULT = "default"
 _DISK_CACHES = frozenset([HT_CACHE_DEFAULT, "none", "writethrough",
                           "writeback"])
@@ -412,6 +424,18 @@ def _CheckDrivePath(name: str, path: str) -> None:
             "Disk path %s of instance %s contains a comma" % (path, name))
 
 
+def IsLocalDisk(dev_type: str) -> bool:
+    """Whether a disk's storage is reachable from its primary node only
+    (file, plain): a migration copies it to the target (NBD mirror)."""
+    return dev_type not in constants.DTS_MIRRORED
+
+
+def NbdPort(hvparams: dict) -> int:
+    """The port the target of a migration exports the disks to copy
+    on: the one after the migration port."""
+    return hvparams[objects.HV_MIGRATION_PORT] % 65535 + 1
+
+
 def TapName(instance: objects.Instance, index: int) -> str:
     """A stable, node-unique tap name for NIC ``index`` (15 chars max)."""
     key = "%s/%s" % (instance.uuid or instance.name, index)
@@ -424,14 +448,21 @@ class KVMHypervisor(hv_base.BaseHypervisor):
     NAME = constants.HT_KVM
     PARAMETERS = PARAMETERS
     CAN_MIGRATE = True
+    CAN_MIGRATE_STORAGE = True
 
     def __init__(self, root_dir: str | None = None):
         self._root = root_dir or pathutils.KVM_HV_DIR
         self._dirs = {sub: os.path.join(self._root, sub)
                       for sub in ("pid", "ctrl", "log", "conf", "nic",
                                   "chroot")}
+        # The socket directory is made when an instance starts
         io.EnsureDirs([(self._root, constants.RUN_DIRS_MODE)] +
-                      [(path, 0o750) for path in self._dirs.values()])
+                      [(path, 0o750) for kind, path in self._dirs.items()
+                       if kind != "ctrl"])
+        if len(self._dirs["ctrl"]) > _CTRL_DIR_MAX:
+            self._dirs["ctrl"] = "%s-%s" % (
+                _SHORT_CTRL_PREFIX,
+                hashlib.sha1(self._root.encode()).hexdigest()[:10])
 
     # Paths ---------------------------------------------------------------
 
@@ -568,18 +599,25 @@ class KVMHypervisor(hv_base.BaseHypervisor):
             if disk.mode == objects.DISK_RDONLY:
                 drive.append("readonly=on")
             cmd += ["-drive", ",".join(drive)]
-            disks.append({"path": path, "uuid": disk.uuid,
-                          "mode": disk.mode, "id": "disk%d" % index})
+            entry = {"path": path, "uuid": disk.uuid, "mode": disk.mode,
+                     "id": "disk%d" % index}
+            if IsLocalDisk(disk.dev_type):
+                entry["local"] = True
+            disks.append(entry)
         nics = []
         model = _NIC_MODELS[hvp[HV_NIC_TYPE]]
         for index, nic in enumerate(instance.nics or []):
             params = nic.nicparams or {}
             mode = params.get(objects.NIC_MODE)
-            if mode != objects.NIC_MODE_BRIDGED:
+            if mode not in _NIC_MODES:
                 raise errors.HypervisorError(
                     "NIC %d of instance %s: mode %r is not supported by the"
                     " KVM hypervisor (only %s)" %
-                    (index, name, mode, objects.NIC_MODE_BRIDGED))
+                    (index, name, mode, ", ".join(sorted(_NIC_MODES))))
+            if mode == objects.NIC_MODE_ROUTED and not nic.ip:
+                raise errors.HypervisorError(
+                    "NIC %d of instance %s: mode 'routed' needs an IP"
+                    " address" % (index, name))
             tap = TapName(instance, index)
             cmd += ["-netdev", "tap,id=net%d,ifname=%s,script=%s,"
                     "downscript=no" % (index, tap, self._IfupScript(tap)),
@@ -659,6 +697,7 @@ class KVMHypervisor(hv_base.BaseHypervisor):
         """
         name = runtime["name"]
         self._CheckSocketPaths(name)
+        io.EnsureDirs([(self._dirs["ctrl"], 0o750)])
         self._RemoveRuntimeFiles(name, keep_runtime=True)
         self._WriteIfupScripts(runtime)
         if "-chroot" in runtime["cmd"]:
@@ -957,7 +996,21 @@ class KVMHypervisor(hv_base.BaseHypervisor):
     # the state has arrived (a non-live migration's guest arrives paused
     # and is resumed by FinalizeMigrationDst). Until then the source guest
     # runs, and after it the source QEMU is stopped ("postmigrate"), so
-    # the guest runs on one node at a time.
+    # the guest runs on one node at a time. The target's saved runtime
+    # carries the "incoming" URI until FinalizeMigrationDst: an undo kills
+    # only a QEMU started for the migration.
+    #
+    # Local disks (IsLocalDisk: file, plain) are copied first: the target
+    # QEMU, started paused (-S), exports its new empty images over NBD
+    # (NbdPort); the source mirrors each disk there (drive-mirror, sync
+    # full, write-blocking, so that once a job is ready every guest write
+    # reaches both sides). GetMigrationStatus reports the copy and starts
+    # the memory transfer once every mirror is ready. After the switch
+    # FinalizeMigrationSource ends the mirrors (block-job-cancel after
+    # ready: the target keeps a consistent copy, the source stays on its
+    # own images) before the target, its NBD server stopped, resumes the
+    # guest; on failure the mirrors are abandoned and the guest goes on on
+    # the source's images.
 
     def MigrationInfo(self, instance: objects.Instance) -> str:
         """The saved runtime, serialised: the target reproduces it."""
@@ -965,7 +1018,8 @@ class KVMHypervisor(hv_base.BaseHypervisor):
         runtime = self.LoadRuntime(name)
         if self._Pid(name) is None or runtime is None:
             raise errors.HypervisorError("Instance %s is not running" % name)
-        runtime.pop("incoming", None)
+        for key in ("incoming", "nbd", "pending_migration"):
+            runtime.pop(key, None)
         return json.dumps(runtime, sort_keys=True)
 
     @staticmethod
@@ -991,28 +1045,39 @@ class KVMHypervisor(hv_base.BaseHypervisor):
         """The source's runtime with this node's files and disk paths.
 
         The source's hypervisor directory is known from its pid file
-        (<root>/pid/<instance>); nodes normally share it, virtual
-        clusters don't.
+        (<root>/pid/<instance>), its socket directory from the QMP socket
+        (unix:<dir>/<instance>.qmp,...); nodes normally share both,
+        virtual clusters don't.
         """
         name = runtime["name"]
         cmd = runtime["cmd"]
-        try:
-            pidfile = cmd[cmd.index("-pidfile") + 1]
-        except (ValueError, IndexError):
-            pidfile = ""
-        piddir, pidname = os.path.split(pidfile)
-        if pidname != name or os.path.basename(piddir) != "pid":
+
+        def _Option(flag: str) -> str:
+            try:
+                return cmd[cmd.index(flag) + 1]
+            except (ValueError, IndexError):
+                return ""
+
+        piddir, pidname = os.path.split(_Option("-pidfile"))
+        qmp = _Option("-qmp")
+        ctrldir, qmpname = os.path.split(qmp[len("unix:"):].split(",")[0])
+        if pidname != name or os.path.basename(piddir) != "pid" or \
+                not qmp.startswith("unix:") or qmpname != name + ".qmp":
             raise errors.HypervisorError(
-                "Invalid migration data for instance %s: pid file %r" %
-                (name, pidfile))
+                "Invalid migration data for instance %s: pid file %r, QMP"
+                " %r" % (name, _Option("-pidfile"), qmp))
         if len(block_devices) != len(runtime["disks"]):
             raise errors.HypervisorError(
                 "Instance %s runs with %d disks, %d were given for the"
                 " migration" % (name, len(runtime["disks"]),
                                 len(block_devices)))
-        src_root = os.path.dirname(piddir) + "/"
-        own_root = self._root.rstrip("/") + "/"
-        cmd = [arg.replace(src_root, own_root) for arg in cmd]
+        # One pass, so that a translated path is not translated again
+        moves = {ctrldir + "/": self._dirs["ctrl"] + "/",
+                 os.path.dirname(piddir) + "/": self._root.rstrip("/") + "/"}
+        pattern = re.compile("|".join(re.escape(old) for old in
+                                      sorted(moves, key=len, reverse=True)))
+        cmd = [pattern.sub(lambda match: moves[match.group(0)], arg)
+               for arg in cmd]
         disks = []
         paths = {}
         for entry, (_, path) in zip(runtime["disks"], block_devices):
@@ -1043,51 +1108,216 @@ class KVMHypervisor(hv_base.BaseHypervisor):
                 "Can't accept instance %s: already running" % name)
         runtime = self._LocaliseRuntime(
             self._ParseMigrationInfo(name, info), block_devices)
+        local = self._LocalDisks(runtime, block_devices)
         port = instance.hvparams[objects.HV_MIGRATION_PORT]
         runtime["incoming"] = "tcp:" + netutils.FormatAddress((target, port))
+        if local:
+            runtime["nbd"] = netutils.FormatAddress(
+                (target, NbdPort(instance.hvparams)))
         self._SaveRuntime(runtime)
         try:
-            self._ExecuteRuntime(runtime, False, runtime["incoming"])
+            # Paused until the source has ended its mirrors
+            self._ExecuteRuntime(runtime, bool(local), runtime["incoming"])
+            if local:
+                self._ExportDisks(name, target,
+                                  NbdPort(instance.hvparams), local)
         except errors.HypervisorError:
             self._Kill(name)
             self._RemoveRuntimeFiles(name, keep_runtime=False)
             raise
 
+    @staticmethod
+    def _LocalDisks(runtime: dict,
+                    block_devices: list[tuple[objects.Disk, str]]
+                    ) -> list[str]:
+        """Ids of the disks to copy; the source must agree (a QEMU
+        started before it recorded local disks would not copy them)."""
+        local = []
+        for entry, (disk, _) in zip(runtime["disks"], block_devices):
+            if IsLocalDisk(disk.dev_type) != bool(entry.get("local")):
+                raise errors.HypervisorError(
+                    "Disk %s of instance %s is %s here but %s on the source"
+                    " node; restart the instance before migrating it" %
+                    (entry["id"], runtime["name"],
+                     "local" if IsLocalDisk(disk.dev_type) else "shared",
+                     "local" if entry.get("local") else "shared"))
+            if entry.get("local"):
+                local.append(entry["id"])
+        return local
+
+    def _ExportDisks(self, name: str, address: str, port: int,
+                     disk_ids: list[str]) -> None:
+        """Serve the new images over NBD for the source's mirrors."""
+        with QmpConnection(self.QmpSocket(name)) as qmp:
+            qmp.Execute("nbd-server-start", {"addr": {
+                "type": "inet",
+                "data": {"host": address, "port": str(port)}}})
+            for disk_id in disk_ids:
+                qmp.Execute("nbd-server-add", {"device": disk_id,
+                                               "writable": True})
+        logging.info("Instance %s: disks %s exported on %s for the"
+                     " migration", name, ", ".join(disk_ids),
+                     netutils.FormatAddress((address, port)))
+
     def MigrateInstance(self, cluster_name: str,
                         instance: objects.Instance, target: str,
                         live: bool) -> None:
         """Start sending the instance (QMP migrate returns at once); a
-        non-live migration stops the guest first."""
+        non-live migration stops the guest first.
+
+        With local disks only their mirrors start here: the memory
+        follows once they are ready (GetMigrationStatus).
+        """
         name = instance.name
-        if self._Pid(name) is None:
+        runtime = self.LoadRuntime(name)
+        if self._Pid(name) is None or runtime is None:
             raise errors.HypervisorError(
                 "Cannot migrate instance %s: not running" % name)
         hvp = instance.hvparams
         uri = "tcp:" + netutils.FormatAddress(
             (target, hvp[objects.HV_MIGRATION_PORT]))
+        parameters = {
+            "max-bandwidth": hvp[objects.HV_MIGRATION_BANDWIDTH] * _MIB,
+            "downtime-limit": hvp[HV_MIGRATION_DOWNTIME]}
+        local = [disk["id"] for disk in runtime["disks"] if disk.get("local")]
         with QmpConnection(self.QmpSocket(name)) as qmp:
             status = qmp.Execute("query-migrate").get("status")
-            if status in _MIGRATION_UNDER_WAY:
+            if status not in _MIGRATION_UNDER_WAY and \
+                    any(job["status"] not in _JOBS_ENDED
+                        for job in self._MirrorJobs(qmp).values()):
+                status = "copying disks"
+            if status in _MIGRATION_UNDER_WAY or status == "copying disks":
                 raise errors.HypervisorError(
                     "Cannot migrate instance %s: a migration is under way"
                     " (%s)" % (name, status))
-            qmp.Execute("migrate-set-parameters", {
-                "max-bandwidth": hvp[objects.HV_MIGRATION_BANDWIDTH] * _MIB,
-                "downtime-limit": hvp[HV_MIGRATION_DOWNTIME]})
+            self._EndMirrors(qmp, name, True)
             if not live:
                 qmp.Execute("stop")
             try:
-                qmp.Execute("migrate", {"uri": uri})
+                if local:
+                    self._StartMirrors(qmp, name, local, target,
+                                       NbdPort(hvp))
+                else:
+                    self._StartMemoryMigration(qmp, parameters, uri)
             except QmpError:
+                if local:
+                    self._EndMirrors(qmp, name, True)
                 if not live:
                     qmp.Execute("cont")
                 raise
-        logging.info("Migrating instance %s to %s (live=%s)", name, uri,
-                     live)
+        if local:
+            runtime["pending_migration"] = {"uri": uri,
+                                            "parameters": parameters}
+            self._SaveRuntime(runtime)
+            logging.info("Copying disks %s of instance %s to %s before its"
+                         " migration (live=%s)", ", ".join(local), name,
+                         target, live)
+        else:
+            logging.info("Migrating instance %s to %s (live=%s)", name, uri,
+                         live)
+
+    @staticmethod
+    def _StartMemoryMigration(qmp: QmpConnection, parameters: dict,
+                              uri: str) -> None:
+        qmp.Execute("migrate-set-parameters", parameters)
+        qmp.Execute("migrate", {"uri": uri})
+
+    @staticmethod
+    def _StartMirrors(qmp: QmpConnection, name: str, disk_ids: list[str],
+                      target: str, port: int) -> None:
+        """Mirror each disk into the target's NBD export of the same
+        name; write-blocking, so that a ready mirror has every write."""
+        address = netutils.FormatAddress((target, port))
+        for disk_id in disk_ids:
+            qmp.Execute("drive-mirror", {
+                "job-id": _MIRROR_JOB_PREFIX + disk_id, "device": disk_id,
+                "target": "nbd://%s/%s" % (address, disk_id),
+                "format": "raw", "mode": "existing", "sync": "full",
+                "copy-mode": "write-blocking", "auto-dismiss": False})
+
+    @staticmethod
+    def _MirrorJobs(qmp: QmpConnection) -> dict[str, dict]:
+        """query-jobs entries of the migration mirrors, by job id."""
+        return {job["id"]: job for job in qmp.Execute("query-jobs")
+                if job["id"].startswith(_MIRROR_JOB_PREFIX)}
+
+    def _EndMirrors(self, qmp: QmpConnection, name: str,
+                    force: bool) -> list[str]:
+        """End and dismiss the migration mirrors; their errors.
+
+        Without ``force`` a ready mirror first copies what is left, so
+        that the target holds the disk as it is now.
+        """
+        for job_id, job in self._MirrorJobs(qmp).items():
+            if job["status"] in _JOBS_ENDED:
+                continue
+            try:
+                qmp.Execute("block-job-cancel", {"device": job_id,
+                                                 "force": force})
+            except QmpError as err:
+                # It may have ended meanwhile: seen below
+                logging.warning("Instance %s: %s", name, err)
+        deadline = time.monotonic() + _MIGRATION_SETTLE_TIMEOUT
+        jobs = self._MirrorJobs(qmp)
+        while any(job["status"] not in _JOBS_ENDED for job in jobs.values()):
+            if time.monotonic() >= deadline:
+                raise errors.HypervisorError(
+                    "The disk mirrors of instance %s did not stop: %s" %
+                    (name, ", ".join("%s %s" % (job_id, job["status"])
+                                     for job_id, job in sorted(jobs.items()))))
+            time.sleep(0.05)
+            jobs = self._MirrorJobs(qmp)
+        problems = []
+        for job_id, job in sorted(jobs.items()):
+            if job.get("error"):
+                problems.append("%s: %s" % (job_id[len(_MIRROR_JOB_PREFIX):],
+                                            job["error"]))
+            if job["status"] == "concluded":
+                qmp.Execute("job-dismiss", {"id": job_id})
+        return problems
+
+    def _MirrorStatus(self, runtime: dict) -> dict:
+        """Progress of the disk copy before the memory transfer; the
+        memory transfer starts once every mirror is ready."""
+        name = runtime["name"]
+        pending = runtime["pending_migration"]
+        expected = [_MIRROR_JOB_PREFIX + disk["id"]
+                    for disk in runtime["disks"] if disk.get("local")]
+        with QmpConnection(self.QmpSocket(name)) as qmp:
+            jobs = self._MirrorJobs(qmp)
+            mine = [jobs.get(job_id, {"status": "null"})
+                    for job_id in expected]
+            result: dict[str, Any] = {
+                "status": constants.HV_MIGRATION_ACTIVE,
+                "transferred_disk": sum(job.get("current-progress", 0)
+                                        for job in mine),
+                "total_disk": sum(job.get("total-progress", 0)
+                                  for job in mine)}
+            failed = ["%s: %s" % (job_id[len(_MIRROR_JOB_PREFIX):],
+                                  job.get("error", "the mirror ended"))
+                      for job_id, job in zip(expected, mine)
+                      if job["status"] in _JOBS_ENDED]
+            if failed:
+                result["status"] = constants.HV_MIGRATION_FAILED
+                result["error"] = ("Copying the disks to the target failed:"
+                                   " %s" % "; ".join(failed))
+                return result
+            if all(job["status"] == "ready" for job in mine):
+                self._StartMemoryMigration(qmp, pending["parameters"],
+                                           pending["uri"])
+                del runtime["pending_migration"]
+                self._SaveRuntime(runtime)
+                logging.info("Disks of instance %s copied, migrating it to"
+                             " %s", name, pending["uri"])
+        return result
 
     def GetMigrationStatus(self, instance: objects.Instance) -> dict:
         """query-migrate as HV_MIGRATION_*, with the RAM sent so far and
-        in all (bytes), and QEMU's timings (ms) once known."""
+        in all (bytes), and QEMU's timings (ms) once known; while local
+        disks are being copied, the bytes of disk copied and to copy."""
+        runtime = self.LoadRuntime(instance.name)
+        if runtime and runtime.get("pending_migration"):
+            return self._MirrorStatus(runtime)
         info = self._Qmp(instance.name, "query-migrate")
         status = _MIGRATION_STATUSES.get(info.get("status"))
         if status is None:
@@ -1135,16 +1365,19 @@ class KVMHypervisor(hv_base.BaseHypervisor):
         if status == "inmigrate":
             raise errors.HypervisorError(
                 "Instance %s: the incoming migration did not finish" % name)
+        if runtime.get("nbd"):
+            self._Qmp(name, "nbd-server-stop")
         if status == "paused":
             self._Qmp(name, "cont")
         runtime.pop("incoming", None)
+        runtime.pop("nbd", None)
         self._SaveRuntime(runtime)
 
-    def _EndOutgoingMigration(self, qmp: QmpConnection, name: str) -> str:
-        """Cancel a migration still under way; its final status."""
+    def _EndOutgoingMigration(self, qmp: QmpConnection, name: str) -> None:
+        """Cancel a migration still under way and wait for it to stop."""
         status = qmp.Execute("query-migrate").get("status", "none")
         if status not in _MIGRATION_UNDER_WAY:
-            return status
+            return
         logging.info("Cancelling the migration of instance %s (%s)", name,
                      status)
         qmp.Execute("migrate_cancel")
@@ -1156,7 +1389,6 @@ class KVMHypervisor(hv_base.BaseHypervisor):
                     (name, status))
             time.sleep(0.05)
             status = qmp.Execute("query-migrate").get("status", "none")
-        return status
 
     def FinalizeMigrationSource(self, instance: objects.Instance,
                                 success: bool, live: bool) -> None:
@@ -1164,6 +1396,10 @@ class KVMHypervisor(hv_base.BaseHypervisor):
 
         Failure: the guest resumes here if the migration stopped it (a
         non-live one, or one that completed before the master gave up).
+
+        Disk mirrors end either way: with success once they have copied
+        the last writes, before the QEMU quits; after a failure at once,
+        the guest staying on this node's images.
         """
         name = instance.name
         if self._Pid(name) is None:
@@ -1173,14 +1409,26 @@ class KVMHypervisor(hv_base.BaseHypervisor):
             raise errors.HypervisorError(
                 "Instance %s is no longer running on the source node" % name)
         with QmpConnection(self.QmpSocket(name)) as qmp:
+            runtime = self.LoadRuntime(name) or {}
             if success:
                 status = qmp.Execute("query-migrate").get("status")
+                if runtime.get("pending_migration"):
+                    status = "copying disks"
                 if status != "completed":
                     raise errors.HypervisorError(
                         "Migration of instance %s has not completed (%s),"
                         " not stopping it" % (name, status))
+                problems = self._EndMirrors(qmp, name, False)
+                if problems:
+                    raise errors.HypervisorError(
+                        "Migration of instance %s: copying its disks did"
+                        " not finish (%s), not stopping it" %
+                        (name, "; ".join(problems)))
             else:
                 self._EndOutgoingMigration(qmp, name)
+                self._EndMirrors(qmp, name, True)
+                if runtime.pop("pending_migration", None):
+                    self._SaveRuntime(runtime)
                 state = qmp.Execute("query-status").get("status")
                 if state == "postmigrate" or (not live and
                                               state == "paused"):

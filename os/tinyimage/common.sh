@@ -23,6 +23,17 @@ valid_hostname() {
   return 0
 }
 
+# A dotted-quad IPv4 address
+valid_ipv4() {
+  local IFS=. part count=0
+  case "$1" in ""|*[!0-9.]*|.*|*.|*..*) return 1 ;; esac
+  for part in $1; do
+    [ "$part" -le 255 ] || return 1
+    count=$((count + 1))
+  done
+  [ "$count" -eq 4 ]
+}
+
 # A statically linked busybox (Debian: busybox-static), empty if none;
 # a dynamically linked one would not run inside the guest
 find_busybox() {

@@ -1,0 +1,207 @@
+"""KVM instances through the cluster: gnt-instance on real QEMU guests.
+
+A two-node virtual cluster with the kvm hypervisor enabled and its
+cluster parameters pointing at the test kernel and initramfs (built and
+cached by testutils_kvm, see there). QEMU runs with TCG; kvm_path is a
+wrapper that refuses to answer on node2 only, so that gnt-cluster verify
+has a per-node hypervisor problem to report. The guest's serial log, its
+console and QMP are used where they land: below the node's KVM runtime
+directory, the sockets in the node's short socket directory.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import time
+
+import pytest
+
+from ganeti import constants, pathutils
+from ganeti.hypervisor import hv_kvm
+
+from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from testutils_instance import (CHECKS, NODE1, NODE2, Field,
+                                InstanceCluster, RemoveInstances)
+from testutils_kvm import (QEMU, GuestHvParams, KillGuests, RequireGuest,
+                           SerialLog, WaitFor)
+
+INSTANCE = "kvm1"
+# kvm_path: the real QEMU, except on node2, where it does not answer
+_QEMU_WRAPPER = """#!/bin/sh
+if [ "$GANETI_HOSTNAME" = "%s" ] && [ "$1" = "--version" ]; then
+  echo "no QEMU here" >&2
+  exit 1
+fi
+exec %s "$@"
+""" % (NODE2, QEMU)
+
+
+@pytest.fixture(scope="module")
+def vc():
+    vmlinux, initrd = RequireGuest()
+    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
+                         "--enabled-hypervisors=kvm,fake",
+                         nodes=(NODE2, )) as cluster:
+        wrapper = os.path.join(cluster.base, "qemu")
+        with open(wrapper, "w", encoding="ascii") as fobj:
+            fobj.write(_QEMU_WRAPPER)
+        os.chmod(wrapper, 0o755)
+        params = GuestHvParams(vmlinux, initrd, kvm_path=wrapper)
+        cluster.Run("gnt-cluster", "modify", "-H", "kvm:" + ",".join(
+            "%s=%s" % item for item in sorted(params.items())))
+        try:
+            yield cluster
+        finally:
+            _KillGuests(cluster)
+
+
+def _Hv(node):
+    """The node's KVM hypervisor, as its noded sees it."""
+    return hv_kvm.KVMHypervisor(root_dir=node.NodePath(pathutils.KVM_HV_DIR))
+
+
+def _KillGuests(cluster):
+    """Kill every QEMU and remove the short socket directories."""
+    for node in cluster.nodes.values():
+        kvm = _Hv(node)
+        KillGuests(kvm)
+        shutil.rmtree(os.path.dirname(kvm.QmpSocket("x")),
+                      ignore_errors=True)
+
+
+def _Console(kvm, name, command, expect, timeout=30):
+    """Run a shell command on the guest's serial console; its output up to
+    ``expect``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(kvm.SerialSocket(name))
+        sock.sendall(command.encode() + b"\n")
+        output = b""
+        deadline = time.monotonic() + timeout
+        while expect.encode() not in output:
+            if time.monotonic() > deadline:
+                raise AssertionError("no %r on the console of %s: %r" %
+                                     (expect, name, output))
+            output += sock.recv(4096)
+    return output.decode(errors="replace")
+
+
+def _Gone(pid):
+    """Whether a process has ended (its parent, init, may not have reaped
+    it yet)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fobj:
+            return fobj.read().rpartition(b")")[2].split()[0] == b"Z"
+    except FileNotFoundError:
+        return True
+
+
+def _Add(vc, name, *extra):
+    vc.Run("gnt-instance", "add", "-H", ":".join(("kvm", ) + extra),
+           "-t", "file", "-o", "tinyimage", "-n", NODE1,
+           "--disk", "0:size=32M", "--no-nics",
+           "-B", "maxmem=128,minmem=64", *CHECKS, name, timeout=120)
+
+
+def _WaitReady(kvm, name, count=1):
+    ready = "tinyimage %s ready" % name
+    WaitFor(lambda: SerialLog(kvm, name).count(ready) >= count, 90,
+            "%s's ready line (%d)" % (name, count))
+
+
+def test_kvm_instance_lifecycle(vc):
+    kvm = _Hv(vc)
+    try:
+        _Add(vc, INSTANCE)
+        _WaitReady(kvm, INSTANCE)
+        listing = vc.Run("gnt-instance", "list", INSTANCE).stdout
+        assert listing.splitlines()[1].split() == [
+            INSTANCE, "kvm", "tinyimage", NODE1, "running", "128M"]
+        assert Field(vc, INSTANCE, "oper_vcpus,oper_state") == "1|Y"
+
+        # The printed command attaches to the live guest's serial console
+        console = vc.Run("gnt-instance", "console", INSTANCE).stdout
+        assert "UNIX-CONNECT:%s" % kvm.SerialSocket(INSTANCE) in console
+        assert len(kvm.SerialSocket(INSTANCE)) <= 107
+        assert "42-console" in _Console(kvm, INSTANCE,
+                                        "echo $((6*7))-console",
+                                        "42-console")
+
+        # Ballooning: QMP reports the new size, and so does the cluster
+        vc.Run("gnt-instance", "modify", "--runtime-memory", "96", INSTANCE)
+        WaitFor(lambda: kvm.GetInstanceInfo(INSTANCE)[2] == 96, 20,
+                "the balloon to reach 96 MiB")
+        assert Field(vc, INSTANCE, "oper_ram,be/maxmem") == "96|128"
+
+        # Soft reboot: the guest resets within the same QEMU
+        pid = kvm._Pid(INSTANCE)
+        vc.Run("gnt-instance", "reboot", "--type=soft", INSTANCE)
+        _WaitReady(kvm, INSTANCE, 2)
+        assert kvm._Pid(INSTANCE) == pid
+        # Hard reboot: a new QEMU (the guest ignores the power button, so
+        # the stop takes the shutdown timeout)
+        vc.Run("gnt-instance", "reboot", "--type=hard",
+               "--shutdown-timeout=1", INSTANCE)
+        new_pid = kvm._Pid(INSTANCE)
+        assert new_pid not in (None, pid)
+        assert _Gone(pid)
+        _WaitReady(kvm, INSTANCE)
+        assert Field(vc, INSTANCE, "status,oper_ram") == "running|128"
+
+        # tinyimage ignores ACPI: the stop ends at the timeout, forced
+        started = time.monotonic()
+        vc.Run("gnt-instance", "shutdown", "--timeout=2", INSTANCE)
+        assert time.monotonic() - started < 20
+        assert kvm._Pid(INSTANCE) is None
+        assert _Gone(new_pid)
+        assert Field(vc, INSTANCE, "status,oper_state") == "ADMIN_down|N"
+
+        # Killed behind the cluster's back: ERROR_down, and start revives
+        vc.Run("gnt-instance", "start", INSTANCE, timeout=120)
+        _WaitReady(kvm, INSTANCE)
+        os.kill(kvm._Pid(INSTANCE), signal.SIGKILL)
+        WaitFor(lambda: kvm._Pid(INSTANCE) is None, 10, "QEMU to die")
+        assert Field(vc, INSTANCE, "status") == "ERROR_down"
+        vc.Run("gnt-instance", "start", INSTANCE, timeout=120)
+        assert Field(vc, INSTANCE, "status") == "running"
+        _WaitReady(kvm, INSTANCE)
+    finally:
+        RemoveInstances(vc, INSTANCE, extra=("--shutdown-timeout=0", ))
+    assert kvm.ListInstances() == []
+    assert not os.path.exists(kvm.RuntimeFile(INSTANCE))
+
+
+def test_guest_poweroff_is_user_down(vc):
+    """With user_shutdown, QEMU stays when the guest powers itself off:
+    USER_down, and gnt-instance start (or reboot) boots it again."""
+    kvm = _Hv(vc)
+    name = "kvm2"
+    try:
+        _Add(vc, name, "user_shutdown=true")
+        for command in ("start", "reboot"):
+            _WaitReady(kvm, name)
+            pid = kvm._Pid(name)
+            _Console(kvm, name, "poweroff -f", "reboot: Power down")
+            WaitFor(lambda: kvm.GetInstanceInfo(name)[4] ==
+                    constants.HV_INSTANCE_SHUTDOWN, 20,
+                    "the guest to power off")
+            assert kvm._Pid(name) == pid
+            assert Field(vc, name, "status") == "USER_down"
+            vc.Run("gnt-instance", command, name, timeout=120)
+            assert kvm._Pid(name) not in (None, pid)
+            assert Field(vc, name, "status") == "running"
+        _WaitReady(kvm, name)
+    finally:
+        RemoveInstances(vc, name, extra=("--shutdown-timeout=0", ))
+
+
+def test_verify_reports_unusable_qemu_per_node(vc):
+    """kvm_path answers nowhere but on node2: only node2 is reported."""
+    result = vc.Run("gnt-cluster", "verify", "--error-codes", check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    problems = [line for line in output.splitlines() if "ENODEHV" in line]
+    assert len(problems) == 1, output
+    assert ":node:%s:hypervisor kvm verify failure: " % NODE2 in problems[0]
+    assert "does not report a QEMU version" in problems[0]
