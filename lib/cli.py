@@ -770,6 +770,21 @@ class JobExecutor:
         return [(status, result) for _, status, result, _ in self.jobs]
 
 
+def RunFollowUpJobs(op: Any, opts: Any, cl: luxi.Client) -> int | None:
+    """Run an opcode whose result lists follow-up jobs (``{"jobs": [...]}``,
+    as node migrate/evacuate and change-group answer) and wait for them.
+
+    Returns how many of them failed, None for a dry run (no jobs).
+    """
+    result = SubmitOrSend(op, opts, cl=cl)
+    if result is None:
+        return None
+    jex = JobExecutor(cl=cl, opts=opts)
+    for status, job_id in result["jobs"]:
+        jex.AddJobId(None, status, job_id)
+    return sum(1 for success, _ in jex.GetResults() if not success)
+
+
 # Tables ----------------------------------------------------------------------
 
 def _FieldMatcher(patterns: Iterable[str] | None) -> Callable[[str], bool]:

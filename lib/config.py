@@ -1014,10 +1014,51 @@ class ConfigWriter:
 
     def RemoveInstance(self, inst_uuid: str,
                        feedback_fn: FeedbackFn = None) -> None:
-        """Remove an instance and its disks."""
-        self._RemoveObject(inst_uuid, "instances", feedback_fn,
-                           lambda snap, inst: {"disks": {
-                               uuid: None for uuid in inst.disks}})
+        """Remove an instance and its disks; its network port goes back
+        to the cluster's pool."""
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            inst = snap.data.instances.get(inst_uuid)
+            if inst is None:
+                raise errors.ConfigurationError("Unknown instance %s" %
+                                                inst_uuid)
+            changes = {"instances": {inst_uuid: None},
+                       "disks": {uuid: None for uuid in inst.disks}}
+            if inst.network_port is None:
+                return changes, None
+            cluster = snap.data.cluster.Copy()
+            cluster.tcpudp_port_pool = sorted(
+                set(cluster.tcpudp_port_pool) | {inst.network_port})
+            _Stamp(cluster, now, new=False)
+            return changes, cluster
+
+        self._Modify(prepare, feedback_fn)
+
+    def AllocatePort(self, feedback_fn: FeedbackFn = None) -> int:
+        """Take a network port for an instance, as Ganeti does: from the
+        pool of returned ports first, else the next above the highest
+        used one (up to LAST_DRBD_PORT)."""
+        allocated: list[int] = []
+
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            cluster = snap.data.cluster.Copy()
+            if cluster.tcpudp_port_pool:
+                port = min(cluster.tcpudp_port_pool)
+                cluster.tcpudp_port_pool = [
+                    other for other in cluster.tcpudp_port_pool
+                    if other != port]
+            else:
+                port = cluster.highest_used_port + 1
+                if port > constants.LAST_DRBD_PORT:
+                    raise errors.ConfigurationError(
+                        "The highest used port is greater than %s. Aborting."
+                        % constants.LAST_DRBD_PORT)
+                cluster.highest_used_port = port
+            _Stamp(cluster, now, new=False)
+            allocated.append(port)
+            return {}, cluster
+
+        self._Modify(prepare, feedback_fn)
+        return allocated[0]
 
     def RenameInstance(self, inst_uuid: str, new_name: str,
                        feedback_fn: FeedbackFn = None) -> None:

@@ -177,11 +177,19 @@ MAX_TAGS_PER_OBJ = 4096
 HT_FAKE = "fake"
 HT_KVM = "kvm"
 HYPER_TYPES = frozenset([HT_FAKE, HT_KVM])
+# Hypervisors whose instances get a network port (KVM: its VNC console)
+HTS_REQ_PORT = frozenset([HT_KVM])
 
 # Migration modes (hypervisor parameter migration_mode)
 HT_MIGRATION_LIVE = "live"
 HT_MIGRATION_NONLIVE = "non-live"
 HT_MIGRATION_MODES = frozenset([HT_MIGRATION_LIVE, HT_MIGRATION_NONLIVE])
+
+# Node evacuation modes (gnt-node evacuate -p/-s, OpNodeEvacuate.mode)
+NODE_EVAC_PRI = "primary-only"
+NODE_EVAC_SEC = "secondary-only"
+NODE_EVAC_ALL = "all"
+NODE_EVAC_MODES = frozenset([NODE_EVAC_PRI, NODE_EVAC_SEC, NODE_EVAC_ALL])
 
 # Migration status reported by the source node's hypervisor
 HV_MIGRATION_ACTIVE = "active"

@@ -461,6 +461,31 @@ class OpNodeMigrate(OpCode):
     OP_RESULT = _TJobIdListOnly
 
 
+class OpNodeEvacuate(OpCode):
+    """Move the instances off a node (one follow-up job each).
+
+    Without an instance allocator, ``remote_node`` is also the target of
+    the primary instances: this version has no internally mirrored disks,
+    hence no secondaries to give a new node.
+    """
+    OP_DSC_FIELD = "node_name"
+    OP_PARAMS = [
+        ("early_release", False, ht.TBool,
+         "Whether to release locks as soon as possible (only for"
+         " internally mirrored disks)"),
+        _PNodeName, _PNodeUuid,
+        ("remote_node", None, ht.TMaybeString,
+         "New secondary node; here also the new primary node of the"
+         " primary instances (no instance allocator exists)"),
+        ("remote_node_uuid", None, ht.TMaybeString,
+         "New secondary node UUID (filled in from remote_node)"),
+        _PIAllocFromDesc("Iallocator for computing solution"),
+        ("mode", ht.NoDefault, ht.TElemOf(constants.NODE_EVAC_MODES),
+         "Node evacuation mode (primary-only, secondary-only or all)"),
+    ]
+    OP_RESULT = _TJobIdListOnly
+
+
 # Node groups --------------------------------------------------------------------
 
 _GROUP_PARAMS = [

@@ -604,3 +604,21 @@ def test_verify_reports_broken_file(cfg, cfg_file):
     node = broken.GetNodeInfoByName("node2.example.com")
     node.drained = True
     broken.Update(node)
+
+
+def test_network_ports_come_from_the_pool_and_go_back(cfg):
+    first = cfg.AllocatePort()
+    assert first == constants.FIRST_DRBD_PORT
+    assert cfg.AllocatePort() == first + 1
+    inst = _NewInstance(cfg, "p1.example.com", network_port=first)
+    cfg.RemoveInstance(inst.uuid)
+    assert cfg.GetClusterInfo().tcpudp_port_pool == [first]
+    # A returned port is used again before a new one
+    assert cfg.AllocatePort() == first
+    assert cfg.AllocatePort() == first + 2
+    cluster = cfg.GetClusterInfo()
+    cluster.highest_used_port = constants.LAST_DRBD_PORT
+    cfg.Update(cluster)
+    with pytest.raises(errors.ConfigurationError,
+                       match="highest used port is greater than 14999"):
+        cfg.AllocatePort()

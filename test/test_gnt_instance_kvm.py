@@ -10,20 +10,18 @@ directory, the sockets in the node's short socket directory.
 """
 
 import os
-import shutil
 import signal
-import socket
 import time
 
 import pytest
 
-from ganeti import constants, pathutils
-from ganeti.hypervisor import hv_kvm
+from ganeti import constants
 
 from testutils_cluster import SMALL_IPOLICY_BOUNDS
 from testutils_instance import (CHECKS, NODE1, NODE2, Field,
                                 InstanceCluster, RemoveInstances)
-from testutils_kvm import (QEMU, GuestHvParams, KillGuests, RequireGuest,
+from testutils_kvm import (QEMU, Console, ForcedStops, GuestHvParams,
+                           KillClusterGuests, NodeHv, RequireGuest,
                            SerialLog, WaitFor)
 
 INSTANCE = "kvm1"
@@ -53,38 +51,7 @@ def vc():
         try:
             yield cluster
         finally:
-            _KillGuests(cluster)
-
-
-def _Hv(node):
-    """The node's KVM hypervisor, as its noded sees it."""
-    return hv_kvm.KVMHypervisor(root_dir=node.NodePath(pathutils.KVM_HV_DIR))
-
-
-def _KillGuests(cluster):
-    """Kill every QEMU and remove the short socket directories."""
-    for node in cluster.nodes.values():
-        kvm = _Hv(node)
-        KillGuests(kvm)
-        shutil.rmtree(os.path.dirname(kvm.QmpSocket("x")),
-                      ignore_errors=True)
-
-
-def _Console(kvm, name, command, expect, timeout=30):
-    """Run a shell command on the guest's serial console; its output up to
-    ``expect``."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        sock.connect(kvm.SerialSocket(name))
-        sock.sendall(command.encode() + b"\n")
-        output = b""
-        deadline = time.monotonic() + timeout
-        while expect.encode() not in output:
-            if time.monotonic() > deadline:
-                raise AssertionError("no %r on the console of %s: %r" %
-                                     (expect, name, output))
-            output += sock.recv(4096)
-    return output.decode(errors="replace")
+            KillClusterGuests(cluster)
 
 
 def _Gone(pid):
@@ -111,7 +78,7 @@ def _WaitReady(kvm, name, count=1):
 
 
 def test_kvm_instance_lifecycle(vc):
-    kvm = _Hv(vc)
+    kvm = NodeHv(vc)
     try:
         _Add(vc, INSTANCE)
         _WaitReady(kvm, INSTANCE)
@@ -119,14 +86,17 @@ def test_kvm_instance_lifecycle(vc):
         assert listing.splitlines()[1].split() == [
             INSTANCE, "kvm", "tinyimage", NODE1, "running", "128M"]
         assert Field(vc, INSTANCE, "oper_vcpus,oper_state") == "1|Y"
+        # KVM instances get a network port from the cluster (their VNC)
+        port = int(Field(vc, INSTANCE, "network_port"))
+        assert constants.FIRST_DRBD_PORT <= port <= constants.LAST_DRBD_PORT
 
         # The printed command attaches to the live guest's serial console
         console = vc.Run("gnt-instance", "console", INSTANCE).stdout
         assert "UNIX-CONNECT:%s" % kvm.SerialSocket(INSTANCE) in console
         assert len(kvm.SerialSocket(INSTANCE)) <= 107
-        assert "42-console" in _Console(kvm, INSTANCE,
-                                        "echo $((6*7))-console",
-                                        "42-console")
+        assert "42-console" in Console(kvm, INSTANCE,
+                                       "echo $((6*7))-console",
+                                       "42-console")
 
         # Ballooning: QMP reports the new size, and so does the cluster
         vc.Run("gnt-instance", "modify", "--runtime-memory", "96", INSTANCE)
@@ -139,21 +109,24 @@ def test_kvm_instance_lifecycle(vc):
         vc.Run("gnt-instance", "reboot", "--type=soft", INSTANCE)
         _WaitReady(kvm, INSTANCE, 2)
         assert kvm._Pid(INSTANCE) == pid
-        # Hard reboot: a new QEMU (the guest ignores the power button, so
-        # the stop takes the shutdown timeout)
+        # Hard reboot: a new QEMU (the old one stopped by ACPI)
         vc.Run("gnt-instance", "reboot", "--type=hard",
-               "--shutdown-timeout=1", INSTANCE)
+               "--shutdown-timeout=30", INSTANCE)
         new_pid = kvm._Pid(INSTANCE)
         assert new_pid not in (None, pid)
         assert _Gone(pid)
         _WaitReady(kvm, INSTANCE)
         assert Field(vc, INSTANCE, "status,oper_ram") == "running|128"
 
-        # tinyimage ignores ACPI: the stop ends at the timeout, forced
+        # The guest's acpid powers it off: no forced stop, long before
+        # the timeout
+        forced = ForcedStops(vc, INSTANCE)
         started = time.monotonic()
-        vc.Run("gnt-instance", "shutdown", "--timeout=2", INSTANCE)
+        vc.Run("gnt-instance", "shutdown", "--timeout=60", INSTANCE)
         assert time.monotonic() - started < 20
+        assert ForcedStops(vc, INSTANCE) == forced
         assert kvm._Pid(INSTANCE) is None
+        assert "reboot: Power down" in SerialLog(kvm, INSTANCE)
         assert _Gone(new_pid)
         assert Field(vc, INSTANCE, "status,oper_state") == "ADMIN_down|N"
 
@@ -166,6 +139,18 @@ def test_kvm_instance_lifecycle(vc):
         vc.Run("gnt-instance", "start", INSTANCE, timeout=120)
         assert Field(vc, INSTANCE, "status") == "running"
         _WaitReady(kvm, INSTANCE)
+
+        # Without its acpid the guest ignores the power button: the stop
+        # is forced at the timeout
+        Console(kvm, INSTANCE, "kill $(cat /var/run/acpid.pid);"
+                " echo acpid-$((6*7))", "acpid-42")
+        pid = kvm._Pid(INSTANCE)
+        started = time.monotonic()
+        vc.Run("gnt-instance", "shutdown", "--timeout=2", INSTANCE)
+        assert 2 <= time.monotonic() - started < 20
+        assert ForcedStops(vc, INSTANCE) == forced + 1
+        assert _Gone(pid)
+        assert Field(vc, INSTANCE, "status,oper_state") == "ADMIN_down|N"
     finally:
         RemoveInstances(vc, INSTANCE, extra=("--shutdown-timeout=0", ))
     assert kvm.ListInstances() == []
@@ -175,14 +160,14 @@ def test_kvm_instance_lifecycle(vc):
 def test_guest_poweroff_is_user_down(vc):
     """With user_shutdown, QEMU stays when the guest powers itself off:
     USER_down, and gnt-instance start (or reboot) boots it again."""
-    kvm = _Hv(vc)
+    kvm = NodeHv(vc)
     name = "kvm2"
     try:
         _Add(vc, name, "user_shutdown=true")
         for command in ("start", "reboot"):
             _WaitReady(kvm, name)
             pid = kvm._Pid(name)
-            _Console(kvm, name, "poweroff -f", "reboot: Power down")
+            Console(kvm, name, "poweroff -f", "reboot: Power down")
             WaitFor(lambda: kvm.GetInstanceInfo(name)[4] ==
                     constants.HV_INSTANCE_SHUTDOWN, 20,
                     "the guest to power off")

@@ -20,6 +20,7 @@ import pytest
 from ganeti import constants, errors, hypervisor, objects, pathutils
 from ganeti.hypervisor import hv_kvm
 
+from testutils_kvm import Console as _Console
 from testutils_kvm import Disk as _Disk
 from testutils_kvm import Instance as _Instance
 from testutils_kvm import SerialLog as _SerialLog
@@ -325,14 +326,23 @@ def test_real_guest_lifecycle(guest_env):
              40, "the guest to boot again")
     assert kvm._Pid(name) == pid
 
-    # The tinyimage init has no ACPI handler: power-down is ignored, and
-    # the forced stop (QMP quit) ends it as noded's shutdown loop would
-    started = time.monotonic()
-    kvm.StopInstance(inst, timeout=2)
+    # Without its acpid the guest ignores the power button: it still runs
+    # when noded's shutdown loop would force it at the timeout
+    _Console(kvm, name, "kill $(cat /var/run/acpid.pid); echo acpid-$((6*7))",
+             "acpid-42")
+    kvm.StopInstance(inst, timeout=30)
     time.sleep(2)
-    if kvm.ListInstances():
-        kvm.StopInstance(inst, force=True)
+    kvm.StopInstance(inst, retry=True, timeout=30)
+    assert kvm._Pid(name) == pid
+    # With acpid again, power-down stops it cleanly, long before the
+    # timeout: the guest's kernel powers off and QEMU exits by itself
+    _Console(kvm, name, "acpid -c /etc/acpi; echo acpid-$((6*7))",
+             "acpid-42")
+    started = time.monotonic()
+    kvm.StopInstance(inst, timeout=30)
+    _WaitFor(lambda: kvm._Pid(name) is None, 10, "the ACPI power-down")
     assert time.monotonic() - started < 10
+    assert "reboot: Power down" in _SerialLog(kvm, name)
     assert kvm.ListInstances() == []
     assert kvm.GetInstanceInfo(name) is None
     kvm.CleanupInstance(name)
@@ -340,6 +350,31 @@ def test_real_guest_lifecycle(guest_env):
     assert not os.path.exists(kvm.QmpSocket(name))
     assert subprocess.run(["pgrep", "-f", kvm.PidFile(name)],
                           capture_output=True).returncode == 1
+
+
+def test_real_guest_forced_stop(guest_env):
+    """A guest that cannot take the power button (paused here) stops by
+    the forced stop, QMP quit; one without ACPI stops by quit at once."""
+    kvm, root, vmlinux, initrd = guest_env
+    paused = _Instance("inst3.example.com", hvparams={
+        "kvm_flag": "disabled", "kernel_path": vmlinux,
+        "initrd_path": initrd, "root_path": ""})
+    no_acpi = _Instance("inst4.example.com", hvparams={
+        "kvm_flag": "disabled", "kernel_path": vmlinux,
+        "initrd_path": initrd, "root_path": "", "acpi": False})
+    kvm.StartInstance(paused, [], True)
+    kvm.StartInstance(no_acpi, [], True)
+    pid = kvm._Pid(paused.name)
+    kvm.StopInstance(paused, timeout=30)
+    time.sleep(1)
+    assert kvm._Pid(paused.name) == pid
+    started = time.monotonic()
+    kvm.StopInstance(paused, force=True)
+    assert kvm._Pid(paused.name) is None
+    kvm.StopInstance(no_acpi, timeout=30)
+    _WaitFor(lambda: kvm._Pid(no_acpi.name) is None, 5, "QMP quit")
+    assert time.monotonic() - started < 5
+    assert kvm.ListInstances() == []
 
 
 def test_real_guest_dead_process_not_listed(guest_env):

@@ -22,15 +22,15 @@ import time
 
 import pytest
 
-from ganeti import constants, errors, pathutils
+from ganeti import constants, errors
 from ganeti.hypervisor import hv_kvm
 
 from testutils_cluster import SMALL_IPOLICY_BOUNDS
 from testutils_instance import (CHECKS, NODE1, NODE2, Field,
                                 InstanceCluster, RemoveInstances)
 from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
-                           KillGuests, RequireGuest, SerialLog,
-                           TinyImageDisk, WaitFor)
+                           KillClusterGuests, KillGuests, NodeHv,
+                           RequireGuest, SerialLog, TinyImageDisk, WaitFor)
 
 TARGET = "127.0.0.2"
 SOURCE = "127.0.0.1"
@@ -66,8 +66,6 @@ def pair():
         KillGuests(src)
         KillGuests(dst)
         shutil.rmtree(root, ignore_errors=True)
-        shutil.rmtree(os.path.dirname(dst.QmpSocket(NAME)),
-                      ignore_errors=True)
 
 
 def _Type(kvm, line: str, name: str = NAME) -> None:
@@ -280,11 +278,6 @@ def test_failed_migrations_roll_back(pair):
 SHARED_VDIR = "/srv/ganeti/shared-file-storage"
 
 
-def _NodeHv(node) -> hv_kvm.KVMHypervisor:
-    """The node's KVM hypervisor, as its noded sees it."""
-    return hv_kvm.KVMHypervisor(root_dir=node.NodePath(pathutils.KVM_HV_DIR))
-
-
 @pytest.fixture(scope="module")
 def vc():
     """Two nodes, kvm enabled with the test kernel, sharedfile storage
@@ -302,13 +295,12 @@ def vc():
         try:
             yield cluster
         finally:
-            for node in cluster.nodes.values():
-                KillGuests(_NodeHv(node))
+            KillClusterGuests(cluster)
 
 
 def test_gnt_instance_migrate_kvm_sharedfile(vc):
     name = "kvmmig1"
-    node1, node2 = (_NodeHv(vc.nodes[node]) for node in (NODE1, NODE2))
+    node1, node2 = (NodeHv(vc.nodes[node]) for node in (NODE1, NODE2))
     try:
         vc.Run("gnt-instance", "add", "-t", "sharedfile", "-o", "tinyimage",
                "-n", NODE1, "--disk", "0:size=32M", "--no-nics", "-B",

@@ -26,14 +26,15 @@ import pytest
 from ganeti import constants, errors, objects
 from ganeti.hypervisor import hv_kvm
 
-from test_hv_kvm_migration import (NAME, _Ask, _NodeHv, _Status, _Type,
+from test_hv_kvm_migration import (NAME, _Ask, _Status, _Type,
                                    _WaitMigration)
 from testutils_cluster import SMALL_IPOLICY_BOUNDS
 from testutils_instance import (CHECKS, NODE1, NODE2, DiskPaths, Field,
                                 FindInstance, InstanceCluster, NodeUuid,
                                 RemoveInstances)
 from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
-                           KillGuests, RequireGuest, SerialLog,
+                           KillClusterGuests, KillGuests, NodeHv,
+                           RequireGuest, SerialLog,
                            TinyImageDisk, WaitFor)
 
 SOURCE = "127.0.0.1"
@@ -94,8 +95,6 @@ def pair():
         KillGuests(src)
         KillGuests(dst)
         shutil.rmtree(root, ignore_errors=True)
-        shutil.rmtree(os.path.dirname(dst.QmpSocket(NAME)),
-                      ignore_errors=True)
 
 
 def _WriteData(kvm, tag: str) -> str:
@@ -238,13 +237,12 @@ def vc():
         try:
             yield cluster
         finally:
-            for node in cluster.nodes.values():
-                KillGuests(_NodeHv(node))
+            KillClusterGuests(cluster)
 
 
 def test_gnt_instance_migrate_kvm_file(vc):
     name = "kvmnbd1"
-    node1, node2 = (_NodeHv(vc.nodes[node]) for node in (NODE1, NODE2))
+    node1, node2 = (NodeHv(vc.nodes[node]) for node in (NODE1, NODE2))
     try:
         vc.Run("gnt-instance", "add", "-t", "file", "-o", "tinyimage",
                "-n", NODE1, "--disk", "0:size=%dM" % DISK_MIB, "--no-nics",

@@ -11,7 +11,6 @@ Needs root and network namespaces; skipped where they can't be made.
 """
 
 import os
-import shutil
 import subprocess
 
 import pytest
@@ -24,7 +23,7 @@ from testutils_cluster import (SMALL_IPOLICY_BOUNDS, NetnsCluster,
 from testutils_instance import (CHECKS, FILE_VDIR, NODE2, SHIPPED_OS,
                                 AllowFileStorage, Fail, Field, OsSearchDir,
                                 RemoveInstances)
-from testutils_kvm import (GuestHvParams, KillGuests, RequireGuest,
+from testutils_kvm import (GuestHvParams, KillClusterGuests, RequireGuest,
                            SerialLog, WaitFor)
 
 BRIDGE = "brinst"
@@ -84,11 +83,7 @@ def nc():
         host_bridge = _InstanceNetwork(cluster)
         yield cluster
     finally:
-        for node in cluster.nodes.values():
-            kvm = _Hv(node)
-            KillGuests(kvm)
-            shutil.rmtree(os.path.dirname(kvm.QmpSocket("x")),
-                          ignore_errors=True)
+        KillClusterGuests(cluster)
         cluster.Cleanup()
         if host_bridge:
             subprocess.run(["ip", "link", "delete", host_bridge],

@@ -2,8 +2,9 @@
 
 The guests run qemu-system-x86_64 with TCG on a Debian kernel (the
 uncompressed vmlinux, booted directly) and a small initramfs that loads
-the virtio and ext4 modules and switches to the root file system the
-tinyimage OS wrote. Kernel and initramfs are built once into
+the virtio, ext4 and ACPI power button modules and switches to the root
+file system the tinyimage OS wrote (whose acpid powers the guest off on
+the power button). Kernel and initramfs are built once into
 KVM_TEST_CACHE (default /tmp/ganeti-kvm-test-cache) from the Debian
 package, fetched with apt-get download; the tests are skipped with the
 reason when QEMU or the package is not available.
@@ -16,13 +17,14 @@ import lzma
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
 
 import pytest
 
-from ganeti import constants, objects
+from ganeti import constants, objects, pathutils
 from ganeti.hypervisor import hv_kvm
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,7 +35,10 @@ CACHE = os.environ.get("KVM_TEST_CACHE", "/tmp/ganeti-kvm-test-cache")
 _MODULES = ["virtio_ring", "virtio", "virtio_pci_legacy_dev",
             "virtio_pci_modern_dev", "virtio_pci", "virtio_blk",
             "virtio_balloon", "crc16", "mbcache", "jbd2", "crc32c_generic",
-            "ext4", "failover", "net_failover", "virtio_net"]
+            "ext4", "failover", "net_failover", "virtio_net",
+            # The ACPI power button as an input device, for the guest's
+            # acpid (tinyimage): loaded before it starts
+            "button", "evdev"]
 _INITRD_INIT = """#!/bin/busybox sh
 bb=/bin/busybox
 $bb mkdir -p /proc /dev /newroot
@@ -166,11 +171,37 @@ def RequireGuest() -> tuple[str, str]:
 
 
 def KillGuests(kvm: hv_kvm.KVMHypervisor) -> None:
-    """SIGKILL every QEMU of a hypervisor object (test clean-up)."""
+    """SIGKILL every QEMU of a hypervisor object and remove its socket
+    directory (test clean-up).
+
+    A deep root (a virtual cluster node's) has its sockets in a short
+    directory outside it, which removing the root would leave behind.
+    """
     for name in kvm.ListInstances():
         pid = kvm._Pid(name)
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(kvm._dirs["ctrl"], ignore_errors=True)
+
+
+def NodeHv(node) -> hv_kvm.KVMHypervisor:
+    """A virtual cluster node's KVM hypervisor, as its noded sees it."""
+    return hv_kvm.KVMHypervisor(root_dir=node.NodePath(pathutils.KVM_HV_DIR))
+
+
+def KillClusterGuests(cluster) -> None:
+    """KillGuests on every node of a virtual cluster."""
+    for node in cluster.nodes.values():
+        KillGuests(NodeHv(node))
+
+
+def ForcedStops(node, name: str) -> int:
+    """How often the node's noded had to force the instance off (its
+    guest had not powered off by ACPI within the shutdown timeout)."""
+    path = node.NodePath(pathutils.GetLogFilename(
+        constants.DAEMONS_LOGBASE[constants.NODED]))
+    with open(path, errors="replace") as fobj:
+        return fobj.read().count("Instance %s did not stop in" % name)
 
 
 def GuestRoot() -> str:
@@ -225,5 +256,23 @@ def SerialLog(kvm, name):
             return fobj.read()
     except FileNotFoundError:
         return ""
+
+
+def Console(kvm: hv_kvm.KVMHypervisor, name: str, command: str,
+            expect: str, timeout: float = 30) -> str:
+    """Run a shell command on the guest's serial console; its output up to
+    ``expect``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(kvm.SerialSocket(name))
+        sock.sendall(command.encode() + b"\n")
+        output = b""
+        deadline = time.monotonic() + timeout
+        while expect.encode() not in output:
+            if time.monotonic() > deadline:
+                raise AssertionError("no %r on the console of %s: %r" %
+                                     (expect, name, output))
+            output += sock.recv(4096)
+    return output.decode(errors="replace")
 
 

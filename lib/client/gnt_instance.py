@@ -580,14 +580,10 @@ def ChangeGroup(opts: Any, args: list[str]) -> int:
     op = opcodes.OpInstanceChangeGroup(instance_name=name,
                                        iallocator=opts.iallocator,
                                        target_groups=opts.to)
-    result = cli.SubmitOrSend(op, opts, cl=cl)
-    if result is None:
+    bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
+    if bad_cnt is None:
         # A dry run submits nothing
         return constants.EXIT_SUCCESS
-    jex = cli.JobExecutor(cl=cl, opts=opts)
-    for status, job_id in result["jobs"]:
-        jex.AddJobId(None, status, job_id)
-    bad_cnt = sum(1 for success, _ in jex.GetResults() if not success)
     if bad_cnt:
         cli.ToStdout("There were %s errors while changing group of instance"
                      " '%s'.", bad_cnt, name)

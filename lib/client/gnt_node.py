@@ -2,14 +2,15 @@
 
 from typing import Any
 
-from ganeti import cli, config, constants, opcodes
+from ganeti import cli, config, constants, errors, opcodes
 from ganeti.cli_opts import (
     ARGS_MANY_NODES, ARGS_ONE_NODE, ArgHost, ArgNode, ArgUnknown,
-    DRY_RUN_OPT, DST_NODE_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT,
+    DRY_RUN_OPT, DST_NODE_OPT, EARLY_RELEASE_OPT, FIELDS_OPT,
+    FORCE_FILTER_OPT, FORCE_OPT,
     IALLOCATOR_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
     MigrationModeFromOpts, NOHDR_OPT, NONLIVE_OPT, NORUNTIME_CHGS_OPT,
     OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SUBMIT_OPT,
-    TAG_SRC_OPT, UNITS_OPT, VERBOSE_OPT)
+    TAG_SRC_OPT, UNITS_OPT, VERBOSE_OPT, cli_option)
 
 _Add = opcodes.OpNodeAdd
 _SetParams = opcodes.OpNodeSetParams
@@ -52,6 +53,18 @@ NDPARAMS_OPT = OpcodeOption(_SetParams, "ndparams", "--node-parameters",
                             default={})
 NODE_POWERED_OPT = OpcodeOption(_SetParams, "powered", "--node-powered",
                                 type="bool", action="store", metavar=_YES_NO)
+EVAC_NODE_OPT = OpcodeOption(opcodes.OpNodeEvacuate, "remote_node", "-n",
+                             "--new-secondary", dest="dst_node",
+                             metavar="NODE")
+PRIMARY_ONLY_OPT = cli_option("-p", "--primary-only", default=False,
+                              action="store_true",
+                              help="Evacuate primary instances only")
+SECONDARY_ONLY_OPT = cli_option("-s", "--secondary-only", default=False,
+                                action="store_true",
+                                help="Evacuate secondary instances only"
+                                " (applies only to internally mirrored disk"
+                                " templates, which this version has none"
+                                " of)")
 
 _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
 
@@ -220,19 +233,65 @@ def MigrateNode(opts: Any, args: list[str]) -> int:
                                target_node=opts.dst_node,
                                allow_runtime_changes=opts.allow_runtime_chgs,
                                ignore_ipolicy=opts.ignore_ipolicy)
-    result = cli.SubmitOrSend(op, opts, cl=cl)
-    if result is None:
+    bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
+    if bad_cnt is None:
         # A dry run submits nothing
         return constants.EXIT_SUCCESS
-    jex = cli.JobExecutor(cl=cl, opts=opts)
-    for status, job_id in result["jobs"]:
-        jex.AddJobId(None, status, job_id)
-    bad_cnt = sum(1 for success, _ in jex.GetResults() if not success)
     if bad_cnt:
         cli.ToStdout("There were %s errors during the node migration.",
                      bad_cnt)
         return constants.EXIT_FAILURE
     cli.ToStdout("All instances migrated successfully.")
+    return constants.EXIT_SUCCESS
+
+
+def EvacuateNode(opts: Any, args: list[str]) -> int:
+    """Move the instances off a node, one job each, and wait for them.
+
+    Unlike Ganeti, ``-n`` does not restrict the evacuation to secondary
+    instances: without an instance allocator it names the new node of
+    the primary instances too.
+    """
+    if opts.primary_only and opts.secondary_only:
+        raise errors.OpPrereqError("Only one of the --primary-only and"
+                                   " --secondary-only options can be passed",
+                                   errors.ECODE_INVAL)
+    if opts.primary_only:
+        mode = constants.NODE_EVAC_PRI
+    elif opts.secondary_only:
+        mode = constants.NODE_EVAC_SEC
+    else:
+        mode = constants.NODE_EVAC_ALL
+    fields = []
+    if not opts.secondary_only:
+        fields.append("pinst_list")
+    if not opts.primary_only:
+        fields.append("sinst_list")
+    cl = cli.GetClient()
+    instances = {name for row in cli.QueryRows(constants.QR_NODE, fields,
+                                               args)
+                 for names in row for name in names or []}
+    if not instances:
+        cli.ToStderr("No instances to evacuate on node(s) %s, exiting.",
+                     ", ".join(args))
+        return constants.EXIT_SUCCESS
+    if not (opts.force or
+            cli.AskUser("Relocate instance(s) %s from node(s) %s?" %
+                        (", ".join(config.NiceSort(instances)),
+                         ", ".join(args)))):
+        return constants.EXIT_CONFIRMATION
+    op = opcodes.OpNodeEvacuate(node_name=args[0], mode=mode,
+                                remote_node=opts.dst_node,
+                                iallocator=opts.iallocator,
+                                early_release=opts.early_release)
+    bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
+    if bad_cnt is None:
+        # A dry run submits nothing
+        return constants.EXIT_SUCCESS
+    if bad_cnt:
+        cli.ToStdout("There were %s errors during the evacuation.", bad_cnt)
+        return constants.EXIT_FAILURE
+    cli.ToStdout("All instances evacuated successfully.")
     return constants.EXIT_SUCCESS
 
 
@@ -269,6 +328,15 @@ commands = {
                 "[-f] [-n <target-node>] <node_name>",
                 "Migrate all the primary instances on a node away from it"
                 " (only for mirrored instances)"),
+    "evacuate": (EvacuateNode, ARGS_ONE_NODE,
+                 [FORCE_OPT, IALLOCATOR_OPT, EVAC_NODE_OPT,
+                  EARLY_RELEASE_OPT, PRIMARY_ONLY_OPT, SECONDARY_ONLY_OPT] +
+                 _JOB_OPTS,
+                 "[-f] {-I <iallocator> | -n <dst>} [-p | -s] [options...]"
+                 " <node>",
+                 "Relocate the primary and/or secondary instances from a"
+                 " node; without an iallocator, -n names the new node of"
+                 " the primary instances too"),
     "volumes": (ListVolumes, ARGS_MANY_NODES, [], "[<node_name>...]",
                 "List logical volumes on node(s)"),
     "list-storage": (ListStorage, ARGS_MANY_NODES,

@@ -460,6 +460,9 @@ class LUInstanceCreate(LogicalUnit):
                 self._import.ImportDisks(self, instance, disks, feedback_fn)
             elif self.op.os_type and not self.op.no_install and disks:
                 self._InstallOS(instance, disks, feedback_fn)
+            if self.hypervisor in constants.HTS_REQ_PORT:
+                # Taken last: RemoveInstance gives it back on failure
+                instance.network_port = self.cfg.AllocatePort()
             self.cfg.AddInstance(instance, disks)
             added = True
             if self.op.start:

@@ -1,5 +1,6 @@
 """LUs giving an instance another primary node: failover, migration,
-change-group, and the migration of all primary instances of a node.
+change-group, the migration of all primary instances of a node and its
+evacuation.
 
 Only the externally mirrored templates (DTS_EXT_MIRROR: diskless,
 sharedfile, blockdev, ext) can change their primary node this way: their
@@ -956,3 +957,125 @@ class LUNodeMigrate(LogicalUnit):
             for uuid in self.instance_uuids]
         return ResultWithJobs(jobs)
 
+
+
+# Evacuation of a node --------------------------------------------------------
+
+class LUNodeEvacuate(LogicalUnit):
+    """Move the instances off a node, one follow-up job each.
+
+    Only primary instances exist to move (no template has secondaries in
+    this version). Without an instance allocator the admin names their
+    new node: Ganeti's ``remote_node`` (the new secondary) doubles as it.
+    Each instance moves the least disruptive way its disks allow: a
+    migration (falling back to a failover) when they are externally
+    mirrored, a failover when it is stopped, a live migration when the
+    hypervisor copies its ``file`` disks, else a move copying them.
+    """
+
+    HPATH = "node-evacuate"
+    HTYPE = constants.HTYPE_NODE
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        _RefuseIAllocator(self.op.iallocator)
+
+    def ExpandNames(self) -> None:
+        op = self.op
+        op.node_uuid, op.node_name = ExpandNodeUuidAndName(
+            self.cfg, op.node_uuid, op.node_name)
+        if op.remote_node is not None:
+            op.remote_node_uuid, op.remote_node = ExpandNodeUuidAndName(
+                self.cfg, op.remote_node_uuid, op.remote_node)
+            if op.remote_node_uuid == op.node_uuid:
+                raise errors.OpPrereqError(
+                    "Can not use evacuated node %s as the target node" %
+                    op.node_name, errors.ECODE_INVAL)
+        # Only looks: the follow-up jobs take their own locks
+        self.share_locks[locking.LEVEL_INSTANCE] = 1
+        self.share_locks[locking.LEVEL_NODE] = 1
+        self.needed_locks = {
+            locking.LEVEL_INSTANCE: self._Instances(),
+            locking.LEVEL_NODE: [op.node_uuid],
+        }
+
+    def _Instances(self) -> list[str]:
+        """UUIDs of the node's instances the mode selects."""
+        primary, secondary = self.cfg.GetNodeInstances(self.op.node_uuid)
+        if self.op.mode == constants.NODE_EVAC_PRI:
+            return primary
+        if self.op.mode == constants.NODE_EVAC_SEC:
+            return secondary
+        return primary + secondary
+
+    def CheckPrereq(self) -> None:
+        op = self.op
+        self.instance_uuids = self._Instances()
+        owned = self.glm.list_owned(locking.LEVEL_INSTANCE)
+        names = sorted(self.cfg.GetInstanceInfo(uuid).name
+                       for uuid in self.instance_uuids)
+        if set(self.instance_uuids) != set(owned):
+            # A locked instance may have been removed meanwhile
+            locked = sorted(inst.name for inst in
+                            map(self.cfg.GetInstanceInfo, owned) if inst)
+            raise errors.OpPrereqError(
+                "Instances on node '%s' changed since locks were acquired,"
+                " current instances are '%s', used to be '%s'; retry the"
+                " operation" % (op.node_name, ", ".join(names),
+                                ", ".join(locked)), errors.ECODE_STATE)
+        if not names:
+            self.LogInfo("No instances to evacuate from node '%s'",
+                         op.node_name)
+            return
+        self.LogInfo("Evacuating instances from node '%s': %s",
+                     op.node_name, ", ".join(names))
+        CheckIAllocatorOrNode(self, op.iallocator, op.remote_node)
+        target = op.remote_node_uuid
+        CheckNodeOnline(self, target)
+        CheckNodeNotDrained(self, target)
+        CheckNodeVmCapable(self, target)
+        stuck = sorted(
+            "%s (%s)" % (name, template) for name, template in
+            ((self.cfg.GetInstanceInfo(uuid).name,
+              self.cfg.GetInstanceDiskTemplate(uuid))
+             for uuid in self.instance_uuids)
+            if template not in constants.DTS_EXT_MIRROR and
+            template not in constants.DTS_COPYABLE)
+        if stuck:
+            raise errors.OpPrereqError(
+                "Unable to evacuate instances %s: their disk layout allows"
+                " neither migration nor move" % ", ".join(stuck),
+                errors.ECODE_STATE)
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"NODE_NAME": self.op.node_name,
+                "EVAC_MODE": self.op.mode,
+                "REMOTE_NODE": self.op.remote_node or ""}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.GetMasterNode()
+        return [master], [master]
+
+    def _MoveOp(self, uuid: str) -> opcodes.OpCode:
+        """The opcode moving one instance to the target node."""
+        instance = self.cfg.GetInstanceInfo(uuid)
+        template = self.cfg.GetInstanceDiskTemplate(uuid)
+        target = self.op.remote_node
+        running = instance.admin_state == objects.ADMINST_UP
+        if template in constants.DTS_EXT_MIRROR:
+            if running:
+                return opcodes.OpInstanceMigrate(
+                    instance_name=instance.name, target_node=target,
+                    allow_failover=True)
+            return opcodes.OpInstanceFailover(instance_name=instance.name,
+                                              target_node=target)
+        if (running and template == constants.DT_FILE and
+                HypervisorClass(instance.hypervisor).CAN_MIGRATE_STORAGE):
+            return opcodes.OpInstanceMigrate(instance_name=instance.name,
+                                             target_node=target)
+        return opcodes.OpInstanceMove(instance_name=instance.name,
+                                      target_node=target)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
+        return ResultWithJobs([[self._MoveOp(uuid)]
+                               for uuid in self.instance_uuids])

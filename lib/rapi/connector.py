@@ -54,6 +54,7 @@ RESOURCES = {
     "/2/nodes/{node_name}/role": rlib2.R_2_nodes_name_role,
     "/2/nodes/{node_name}/modify": rlib2.R_2_nodes_name_modify,
     "/2/nodes/{node_name}/migrate": rlib2.R_2_nodes_name_migrate,
+    "/2/nodes/{node_name}/evacuate": rlib2.R_2_nodes_name_evacuate,
     "/2/nodes/{node_name}/tags": rlib2.R_2_nodes_name_tags,
 
     "/2/groups": rlib2.R_2_groups,

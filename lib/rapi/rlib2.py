@@ -571,6 +571,19 @@ class R_2_nodes_name_migrate(OpcodeResource):
         return {"mode": mode}, static
 
 
+class R_2_nodes_name_evacuate(OpcodeResource):
+    """/2/nodes/[node_name]/evacuate resource.
+
+    The job's result lists the follow-up jobs moving the instances
+    (NODE_EVAC_RES1; Ganeti 2.4's query arguments are not accepted).
+    """
+
+    FEATURES = (rapi.NODE_EVAC_RES1, )
+    URI_PARAMS = ("node_name", )
+    POST_OPCODE = opcodes.OpNodeEvacuate
+    POST_QUERY = {"dry-run": "dry_run"}
+
+
 # Node groups -----------------------------------------------------------------
 
 class R_2_groups(OpcodeResource):
