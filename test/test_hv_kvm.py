@@ -336,8 +336,11 @@ def test_real_guest_lifecycle(guest_env):
     assert kvm._Pid(name) == pid
     # With acpid again, power-down stops it cleanly, long before the
     # timeout: the guest's kernel powers off and QEMU exits by itself
-    _Console(kvm, name, "acpid -c /etc/acpi; echo acpid-$((6*7))",
-             "acpid-42")
+    # (acpid writes its pid file before it opens the input
+    # devices: wait until it holds one)
+    _Console(kvm, name, "acpid -c /etc/acpi; while ! ls -l /proc/$(cat"
+             " /var/run/acpid.pid)/fd | grep -q /dev/input; do sleep 0.1;"
+             " done; echo acpid-$((6*7))", "acpid-42")
     started = time.monotonic()
     kvm.StopInstance(inst, timeout=30)
     _WaitFor(lambda: kvm._Pid(name) is None, 10, "the ACPI power-down")
