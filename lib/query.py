@@ -40,6 +40,7 @@ FS_NODATA = FieldStatus(constants.RS_NODATA)
 FS_UNAVAIL = FieldStatus(constants.RS_UNAVAIL)
 FS_OFFLINE = FieldStatus(constants.RS_OFFLINE)
 _FS_UNKNOWN = FieldStatus(constants.RS_UNKNOWN)
+_RS_NORMAL = constants.RS_NORMAL
 
 
 def FieldDefinition(name: str, table: FieldTable) -> dict:
@@ -393,11 +394,11 @@ def _Row(getters: list[Callable[[Any], Any]], item: Any) -> list[list]:
     """``[status, value]`` of each field of an item.
 
     Runs for every cell of a result, hence one comprehension rather than
-    a function call per cell.
+    a function call per cell, and a type test (FieldStatus has no
+    subclasses) rather than isinstance.
     """
-    return [[value.status, None] if isinstance(value := get(item),
-                                               FieldStatus)
-            else [constants.RS_NORMAL, value]
+    return [[_RS_NORMAL, value] if type(value := get(item)) is not FieldStatus
+            else [value.status, None]
             for get in getters]
 
 
@@ -407,26 +408,29 @@ def _Row(getters: list[Callable[[Any], Any]], item: Any) -> list[list]:
 _SERIAL_NO_DOC = "%s object serial number, incremented on each modification"
 
 
-def _Timestamp(attr: str) -> Callable[[Any], Any]:
-    def get(obj: Any) -> Any:
-        value = getattr(obj, attr)
+def _Timestamp(path: str) -> Callable[[Any], Any]:
+    get = operator.attrgetter(path)
+
+    def timestamp(item: Any) -> Any:
+        value = get(item)
         return FS_UNAVAIL if value is None else value
-    return get
+    return timestamp
 
 
-def _ObjectFields(what: str, obj_of: Callable[[Any], Any]) -> FieldTable:
-    """uuid, serial_no, ctime, mtime and tags of the item's object."""
-    ctime, mtime = _Timestamp("ctime"), _Timestamp("mtime")
+def _ObjectFields(what: str, obj_attr: str) -> FieldTable:
+    """uuid, serial_no, ctime, mtime and tags of the item's object (its
+    attribute ``obj_attr``)."""
+    obj_of = operator.attrgetter(obj_attr)
     return {
         "uuid": ("UUID", constants.QFT_TEXT,
-                 lambda item: obj_of(item).uuid, "%s UUID" % what),
+                 operator.attrgetter(obj_attr + ".uuid"), "%s UUID" % what),
         "serial_no": ("SerialNo", constants.QFT_NUMBER,
-                      lambda item: obj_of(item).serial_no,
+                      operator.attrgetter(obj_attr + ".serial_no"),
                       _SERIAL_NO_DOC % what),
         "ctime": ("CTime", constants.QFT_TIMESTAMP,
-                  lambda item: ctime(obj_of(item)), "Creation timestamp"),
+                  _Timestamp(obj_attr + ".ctime"), "Creation timestamp"),
         "mtime": ("MTime", constants.QFT_TIMESTAMP,
-                  lambda item: mtime(obj_of(item)), "Modification timestamp"),
+                  _Timestamp(obj_attr + ".mtime"), "Modification timestamp"),
         "tags": ("Tags", constants.QFT_OTHER,
                  lambda item: sorted(obj_of(item).GetTags()), "Tags"),
     }
@@ -702,7 +706,7 @@ def _BuildNodeFields() -> FieldTable:
                        "Disk state"),
     }
     table.update(_NDParamFields(lambda item: item.NDParams()))
-    table.update(_ObjectFields("Node", lambda item: item.node))
+    table.update(_ObjectFields("Node", "node"))
     table.update(_NodeLiveFields())
     return table
 
@@ -791,7 +795,7 @@ def _BuildGroupFields() -> FieldTable:
                            "Custom instance policy limitations"),
     }
     table.update(_NDParamFields(lambda item: item.NDParams()))
-    table.update(_ObjectFields("Group", lambda item: item.group))
+    table.update(_ObjectFields("Group", "group"))
     return table
 
 

@@ -7,6 +7,7 @@ own RAPI tests do.
 
 import base64
 import email.message
+import gc
 import urllib.parse
 
 import pytest
@@ -425,3 +426,26 @@ def test_error_body():
     assert headers == {"Content-Type": "application/json"}
     assert body == (b'{"code":404,"message":"No &lt;such&gt; &amp; node",'
                     b'"explain":"Nothing matches the given URI"}')
+
+
+class _GcRecordingClient(FakeClient):
+    """Notes whether the cyclic collector ran while the master answered."""
+
+    def Query(self, what, fields, qfilter):
+        self.gc_enabled = gc.isenabled()
+        return super().Query(what, fields, qfilter)
+
+
+def test_handler_pauses_collector_for_the_answer_only(tmp_path):
+    n = constants.RS_NORMAL
+    client = _GcRecordingClient(query_data=[[[n, "a"]]])
+    handler, _ = _Handler(tmp_path, client=client)
+    assert gc.isenabled()
+    status, _, body = handler("GET", "/2/groups", _Headers(), b"")
+    assert (status, body) == (200, b'[{"name":"a","uri":"/2/groups/a"}]')
+    assert client.gc_enabled is False
+    assert gc.isenabled()
+    client.error = errors.OpPrereqError("bad", errors.ECODE_INVAL)
+    with pytest.raises(ghttp.HttpBadRequest):
+        handler("GET", "/2/groups", _Headers(), b"")
+    assert gc.isenabled()

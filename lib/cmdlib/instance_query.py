@@ -7,6 +7,7 @@ when a requested or filtered field needs them. The status values are
 Ganeti's: the admin state combined with what the nodes report.
 """
 
+import operator
 from typing import Any, Callable
 
 from ganeti import config, constants, errors, locking, objects, query
@@ -63,8 +64,20 @@ class InstanceQueryData:
         self.wrong_node = wrong_node or set()
         self.bad_nodes = bad_nodes or set()
         self.consoles = consoles or {}
-        # The cluster's NIC defaults, filled once for all NICs
+        # The cluster's defaults, filled once for all instances
         self.nic_defaults = self.cluster.SimpleFillNIC(None)
+        self.be_defaults = self.cluster.SimpleFillBE(None)
+        self._hv_defaults: dict[tuple[str, str], dict] = {}
+
+    def HvDefaults(self, inst: objects.Instance) -> dict:
+        """``cluster.GetHVDefaults`` for the instance's hypervisor and OS,
+        computed once per pair (the caller must not change it)."""
+        key = (inst.hypervisor, inst.os)
+        defaults = self._hv_defaults.get(key)
+        if defaults is None:
+            defaults = self._hv_defaults[key] = \
+                self.cluster.GetHVDefaults(*key)
+        return defaults
 
     def Items(self) -> list["InstanceItem"]:
         return [InstanceItem(self, inst) for inst in self.instances]
@@ -73,14 +86,19 @@ class InstanceQueryData:
 class InstanceItem:
     """One row of an instance query."""
 
-    __slots__ = ("ctx", "inst", "disks", "filled_nics")
+    __slots__ = ("ctx", "inst", "disks", "filled_nics", "filled_hv",
+                 "filled_be", "live")
 
     def __init__(self, ctx: InstanceQueryData, inst: objects.Instance):
         self.ctx = ctx
         self.inst = inst
         self.disks = ctx.disks[inst.uuid]
-        # The NICs' filled parameters, computed on first use
+        # Computed on first use: the NICs', hypervisor and backend filled
+        # parameters, and what Live() returns
         self.filled_nics: list[dict] | None = None
+        self.filled_hv: dict | None = None
+        self.filled_be: dict | None = None
+        self.live: Any = None
 
     def NodeName(self, uuid: str) -> str:
         node = self.ctx.nodes.get(uuid)
@@ -94,14 +112,44 @@ class InstanceItem:
                     result.append(uuid)
         return result
 
+    def FilledHv(self) -> dict:
+        """The effective hypervisor parameters (``cluster.FillHV``)."""
+        if self.filled_hv is None:
+            custom = {key: value for key, value
+                      in (self.inst.hvparams or {}).items()
+                      if key not in objects.HVC_GLOBALS}
+            self.filled_hv = _Filled(self.ctx.HvDefaults(self.inst), custom)
+        return self.filled_hv
+
+    def FilledBe(self) -> dict:
+        """The effective backend parameters (``cluster.FillBE``)."""
+        if self.filled_be is None:
+            self.filled_be = _Filled(self.ctx.be_defaults,
+                                     self.inst.beparams)
+        return self.filled_be
+
     def Live(self) -> Any:
         """The runtime information ({} if not running), or why none."""
-        node = self.ctx.nodes.get(self.inst.primary_node)
-        if node is None or node.offline:
-            return query.FS_OFFLINE
-        if node.uuid in self.ctx.bad_nodes or self.ctx.live_data is None:
-            return query.FS_NODATA
-        return self.ctx.live_data.get(self.inst.uuid, {})
+        if self.live is None:
+            node = self.ctx.nodes.get(self.inst.primary_node)
+            if node is None or node.offline:
+                self.live = query.FS_OFFLINE
+            elif (node.uuid in self.ctx.bad_nodes or
+                  self.ctx.live_data is None):
+                self.live = query.FS_NODATA
+            else:
+                self.live = self.ctx.live_data.get(self.inst.uuid, {})
+        return self.live
+
+
+def _Filled(defaults: dict, custom: dict | None) -> dict:
+    """``objects.FillDict`` for a query's answer, which is only read: the
+    values are shared with ``defaults`` and ``custom`` instead of copied
+    (as with the custom_* fields)."""
+    filled = dict(defaults)
+    if custom:
+        filled.update(custom)
+    return filled
 
 
 def ComputeStatus(item: InstanceItem) -> str:
@@ -166,7 +214,7 @@ def _Indexed(values_of: Callable[[InstanceItem], list], idx: int
 def _FilledNics(item: InstanceItem) -> list[dict]:
     if item.filled_nics is None:
         defaults = item.ctx.nic_defaults
-        item.filled_nics = [objects.FillDict(defaults, nic.nicparams)
+        item.filled_nics = [_Filled(defaults, nic.nicparams)
                             for nic in item.inst.nics]
     return item.filled_nics
 
@@ -185,8 +233,7 @@ def _NicNetworkNames(item: InstanceItem) -> list[Any]:
 
 def _HvParam(name: str) -> Callable[[InstanceItem], Any]:
     def get(item: InstanceItem) -> Any:
-        filled = item.ctx.cluster.FillHV(item.inst)
-        return filled.get(name, query.FS_UNAVAIL)
+        return item.FilledHv().get(name, query.FS_UNAVAIL)
     return get
 
 
@@ -203,17 +250,12 @@ def _AllHvParams() -> dict[str, Any]:
 
 
 def _DiskFields() -> query.FieldTable:
-    def sizes(item: InstanceItem) -> list[int]:
-        return [disk.size for disk in item.disks]
+    def attr(name: str) -> Callable[[InstanceItem], list]:
+        get = operator.attrgetter(name)
+        return lambda item: list(map(get, item.disks))
 
-    def names(item: InstanceItem) -> list[Any]:
-        return [disk.name for disk in item.disks]
-
-    def uuids(item: InstanceItem) -> list[str]:
-        return [disk.uuid for disk in item.disks]
-
-    def spindles(item: InstanceItem) -> list[Any]:
-        return [disk.spindles for disk in item.disks]
+    sizes, names, uuids, spindles = (attr("size"), attr("name"),
+                                     attr("uuid"), attr("spindles"))
 
     def template(item: InstanceItem) -> str:
         if not item.disks:
@@ -264,10 +306,12 @@ def _Ordinal(idx: int) -> str:
 
 def _NicFields() -> query.FieldTable:
     def attr(name: str) -> Callable[[InstanceItem], list]:
-        return lambda item: [getattr(nic, name) for nic in item.inst.nics]
+        get = operator.attrgetter(name)
+        return lambda item: list(map(get, item.inst.nics))
 
     def param(name: str) -> Callable[[InstanceItem], list]:
-        return lambda item: [params[name] for params in _FilledNics(item)]
+        get = operator.itemgetter(name)
+        return lambda item: list(map(get, _FilledNics(item)))
 
     per_nic = {
         # name: (list field, list title, index title, getter, doc)
@@ -309,10 +353,10 @@ def _NicFields() -> query.FieldTable:
 def _ParamFields() -> query.FieldTable:
     table: query.FieldTable = {
         "hvparams": ("HypervisorParameters", constants.QFT_OTHER,
-                     lambda item: item.ctx.cluster.FillHV(item.inst),
+                     lambda item: item.FilledHv(),
                      "Hypervisor parameters (merged)"),
         "beparams": ("BackendParameters", constants.QFT_OTHER,
-                     lambda item: item.ctx.cluster.FillBE(item.inst),
+                     lambda item: item.FilledBe(),
                      "Backend parameters (merged)"),
         "osparams": ("OpSysParameters", constants.QFT_OTHER,
                      lambda item: item.ctx.cluster.SimpleFillOS(
@@ -338,7 +382,7 @@ def _ParamFields() -> query.FieldTable:
             _BE_TITLES.get(name, name),
             _KIND_OF_CHECK.get(spec.check.kind, constants.QFT_OTHER),
             (lambda key: lambda item:
-             item.ctx.cluster.FillBE(item.inst)[key])(name),
+             item.FilledBe()[key])(name),
             "The \"%s\" backend parameter" % name)
     for name, spec in _AllHvParams().items():
         table["hv/%s" % name] = (
@@ -349,7 +393,7 @@ def _ParamFields() -> query.FieldTable:
 
 def _BuildInstanceFields() -> query.FieldTable:
     def attr(name: str) -> Callable[[InstanceItem], Any]:
-        return lambda item: getattr(item.inst, name)
+        return operator.attrgetter("inst." + name)
 
     def group_of(uuid: str, item: InstanceItem) -> Any:
         node = item.ctx.nodes.get(uuid)
@@ -441,7 +485,7 @@ def _BuildInstanceFields() -> query.FieldTable:
     table.update(_ParamFields())
     table.update(_DiskFields())
     table.update(_NicFields())
-    table.update(query._ObjectFields("Instance", lambda item: item.inst))
+    table.update(query._ObjectFields("Instance", "inst"))
     aliases = {
         "vcpus": "be/vcpus", "be/memory": "be/maxmem",
         "sda_size": "disk.size/0", "sdb_size": "disk.size/1",

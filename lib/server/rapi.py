@@ -28,7 +28,7 @@ from ganeti import (constants, daemon, errors, luxi, pathutils, serializer,
 from ganeti import http as ghttp
 from ganeti.http import auth, server
 from ganeti.rapi import baserlib, connector
-from ganeti.utils import x509
+from ganeti.utils import gcpause, x509
 
 AUTH_REALM = "Ganeti Remote API"
 DEFAULT_MAX_CLIENTS = 20
@@ -196,15 +196,23 @@ class RemoteApiHandler:
         self._Authenticate(resource, method, headers)
         body_data = self._ParseBody(headers, body)
         lease = _ClientLease(self._pool)
-        try:
-            handler = resource(items, queryargs, body_data, lease.Get)
-            result = getattr(handler, method)()
-        except errors.GenericError as err:
-            logging.debug("%s %s failed: %s", method, target, err)
-            raise ToHttpError(err) from err
-        finally:
-            lease.Release()
-        return 200, dict(_JSON_HEADERS), serializer.DumpJsonBytes(result)
+        # A large answer (a bulk listing) is a big tree of new containers,
+        # none of them garbage: with the cyclic collector paused until it
+        # is encoded and dropped, the collector never goes over it. The
+        # pause includes the wait for the master daemon; garbage cycles
+        # left meanwhile are collected after it.
+        with gcpause.CyclicGcPaused():
+            try:
+                handler = resource(items, queryargs, body_data, lease.Get)
+                result = getattr(handler, method)()
+            except errors.GenericError as err:
+                logging.debug("%s %s failed: %s", method, target, err)
+                raise ToHttpError(err) from err
+            finally:
+                lease.Release()
+            answer = serializer.DumpJsonBytes(result)
+            del result
+        return 200, dict(_JSON_HEADERS), answer
 
 
 def _AccessLogger() -> logging.Logger:
