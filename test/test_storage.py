@@ -199,27 +199,6 @@ def test_file_storage_unit(node):
 
 # blockdev ----------------------------------------------------------------
 
-@pytest.fixture
-def loop_device(tmp_path):
-    """A 4 MiB loop device (skips the test where none can be made)."""
-    image = str(tmp_path / "loop.img")
-    with open(image, "wb") as fobj:
-        fobj.truncate(4 * MIB)
-    try:
-        result = subprocess.run(["losetup", "-f", "--show", image],
-                                capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        pytest.skip("losetup is not installed")
-    if result.returncode != 0:
-        pytest.skip("cannot create loop devices here: %s" %
-                    result.stderr.strip())
-    device = result.stdout.strip()
-    try:
-        yield device
-    finally:
-        subprocess.run(["losetup", "-d", device], check=False)
-
-
 def test_blockdev_adopt(node, loop_device):
     disk = objects.Disk(dev_type=constants.DT_BLOCK, size=4,
                         logical_id=[constants.BLOCKDEV_DRIVER_MANUAL,

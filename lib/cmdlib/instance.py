@@ -21,7 +21,8 @@ from ganeti.cmdlib.instance_utils import (
     CheckInstanceState, CheckMinMaxMem, CheckNodeFreeDisk,
     CheckNodeFreeMemory, CheckNodeNotDrained, CheckNodeOnline,
     CheckNodeVmCapable, ConvertBeParams, ConvertHvParams, GenerateMAC,
-    GetInstanceInfoText, InstanceLU, RemoveDisks, StartInstance, UsedMacs)
+    GetInstanceInfoText, InstanceLU, RemoveDisks, RemoveInstance,
+    StartInstance, UsedMacs)
 
 _DISK_KEYS = frozenset(["size", "mode", "name", "adopt"])
 _NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name"])
@@ -508,14 +509,8 @@ class LUInstanceRemove(InstanceLU):
                                           result.fail_msg))
             feedback_fn("Warning: can't shutdown instance: %s" %
                         result.fail_msg)
-        disks = self.cfg.GetInstanceDisks(instance.uuid)
-        logging.info("Removing block devices for instance %s", instance.name)
-        if not RemoveDisks(self, instance.name, disks) and not ignore:
-            raise errors.OpExecError("Can't remove instance's disks")
-        logging.info("Removing instance %s out of cluster config",
-                     instance.name)
-        self.cfg.RemoveInstance(instance.uuid)
-        self.remove_locks[locking.LEVEL_INSTANCE] = [instance.uuid]
+        logging.info("Removing instance %s with its disks", instance.name)
+        RemoveInstance(self, instance, ignore)
 
 
 # Rename --------------------------------------------------------------------
