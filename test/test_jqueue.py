@@ -4,6 +4,7 @@ The queue runs with a real config file, a real lock manager and its worker
 threads; OP_TEST_DELAY on the master needs no node daemon.
 """
 
+import ast
 import os
 import threading
 import time
@@ -328,3 +329,33 @@ def test_many_concurrent_submitters(qenv):
     assert len(results) == 100
     assert len({job_id for job_id, _ in results}) == 100
     assert {status for _, status in results} == {"success"}
+
+
+def _JqueueImports(module):
+    """The jqueue modules ``jqueue/<module>.py`` imports."""
+    path = os.path.join(os.path.dirname(jqueue.__file__), module + ".py")
+    with open(path, encoding="utf-8") as fobj:
+        tree = ast.parse(fobj.read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module + "." + alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] == ["ganeti", "jqueue"] and len(parts) > 2:
+                found.add(parts[2])
+    return found
+
+
+def test_parts_import_only_downward():
+    # The facade wires the parts; the executor drives the scheduler; the
+    # store and the scheduler know only the job objects and filter rules,
+    # so each part can be used (and tested) without the others above it
+    assert _JqueueImports("store") <= {"jobs"}
+    assert _JqueueImports("scheduler") <= {"jobs", "filters"}
+    assert _JqueueImports("executor") <= {"jobs", "scheduler"}
+    assert _JqueueImports("jobs") == _JqueueImports("filters") == set()

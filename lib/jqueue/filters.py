@@ -33,6 +33,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from ganeti import constants, errors, objects, query
+from ganeti.queryfields.filters import FILTER_FIELDS, GetRules, SortKey
 
 # Reason source appended to a rule's trail when it is stored (as luxid does)
 FILTER_REASON_SRC = "luxid"
@@ -49,34 +50,6 @@ _WATERMARK = "watermark"
 def _Show(value: Any) -> str:
     """A value in error messages, as the JSON the client sent."""
     return json.dumps(value, default=repr)
-
-
-def SortKey(rule: objects.FilterRule) -> tuple:
-    """The order in which rules are evaluated."""
-    return (rule.priority, rule.watermark, rule.uuid)
-
-
-# Query fields of the "filter" resource (items are FilterRule objects) --------
-
-FILTER_FIELDS: query.FieldTable = {
-    "uuid": ("UUID", constants.QFT_TEXT, lambda rule: rule.uuid,
-             "Filter rule UUID"),
-    "watermark": ("Watermark", constants.QFT_NUMBER,
-                  lambda rule: rule.watermark,
-                  "Highest job ID used at the time when the filter was"
-                  " added"),
-    "priority": ("Priority", constants.QFT_NUMBER,
-                 lambda rule: rule.priority,
-                 "Filter priority (lower numbers are evaluated first)"),
-    "predicates": ("Predicates", constants.QFT_OTHER,
-                   lambda rule: rule.predicates,
-                   "List of filter predicates"),
-    "action": ("Action", constants.QFT_OTHER, lambda rule: rule.action,
-               "Filter action"),
-    "reason_trail": ("ReasonTrail", constants.QFT_OTHER,
-                     lambda rule: rule.reason_trail,
-                     "Reason why this filter was created"),
-}
 
 
 # Predicate evaluation --------------------------------------------------------
@@ -352,20 +325,6 @@ def DeleteFilter(cfg: Any, queue: Any, uuid: Any) -> None:
     queue.UpdateFilters()
 
 
-def GetRules(cfg: Any, uuids: Iterable[str] | None
-             ) -> list[objects.FilterRule]:
-    """The requested rules (all if None) in evaluation order."""
-    rules = cfg.GetFilterRules()
-    if uuids is None:
-        return sorted(rules.values(), key=SortKey)
-    unknown = [uuid for uuid in uuids if uuid not in rules]
-    if unknown:
-        raise errors.OpPrereqError("Filter rule(s) not found: %s" %
-                                   ", ".join(map(str, unknown)),
-                                   errors.ECODE_NOENT)
-    return [rules[uuid] for uuid in dict.fromkeys(uuids)]
-
-
 def QueryFilters(cfg: Any, uuids: list[str] | None, fields: Any) -> list:
     """Old-style query: one row of field values per rule."""
     if uuids is not None and not (isinstance(uuids, list) and
@@ -409,7 +368,7 @@ def _BucketKey(bucket: str) -> str:
 class JobFilters:
     """Which queued jobs may start: filter rules and rate limits.
 
-    The queue calls ``TryStart`` for the job it is about to run and
+    The scheduler calls ``TryStart`` for the job it is about to run and
     ``Finished`` when the job leaves its worker (done, paused or waiting
     for a dependency). A job that may not start is held under the key of
     what blocks it (a rule or a bucket) and handed back for re-evaluation
@@ -418,8 +377,8 @@ class JobFilters:
     it touches, and predicates only run once per job and rules version.
 
     Everything but ``RejectingRule`` on a new job must be called with the
-    queue lock held. Jobs carry their cached state in ``job.filter_state``
-    and the reason they wait in ``job.wait_reason``.
+    scheduler lock held. Jobs carry their cached state in
+    ``job.filter_state`` and the reason they wait in ``job.wait_reason``.
     """
 
     def __init__(self, rules: Iterable[objects.FilterRule] = ()):
@@ -467,7 +426,7 @@ class JobFilters:
     def RejectingRule(self, job: Any) -> str | None:
         """UUID of the REJECT rule applying to a job, if any.
 
-        Safe without the queue lock for a job being submitted, which
+        Safe without the scheduler lock for a job being submitted, which
         nobody else sees yet.
         """
         rule = self._State(job).rule
