@@ -6,8 +6,8 @@ import time
 
 from ganeti import (backend, config, constants, errors, netutils, objects,
                     pathutils, serializer, ssconf, utils, vcluster)
-from ganeti.cmdlib import cluster as cmdlib_cluster
-from ganeti.cmdlib.base import ForceParamDict
+from ganeti.parameters.base import ForceParamDict
+from ganeti.parameters.hypervisors import UpdatedHvParams
 from ganeti.rpc import client as rpc_client
 from ganeti.rpc import node as rpc_node
 from ganeti.utils import process, x509
@@ -63,7 +63,7 @@ def InitCluster(cluster_name: str, master_netdev: str,
     secondary_ip = secondary_ip or hostname.ip
     hypervisors = enabled_hypervisors or [constants.HT_FAKE]
     # Complete and checked per hypervisor (built-in defaults filled in)
-    hvparams = {name: cmdlib_cluster.UpdatedHvParams(
+    hvparams = {name: UpdatedHvParams(
         name, None, (hvparams or {}).get(name, {}))
         for name in set(hypervisors) | set(hvparams or {})}
     templates = (enabled_disk_templates or
@@ -135,7 +135,7 @@ def InitCluster(cluster_name: str, master_netdev: str,
     cfg = config.ConfigWriter()
     ssconf.SimpleStore().WriteFiles(cfg.GetSsconfValues())
     try:
-        backend.node_activate_master_ip(cmdlib_cluster.MasterIpParams(cfg))
+        backend.node_activate_master_ip(cfg.GetMasterNetworkParameters())
     except errors.GenericError as err:
         logging.error("Could not activate the master IP: %s", err)
     logging.info("Cluster %s initialised, starting daemons", cluster_name)
@@ -151,7 +151,7 @@ def FinalizeClusterDestroy(master_name: str) -> None:
     cfg = config.ConfigWriter(offline=True)
     try:
         backend.node_deactivate_master_ip(
-            cmdlib_cluster.MasterIpParams(cfg))
+            cfg.GetMasterNetworkParameters())
     except errors.GenericError as err:
         logging.warning("Could not remove the master IP: %s", err)
     node = cfg.GetNodeInfoByName(master_name)
@@ -169,12 +169,14 @@ def GetMasterName() -> str:
     return ssconf.SimpleStore().GetMasterNode()
 
 
-# Files a joining node gets, with their modes (the allow-lists only if
-# the master has them)
+# Files a joining node gets, with their modes (the allow-lists and the
+# RAPI users only if the master has them: Ganeti's optional cluster files,
+# which any node may need once it becomes master)
 _JOIN_FILES = ((pathutils.NODED_CERT_FILE, constants.SECURE_FILE_MODE),
                (pathutils.RAPI_CERT_FILE, constants.SECURE_FILE_MODE),
                (pathutils.CLUSTER_DOMAIN_SECRET_FILE,
                 constants.SECURE_FILE_MODE),
+               (pathutils.RAPI_USERS_FILE, constants.SECURE_FILE_MODE),
                (pathutils.FILE_STORAGE_PATHS_FILE, 0o644),
                (pathutils.BLOCKDEV_PATHS_FILE, 0o644))
 
@@ -190,7 +192,7 @@ def _ParseJoinKey(join_key: str) -> tuple[str, str]:
 
 def JoinNode(node_name: str, node_ip: str, join_key: str,
              ssconf_values: dict[str, str] | None = None,
-             port: int = constants.DEFAULT_NODED_PORT,
+             port: int | None = None,
              timeout: float = 30) -> None:
     """Hand a new node the cluster's certificate, secrets and ssconf.
 
@@ -201,6 +203,8 @@ def JoinNode(node_name: str, node_ip: str, join_key: str,
     Returns once the node's noded serves with the cluster certificate.
     """
     pin, secret = _ParseJoinKey(join_key)
+    if port is None:
+        port = netutils.GetDaemonPort(constants.NODED)
     files = {vcluster.MakeVirtualPath(path):
              [mode, rpc_node.EncodeContent(utils.ReadFile(path))]
              for path, mode in _JOIN_FILES if os.path.exists(path)}
@@ -344,7 +348,7 @@ def MasterFailover(no_voting: bool = False,
 
     runner = _NodeRunner(cfg)
     try:
-        params = cmdlib_cluster.MasterIpParams(cfg)
+        params = cfg.GetMasterNetworkParameters()
         feedback_fn("Stopping the master daemon on %s" % old_master)
         result = runner.call_node_stop_master(old_master)
         old_reachable = not result.fail_msg

@@ -463,6 +463,13 @@ class ConfigWriter:
         """UUID of the master node."""
         return self._snap.data.cluster.master_node
 
+    def GetMasterNetworkParameters(self) -> dict:
+        """What the master IP procedures of noded need."""
+        cluster = self._snap.data.cluster
+        return {"ip": cluster.master_ip, "netmask": cluster.master_netmask,
+                "netdev": cluster.master_netdev,
+                "ip_family": cluster.primary_ip_family}
+
     def GetMasterNodeName(self) -> str:
         snap = self._snap
         return snap.data.nodes[snap.data.cluster.master_node].name

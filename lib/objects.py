@@ -5,73 +5,39 @@ written for Ganeti. Every object is a ConfigObject with ``__slots__``;
 unset fields are None and are left out of the serialized form, so only
 non-default values take space on disk (design-2.0 "Object parameters").
 
-Parameter families (backend, NIC, node, disk and instance policy) are
-declared once, in one table per family, as ParamSpec entries giving the
-default, the type check and the documentation; defaults, validation, the
-CLI and the API documentation all derive from those tables.
+The parameter families (backend, NIC, node, disk, instance policy and
+each hypervisor's) are declared in the layer below, ganeti.parameters;
+the objects are filled and checked with them.
 """
 
 import ipaddress
 import operator
 import re
 import uuid as uuid_mod
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable
 
 from ganeti import constants, errors, ht, netutils, pathutils
-
-# Key of the cluster-wide default set in Cluster.beparams and nicparams
-PP_DEFAULT = constants.PP_DEFAULT
-
-# Backend parameters
-BE_MINMEM = "minmem"
-BE_MAXMEM = "maxmem"
-BE_VCPUS = "vcpus"
-BE_AUTO_BALANCE = "auto_balance"
-BE_ALWAYS_FAILOVER = "always_failover"
-BE_SPINDLE_USE = "spindle_use"
-# Pre-2.6 name of the memory size, upgraded to minmem/maxmem on load
-BE_MEMORY = "memory"
-
-# NIC parameters
-NIC_MODE = "mode"
-NIC_LINK = "link"
-NIC_VLAN = "vlan"
-NIC_MODE_BRIDGED = "bridged"
-NIC_MODE_ROUTED = "routed"
-NIC_MODE_OVS = "openvswitch"
-NIC_VALID_MODES = frozenset([NIC_MODE_BRIDGED, NIC_MODE_ROUTED, NIC_MODE_OVS])
-
-# Node parameters
-ND_OOB_PROGRAM = "oob_program"
-ND_SPINDLE_COUNT = "spindle_count"
-ND_EXCLUSIVE_STORAGE = "exclusive_storage"
-ND_OVS = "ovs"
-ND_OVS_NAME = "ovs_name"
-ND_OVS_LINK = "ovs_link"
-ND_SSH_PORT = "ssh_port"
-ND_CPU_SPEED = "cpu_speed"
-
-# Instance policy
-ISPECS_MINMAX = "minmax"
-ISPECS_MIN = "min"
-ISPECS_MAX = "max"
-ISPECS_STD = "std"
-IPOLICY_DTS = "disk-templates"
-IPOLICY_VCPU_RATIO = "vcpu-ratio"
-IPOLICY_SPINDLE_RATIO = "spindle-ratio"
-ISPEC_MEM_SIZE = "memory-size"
-ISPEC_CPU_COUNT = "cpu-count"
-ISPEC_DISK_COUNT = "disk-count"
-ISPEC_DISK_SIZE = "disk-size"
-ISPEC_NIC_COUNT = "nic-count"
-ISPEC_SPINDLE_USE = "spindle-use"
-
-# Hypervisor parameters that only the cluster may set (never per instance)
-HV_MIGRATION_PORT = "migration_port"
-HV_MIGRATION_BANDWIDTH = "migration_bandwidth"
-HV_MIGRATION_MODE = "migration_mode"
-HVC_GLOBALS = frozenset([HV_MIGRATION_PORT, HV_MIGRATION_BANDWIDTH,
-                         HV_MIGRATION_MODE])
+from ganeti.parameters.base import (IMMUTABLE_TYPES, CheckParamDict, DeepCopy,
+                                    ExpandAliases, FillDict)
+# The parameter families are declared in the parameter layer; their names
+# are read here too, by the code handling the objects they belong to
+from ganeti.parameters.families import (  # noqa: F401
+    BE_ALWAYS_FAILOVER, BE_AUTO_BALANCE, BE_MAXMEM, BE_MEMORY, BE_MINMEM,
+    BE_PARAMETERS, BE_SPINDLE_USE, BE_VCPUS, BEC_DEFAULTS, DISK_DEV_TYPES,
+    DISK_DT_DEFAULTS, DISK_KERNELSPACE, DISK_PARAMETERS, DISK_USERSPACE,
+    DISK_VALID_ACCESS_MODES, DT_GLUSTER, DT_RBD, IPOLICY_DEFAULTS,
+    IPOLICY_DTS, IPOLICY_PARAMETERS, IPOLICY_SPINDLE_RATIO,
+    IPOLICY_VCPU_RATIO, ISPEC_CPU_COUNT, ISPEC_DISK_COUNT, ISPEC_DISK_SIZE,
+    ISPEC_MEM_SIZE, ISPEC_NIC_COUNT, ISPEC_PARAMETERS, ISPEC_SPINDLE_USE,
+    ISPECS_MAX, ISPECS_MIN, ISPECS_MINMAX, ISPECS_MINMAX_DEFAULTS, ISPECS_STD,
+    ND_CPU_SPEED, ND_EXCLUSIVE_STORAGE, ND_OOB_PROGRAM, ND_OVS, ND_OVS_LINK,
+    ND_OVS_NAME, ND_PARAMETERS, ND_SPINDLE_COUNT, ND_SSH_PORT, NDC_DEFAULTS,
+    NIC_LINK, NIC_MODE, NIC_MODE_BRIDGED, NIC_MODE_OVS, NIC_MODE_ROUTED,
+    NIC_PARAMETERS, NIC_VALID_MODES, NIC_VLAN, NICC_DEFAULTS, PP_DEFAULT,
+    CheckDiskParams, CheckIPolicy, FillIPolicy, TPort)
+from ganeti.parameters.hypervisors import (  # noqa: F401
+    HV_MIGRATION_BANDWIDTH, HV_MIGRATION_MODE, HV_MIGRATION_PORT, HVC_GLOBALS,
+    CheckHvParams, HvDefaults)
 
 # Instance states
 ADMINST_UP = "up"
@@ -86,11 +52,6 @@ INSTANCE_STATE_SOURCES = frozenset([ADMIN_SOURCE, USER_SOURCE])
 DISK_RDWR = "rw"
 DISK_RDONLY = "ro"
 DISK_ACCESS_SET = frozenset([DISK_RDWR, DISK_RDONLY])
-DT_RBD = "rbd"
-DT_GLUSTER = "gluster"
-DISK_KERNELSPACE = "kernelspace"
-DISK_USERSPACE = "userspace"
-DISK_VALID_ACCESS_MODES = frozenset([DISK_KERNELSPACE, DISK_USERSPACE])
 
 ALLOC_POLICY_PREFERRED = constants.ALLOC_POLICY_PREFERRED
 VALID_ALLOC_POLICIES = constants.VALID_ALLOC_POLICIES
@@ -107,35 +68,6 @@ FILTER_PREDICATES = frozenset(["jobid", "opcode", "reason"])
 
 TAG_RE = re.compile(r"^[\w.+*/:@-]+$")
 _MAC_RE = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
-
-
-_IMMUTABLE_TYPES = frozenset([str, int, float, bool, type(None)])
-
-
-def _DeepCopy(value: Any) -> Any:
-    """Copy JSON-like data and config objects; much faster than deepcopy."""
-    kind = type(value)
-    if kind in _IMMUTABLE_TYPES:
-        return value
-    if kind is dict:
-        return {key: _DeepCopy(item) for key, item in value.items()}
-    if kind is list:
-        return [_DeepCopy(item) for item in value]
-    if kind is set:
-        return set(value)
-    if kind is tuple:
-        return tuple(_DeepCopy(item) for item in value)
-    if isinstance(value, ConfigObject):
-        return value.Copy()
-    return value
-
-
-class ParamSpec(NamedTuple):
-    """Declaration of one parameter of a family."""
-
-    default: Any
-    check: ht.Check
-    doc: str
 
 
 def _IsIP(value: Any) -> bool:
@@ -157,307 +89,7 @@ _TTimestamp = ht.TNonNegativeNumber
 _TSerial = ht.TNonNegativeInt
 _TStringList = ht.TListOf(ht.TString)
 _TDictOfDicts = ht.TDictOf(ht.TString, ht.TDict)
-_TPort = ht.TInRange(1, 65535)
 _TBitString = ht.TRegex(r"^[01]*$", "string of 0 and 1")
-
-BE_PARAMETERS: dict[str, ParamSpec] = {
-    BE_MINMEM: ParamSpec(128, ht.TNonNegativeInt,
-                         "Memory (MiB) the instance may be shrunk to when"
-                         " memory is short"),
-    BE_MAXMEM: ParamSpec(128, ht.TNonNegativeInt,
-                         "Memory (MiB) the instance is started with"),
-    BE_VCPUS: ParamSpec(1, ht.TStrictPositiveInt, "Number of virtual CPUs"),
-    BE_AUTO_BALANCE: ParamSpec(True, ht.TBool,
-                               "Whether N+1 redundancy checks and the"
-                               " rebalancing tools consider the instance"),
-    BE_ALWAYS_FAILOVER: ParamSpec(False, ht.TBool,
-                                  "Fail over instead of live-migrating"),
-    BE_SPINDLE_USE: ParamSpec(1, ht.TNonNegativeInt,
-                              "Spindles the instance uses, for the"
-                              " instance policy"),
-}
-
-NIC_PARAMETERS: dict[str, ParamSpec] = {
-    NIC_MODE: ParamSpec(NIC_MODE_BRIDGED, ht.TElemOf(NIC_VALID_MODES),
-                        "How the NIC is connected to the host network"),
-    NIC_LINK: ParamSpec(constants.DEFAULT_BRIDGE, ht.TString,
-                        "Bridge, routing table or switch the NIC is"
-                        " connected to, depending on the mode"),
-    NIC_VLAN: ParamSpec("", ht.TString,
-                        "VLANs for openvswitch mode (\".100\", \":200\")"),
-}
-
-ND_PARAMETERS: dict[str, ParamSpec] = {
-    ND_OOB_PROGRAM: ParamSpec("", ht.TString,
-                              "Out-of-band management program (empty: none)"),
-    ND_SPINDLE_COUNT: ParamSpec(1, ht.TStrictPositiveInt,
-                                "Spindles of the node, for the instance"
-                                " policy"),
-    ND_EXCLUSIVE_STORAGE: ParamSpec(False, ht.TBool,
-                                    "Give each instance disk its own"
-                                    " physical volumes"),
-    ND_OVS: ParamSpec(False, ht.TBool, "Set up an Open vSwitch on the node"),
-    ND_OVS_NAME: ParamSpec("switch1", ht.TString, "Name of the Open vSwitch"),
-    ND_OVS_LINK: ParamSpec("", ht.TString,
-                           "Physical interface attached to the Open vSwitch"),
-    ND_SSH_PORT: ParamSpec(22, _TPort, "Port of the node's SSH daemon"),
-    ND_CPU_SPEED: ParamSpec(1.0, ht.TPositiveNumber,
-                            "CPU speed relative to the cluster's typical"
-                            " node, for the allocator"),
-}
-
-_CLASSIC_DRBD_SYNC_SPEED = 60 * 1024
-_TDrbdInt = ht.TNonNegativeInt
-_TAccess = ht.TElemOf(DISK_VALID_ACCESS_MODES)
-
-DISK_PARAMETERS: dict[str, dict[str, ParamSpec]] = {
-    constants.DT_DISKLESS: {},
-    constants.DT_FILE: {},
-    constants.DT_SHARED_FILE: {},
-    constants.DT_BLOCK: {},
-    constants.DT_PLAIN: {
-        "stripes": ParamSpec(1, ht.TStrictPositiveInt,
-                             "Number of LVM stripes"),
-    },
-    constants.DT_DRBD8: {
-        "resync-rate": ParamSpec(_CLASSIC_DRBD_SYNC_SPEED, _TDrbdInt,
-                                 "Static resync rate (KiB/s)"),
-        "data-stripes": ParamSpec(1, ht.TStrictPositiveInt,
-                                  "LVM stripes of the data volume"),
-        "meta-stripes": ParamSpec(1, ht.TStrictPositiveInt,
-                                  "LVM stripes of the metadata volume"),
-        "disk-barriers": ParamSpec("n", ht.TString,
-                                   "Disk barriers to disable (DRBD"
-                                   " --no-disk-* letters, \"n\": none)"),
-        "meta-barriers": ParamSpec(False, ht.TBool,
-                                   "Disable metadata flushes"),
-        "metavg": ParamSpec("xenvg", ht.TString,
-                            "Volume group of the metadata volumes"),
-        "disk-custom": ParamSpec("", ht.TString,
-                                 "Extra options for drbdsetup disk"),
-        "net-custom": ParamSpec("", ht.TString,
-                                "Extra options for drbdsetup net"),
-        "protocol": ParamSpec("C", ht.TElemOf(["A", "B", "C"]),
-                              "DRBD replication protocol"),
-        "dynamic-resync": ParamSpec(False, ht.TBool,
-                                    "Use the dynamic resync controller"),
-        "c-plan-ahead": ParamSpec(20, _TDrbdInt,
-                                  "Dynamic resync planning horizon (0.1 s)"),
-        "c-fill-target": ParamSpec(0, _TDrbdInt,
-                                   "Dynamic resync fill target (sectors)"),
-        "c-delay-target": ParamSpec(1, _TDrbdInt,
-                                    "Dynamic resync delay target (0.1 s)"),
-        "c-max-rate": ParamSpec(_CLASSIC_DRBD_SYNC_SPEED, _TDrbdInt,
-                                "Dynamic resync maximum rate (KiB/s)"),
-        "c-min-rate": ParamSpec(4 * 1024, _TDrbdInt,
-                                "Dynamic resync minimum rate (KiB/s)"),
-    },
-    constants.DT_EXT: {
-        "access": ParamSpec(DISK_KERNELSPACE, _TAccess,
-                            "Whether the hypervisor accesses the disk through"
-                            " the kernel or in user space"),
-    },
-    DT_RBD: {
-        "pool": ParamSpec("rbd", ht.TString, "RADOS pool of the volumes"),
-        "access": ParamSpec(DISK_KERNELSPACE, _TAccess,
-                            "Kernel or user space access"),
-    },
-    DT_GLUSTER: {
-        "host": ParamSpec("127.0.0.1", ht.TString, "Gluster server"),
-        "port": ParamSpec(24007, _TPort, "Gluster server port"),
-        "volume": ParamSpec("gv0", ht.TString, "Gluster volume"),
-        "access": ParamSpec(DISK_KERNELSPACE, _TAccess,
-                            "Kernel or user space access"),
-    },
-}
-
-# Storage types a disk's dev_type may name (every template but diskless)
-DISK_DEV_TYPES = frozenset(DISK_PARAMETERS) - {constants.DT_DISKLESS}
-
-_TISpecValue = ht.TNonNegativeInt
-ISPEC_PARAMETERS: dict[str, ParamSpec] = {
-    ISPEC_MEM_SIZE: ParamSpec(128, _TISpecValue, "Memory size (MiB)"),
-    ISPEC_CPU_COUNT: ParamSpec(1, _TISpecValue, "Number of virtual CPUs"),
-    ISPEC_DISK_COUNT: ParamSpec(1, _TISpecValue, "Number of disks"),
-    ISPEC_DISK_SIZE: ParamSpec(1024, _TISpecValue, "Size of a disk (MiB)"),
-    ISPEC_NIC_COUNT: ParamSpec(1, _TISpecValue, "Number of NICs"),
-    ISPEC_SPINDLE_USE: ParamSpec(1, _TISpecValue, "Spindles used"),
-}
-ISPECS_MINMAX_DEFAULTS = {
-    ISPECS_MIN: {ISPEC_MEM_SIZE: 128, ISPEC_CPU_COUNT: 1,
-                 ISPEC_DISK_COUNT: 1, ISPEC_DISK_SIZE: 1024,
-                 ISPEC_NIC_COUNT: 1, ISPEC_SPINDLE_USE: 1},
-    ISPECS_MAX: {ISPEC_MEM_SIZE: 32768, ISPEC_CPU_COUNT: 8,
-                 ISPEC_DISK_COUNT: 16, ISPEC_DISK_SIZE: 1024 * 1024,
-                 ISPEC_NIC_COUNT: 8, ISPEC_SPINDLE_USE: 12},
-}
-
-_TFullISpec = ht.TStrictDict(True, True, {key: spec.check for key, spec
-                                          in ISPEC_PARAMETERS.items()})
-_TPartialISpec = ht.TStrictDict(False, True, {key: spec.check for key, spec
-                                              in ISPEC_PARAMETERS.items()})
-
-
-def _MinMaxOrdered(value: list) -> bool:
-    return bool(value) and all(
-        pair[ISPECS_MIN][key] <= pair[ISPECS_MAX][key]
-        for pair in value for key in ISPEC_PARAMETERS)
-
-
-_TMinMax = ht.TAnd(
-    ht.TListOf(ht.TStrictDict(True, True, {ISPECS_MIN: _TFullISpec,
-                                           ISPECS_MAX: _TFullISpec})),
-    ht.Check(_MinMaxOrdered, "non-empty with each min <= its max"))
-
-IPOLICY_PARAMETERS: dict[str, ParamSpec] = {
-    ISPECS_MINMAX: ParamSpec([ISPECS_MINMAX_DEFAULTS], _TMinMax,
-                             "Allowed ranges of instance specs; an instance"
-                             " must fit one min/max pair"),
-    ISPECS_STD: ParamSpec({key: spec.default for key, spec
-                           in ISPEC_PARAMETERS.items()}, _TPartialISpec,
-                          "Standard instance specs, used by the capacity"
-                          " tools"),
-    IPOLICY_DTS: ParamSpec(sorted(constants.DISK_TEMPLATES),
-                           ht.TListOf(ht.TElemOf(DISK_PARAMETERS)),
-                           "Disk templates instances may use"),
-    IPOLICY_VCPU_RATIO: ParamSpec(4.0, ht.TPositiveNumber,
-                                  "Maximum virtual to physical CPU ratio"),
-    IPOLICY_SPINDLE_RATIO: ParamSpec(32.0, ht.TPositiveNumber,
-                                     "Maximum instance spindle use per"
-                                     " physical spindle"),
-}
-
-
-def ParamDefaults(table: dict[str, ParamSpec]) -> dict:
-    """Defaults of a parameter family, as a fresh dict."""
-    return {key: _DeepCopy(spec.default) for key, spec in table.items()}
-
-
-BEC_DEFAULTS = ParamDefaults(BE_PARAMETERS)
-NICC_DEFAULTS = ParamDefaults(NIC_PARAMETERS)
-NDC_DEFAULTS = ParamDefaults(ND_PARAMETERS)
-DISK_DT_DEFAULTS = {dt: ParamDefaults(table)
-                    for dt, table in DISK_PARAMETERS.items()}
-IPOLICY_DEFAULTS = ParamDefaults(IPOLICY_PARAMETERS)
-
-
-def CheckParamDict(table: dict[str, ParamSpec], params: Any,
-                   what: str) -> None:
-    """Raise TypeEnforcementError unless ``params`` fits ``table``.
-
-    Missing keys are allowed: stored parameter dicts only hold overrides.
-    """
-    if not isinstance(params, dict):
-        raise errors.TypeEnforcementError("%s must be a dictionary, not %r" %
-                                          (what, params))
-    for key, value in params.items():
-        spec = table.get(key)
-        if spec is None:
-            raise errors.TypeEnforcementError(
-                "Unknown %s parameter %r (valid: %s)" %
-                (what, key, ", ".join(sorted(table))))
-        if not spec.check(value):
-            raise errors.TypeEnforcementError(
-                "%s parameter %r must be %s, not %r" %
-                (what, key, spec.check, value))
-
-
-def CheckDiskParams(diskparams: Any, what: str = "disk") -> None:
-    """Check a per-template dict of disk parameters (overrides only)."""
-    if not isinstance(diskparams, dict):
-        raise errors.TypeEnforcementError("%s parameters must be a"
-                                          " dictionary" % what)
-    for template, params in diskparams.items():
-        table = DISK_PARAMETERS.get(template)
-        if table is None:
-            raise errors.TypeEnforcementError("Unknown disk template %r in %s"
-                                              " parameters" %
-                                              (template, what))
-        CheckParamDict(table, params, "%s %s" % (template, what))
-
-
-def CheckIPolicy(ipolicy: Any, complete: bool) -> None:
-    """Check an instance policy; ``complete`` for a cluster's full policy.
-
-    A node group's policy only holds the keys it overrides.
-    """
-    CheckParamDict(IPOLICY_PARAMETERS, ipolicy, "instance policy")
-    if not complete:
-        return
-    missing = set(IPOLICY_PARAMETERS) - set(ipolicy)
-    if missing:
-        raise errors.TypeEnforcementError("Instance policy lacks %s" %
-                                          ", ".join(sorted(missing)))
-    std = ipolicy[ISPECS_STD]
-    if not _TFullISpec(std):
-        raise errors.TypeEnforcementError("Standard specs must give %s" %
-                                          ", ".join(sorted(ISPEC_PARAMETERS)))
-    bounds = ipolicy[ISPECS_MINMAX][0]
-    for key, value in std.items():
-        if not bounds[ISPECS_MIN][key] <= value <= bounds[ISPECS_MAX][key]:
-            raise errors.TypeEnforcementError(
-                "Standard spec %s=%s is outside the first min/max range"
-                " [%s, %s]" % (key, value, bounds[ISPECS_MIN][key],
-                               bounds[ISPECS_MAX][key]))
-
-
-def FillDict(defaults: dict, custom: dict | None,
-             skip_keys: Iterable[str] | None = None) -> dict:
-    """Defaults overridden by custom values, as a new deep-copied dict.
-
-    Nested dicts are replaced, not merged: a parameter is one value.
-    """
-    result = _DeepCopy(defaults)
-    if custom:
-        result.update(_DeepCopy(custom))
-    if skip_keys:
-        for key in skip_keys:
-            result.pop(key, None)
-    return result
-
-
-def FillIPolicy(default_ipolicy: dict, custom_ipolicy: dict | None) -> dict:
-    """A group's effective policy: the cluster's with the group's overrides.
-
-    ``std`` is merged key by key; the other keys are replaced as a whole.
-    """
-    result = _DeepCopy(custom_ipolicy or {})
-    for key, value in default_ipolicy.items():
-        if key not in result:
-            result[key] = _DeepCopy(value)
-        elif key == ISPECS_STD:
-            result[key] = FillDict(value, result[key])
-    return result
-
-
-def _HvClass(hv_name: str) -> Any:
-    """The class of a hypervisor, None if this version lacks it.
-
-    Imported late: the hypervisor modules build on this one.
-    """
-    from ganeti import hypervisor
-    try:
-        return hypervisor.GetHypervisorClass(hv_name)
-    except errors.HypervisorError:
-        return None
-
-
-def HvDefaults(hv_name: str) -> dict:
-    """Built-in defaults of a hypervisor's parameters ({} if unknown)."""
-    hv_class = _HvClass(hv_name)
-    return hv_class.GetDefaults() if hv_class is not None else {}
-
-
-def CheckHvParams(hv_name: str, hvparams: Any, what: str) -> None:
-    """Raise TypeEnforcementError naming an unknown or ill-typed
-    parameter of ``hv_name`` in ``hvparams`` (overrides only)."""
-    hv_class = _HvClass(hv_name)
-    if hv_class is None:
-        return
-    try:
-        hv_class.CheckParameterOverrides(hvparams)
-    except errors.HypervisorError as err:
-        raise errors.TypeEnforcementError("%s: %s" % (what, err)) from None
 
 
 def NewUUID() -> str:
@@ -603,8 +235,8 @@ class ConfigObject:
         cls = self.__class__
         new = cls.__new__(cls)
         for name, value in zip(cls._ALL_SLOTS, cls._GET_ALL(self)):
-            if type(value) not in _IMMUTABLE_TYPES:
-                value = _DeepCopy(value)
+            if type(value) not in IMMUTABLE_TYPES:
+                value = DeepCopy(value)
             setattr(new, name, value)
         return new
 
@@ -612,7 +244,7 @@ class ConfigObject:
         """Fill fields missing in older or partial data with defaults."""
         for name, default in self._DEFAULTS.items():
             if getattr(self, name) is None:
-                setattr(self, name, _DeepCopy(default))
+                setattr(self, name, DeepCopy(default))
         for name in self._NESTED:
             _ForEachNested(getattr(self, name), lambda o: o.UpgradeConfig())
 
@@ -920,7 +552,7 @@ class Instance(TaggableObject):
         "nics": ht.TList,
         "disks": ht.TSetOf(ht.TNonEmptyString),
         "disks_active": ht.TBool,
-        "network_port": _TPort,
+        "network_port": TPort,
         "forthcoming": ht.TBool,
     })
     _FIELD_DEFAULTS = {
@@ -933,10 +565,7 @@ class Instance(TaggableObject):
 
     def UpgradeConfig(self) -> None:
         super().UpgradeConfig()
-        memory = self.beparams.pop(BE_MEMORY, None)
-        if memory is not None:
-            self.beparams.setdefault(BE_MINMEM, memory)
-            self.beparams.setdefault(BE_MAXMEM, memory)
+        self.beparams = ExpandAliases(BE_PARAMETERS, self.beparams)
         self.disk_template = None
 
     def _ValidateParams(self) -> None:
@@ -1043,8 +672,8 @@ class Cluster(TaggableObject):
         "cluster_name": ht.TNonEmptyString,
         "rsahostkeypub": ht.TString,
         "dsahostkeypub": ht.TString,
-        "highest_used_port": _TPort,
-        "tcpudp_port_pool": ht.TListOf(_TPort),
+        "highest_used_port": TPort,
+        "tcpudp_port_pool": ht.TListOf(TPort),
         "mac_prefix": ht.TRegex(r"^([0-9a-fA-F]{2}:){2}[0-9a-fA-F]{2}$",
                                 "MAC prefix (three octets)"),
         "volume_group_name": ht.TString,
@@ -1176,7 +805,8 @@ class Cluster(TaggableObject):
                                               self.hvparams.get(hv_name))
         self.beparams = self.beparams or {}
         self.beparams[PP_DEFAULT] = FillDict(
-            BEC_DEFAULTS, self._UpgradedBE(self.beparams.get(PP_DEFAULT)))
+            BEC_DEFAULTS, ExpandAliases(BE_PARAMETERS,
+                                        self.beparams.get(PP_DEFAULT) or {}))
         self.nicparams = self.nicparams or {}
         nic_defaults = FillDict(NICC_DEFAULTS,
                                 self.nicparams.get(PP_DEFAULT))
@@ -1194,15 +824,6 @@ class Cluster(TaggableObject):
                 IPOLICY_DTS: list(self.enabled_disk_templates)})
         else:
             self.ipolicy = FillIPolicy(IPOLICY_DEFAULTS, self.ipolicy)
-
-    @staticmethod
-    def _UpgradedBE(beparams: dict | None) -> dict:
-        beparams = dict(beparams or {})
-        memory = beparams.pop(BE_MEMORY, None)
-        if memory is not None:
-            beparams.setdefault(BE_MINMEM, memory)
-            beparams.setdefault(BE_MAXMEM, memory)
-        return beparams
 
     def _ValidateParams(self) -> None:
         super()._ValidateParams()
@@ -1428,6 +1049,16 @@ class OS(ConfigObject):
         if len(parts) < 2:
             parts.append("")
         return parts
+
+    @staticmethod
+    def NamesWithVariants(os_name: str,
+                          os_variants: list[str] | None) -> list[str]:
+        """The names an OS is used by: ``name+variant`` for each variant
+        (the name alone if it has none)."""
+        if os_variants:
+            return ["%s%s%s" % (os_name, constants.OS_VARIANT_DELIM, variant)
+                    for variant in os_variants]
+        return [os_name]
 
     @classmethod
     def GetName(cls, name: str) -> str:

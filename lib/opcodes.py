@@ -673,17 +673,18 @@ class OpInstanceCreate(OpCode):
         ("no_install", None, ht.TMaybeBool,
          "Do not install the OS (the disks stay empty)"),
         ("name_check", True, ht.TBool,
-         "Whether to resolve the instance name (and use the resolved one)"),
+         "Whether to resolve and check the instance's name"),
         ("ip_check", True, ht.TBool,
-         "Whether to refuse an instance whose IP address answers already"
-         " (needs name_check)"),
+         "Whether to check the instance's IP address for conflicts (requires"
+         " name_check)"),
         ("file_storage_dir", None, ht.TMaybeString,
          "Directory for the disk files, relative to the cluster's file"
          " storage directory"),
         ("file_driver", None,
          ht.TMaybe(ht.TElemOf(constants.FILE_DRIVER)),
          "Driver for file-based disks"),
-        ("start", True, ht.TBool, "Whether to start the instance"),
+        ("start", True, ht.TBool,
+         "Whether to start the instance after creation"),
         ("tags", [], ht.TListOf(ht.TNonEmptyString), "Instance tags"),
         _PIgnoreIpolicy,
         ("src_node", None, ht.TMaybeString,

@@ -10,9 +10,10 @@ parameters.
 
 import pytest
 
-from ganeti import constants, errors, locking, objects, opcodes
+from ganeti import constants, errors, ht, locking, objects, opcodes
 from ganeti.cmdlib import instance_set_params
-from ganeti.hypervisor import hv_base, hv_fake
+from ganeti.hypervisor import hv_fake
+from ganeti.parameters.base import ParamSpec
 
 from testutils_cmdlib import Failed, FakeRpc, MakeContext, Ok
 
@@ -227,8 +228,8 @@ def test_dry_run_changes_nothing(ctx):
 
 def test_instance_hypervisor_parameters(ctx, monkeypatch):
     monkeypatch.setitem(hv_fake.FakeHypervisor.PARAMETERS, "boot_delay",
-                        hv_base.HvParam(0, hv_base.ht.TNonNegativeInt,
-                                        "Seconds before booting"))
+                        ParamSpec(0, ht.TNonNegativeInt,
+                                  "Seconds before booting"))
     uuid = _AddInstance(ctx, "inst1", constants.DT_EXT, [["pvd", "v.disk0"]])
     result = ctx.Run(_Op(hvparams={"boot_delay": "5"}))
     assert result == [("hv/boot_delay", 5)]

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from ganeti import constants, errors, ht, objects
+from ganeti.parameters import base
 
 
 def _Cluster(**kwargs):
@@ -244,7 +245,7 @@ def test_param_tables_are_consistent():
     assert ipolicy["spindle-ratio"] == 32.0
     objects.CheckIPolicy(ipolicy, complete=True)
     # defaults are fresh copies, not shared with the tables
-    objects.ParamDefaults(objects.IPOLICY_PARAMETERS)["std"]["cpu-count"] = 9
+    base.ParamDefaults(objects.IPOLICY_PARAMETERS)["std"]["cpu-count"] = 9
     assert objects.IPOLICY_PARAMETERS["std"].default["cpu-count"] == 1
 
 

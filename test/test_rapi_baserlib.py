@@ -92,8 +92,8 @@ def test_mapper():
 def test_resource_table_is_consistent():
     for template, resource in connector.RESOURCES.items():
         assert template.startswith("/")
-        assert set(connector.TemplateParams(template)) <= \
-            set(connector.PARAM_PATTERNS)
+        assert set(baserlib.TemplateParams(template)) <= \
+            set(baserlib.PARAM_PATTERNS)
         methods = resource.GetMethods()
         assert methods, template
         for method in methods:
@@ -103,7 +103,7 @@ def test_resource_table_is_consistent():
 
 
 def test_features_come_from_the_resources(monkeypatch):
-    before = rlib2.R_2_features.GET()
+    before = connector.R_2_features.GET()
     # POST /2/instances takes version 1 bodies
     assert "instance-create-reqv1" in before
 
@@ -115,7 +115,7 @@ def test_features_come_from_the_resources(monkeypatch):
             return None
 
     monkeypatch.setitem(connector.RESOURCES, "/2/featured", R_with_feature)
-    assert rlib2.R_2_features.GET() == sorted(before + ["test-feature"])
+    assert connector.R_2_features.GET() == sorted(before + ["test-feature"])
 
 
 # Opcode bodies ---------------------------------------------------------------

@@ -37,7 +37,7 @@ def _Refs(node):
 
 
 def test_document_structure():
-    doc = openapi.BuildDocument()
+    doc = openapi.BuildDocument(connector.RESOURCES)
     assert doc["openapi"] == openapi.OPENAPI_VERSION
     assert set(doc["paths"]) == set(connector.RESOURCES)
     operation_ids = []
@@ -46,7 +46,7 @@ def test_document_structure():
         assert sorted(k for k in item if k != "parameters") == \
             sorted(m.lower() for m in resource.GetMethods())
         assert [p["name"] for p in item.get("parameters", [])] == \
-            connector.TemplateParams(template)
+            baserlib.TemplateParams(template)
         for method in resource.GetMethods():
             operation = item[method.lower()]
             operation_ids.append(operation["operationId"])
@@ -63,7 +63,7 @@ def test_document_structure():
 
 
 def test_opcode_bodies_follow_the_declarations():
-    doc = openapi.BuildDocument()
+    doc = openapi.BuildDocument(connector.RESOURCES)
     post = doc["paths"]["/2/groups"]["post"]
     schema = post["requestBody"]["content"]["application/json"]["schema"]
     props = schema["properties"]
@@ -109,7 +109,7 @@ def test_opcode_bodies_follow_the_declarations():
 
 
 def test_explicit_handlers_documented():
-    doc = openapi.BuildDocument()
+    doc = openapi.BuildDocument(connector.RESOURCES)
     role = doc["paths"]["/2/nodes/{node_name}/role"]
     body = role["put"]["requestBody"]["content"]["application/json"]
     assert body["schema"]["type"] == "string"

@@ -27,6 +27,8 @@ from ganeti.cmdlib.instance_utils import (
     CheckNodeNotDrained, CheckNodeOnline, InstanceLU, RemoveInstance,
     ShutdownInstanceDisks, StartInstance)
 from ganeti.impexp import master as impexp_master
+from ganeti.parameters.base import OverrideParams
+from ganeti.queryfields.exports import EXPORT_FIELDS
 
 # How the OS export script's output is stored in the dumps
 _DUMP_COMPRESSION = impexp.IEC_GZIP
@@ -41,13 +43,6 @@ def _ExportDirVPath(name: str) -> str:
 
 
 # Listing ---------------------------------------------------------------------
-
-EXPORT_FIELDS: query.FieldTable = {
-    "node": ("Node", constants.QFT_TEXT, lambda row: row[0], "Node name"),
-    "export": ("Export", constants.QFT_TEXT, lambda row: row[1],
-               "Export name"),
-}
-
 
 def _SelectNodes(cfg: Any, names: list[str] | None) -> list[str]:
     """UUIDs of the named nodes (refusing unknown ones), or of all nodes."""
@@ -573,15 +568,9 @@ class ImportSource:
         if op.hypervisor == exp_hv:
             op.hvparams = dict(self._Section(constants.INISECT_HYP),
                                **op.hvparams)
-        beparams = self._Section(constants.INISECT_BEP)
-        memory = beparams.pop(objects.BE_MEMORY, None)
-        if memory is not None:
-            for key in (objects.BE_MAXMEM, objects.BE_MINMEM):
-                beparams.setdefault(key, memory)
-        if objects.BE_MEMORY in op.beparams:
-            for key in (objects.BE_MAXMEM, objects.BE_MINMEM):
-                beparams.pop(key, None)
-        op.beparams = dict(beparams, **op.beparams)
+        op.beparams = OverrideParams(objects.BE_PARAMETERS,
+                                     self._Section(constants.INISECT_BEP),
+                                     op.beparams)
         op.osparams = dict(self._Section(constants.INISECT_OSP),
                            **op.osparams)
         private = sorted(self._Section(constants.INISECT_OSP_PRIVATE))

@@ -7,7 +7,7 @@ holding the locks the LU declared in ``needed_locks`` while it runs.
 
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, locking, objects, query
+from ganeti import config, constants, errors, locking, query
 
 
 class ResultWithJobs:
@@ -170,50 +170,6 @@ def ExpandInstanceUuidAndName(cfg: Any, expected_uuid: str | None,
     """Resolve an instance name (or uuid) given by the user to (uuid, name)."""
     return _ExpandUuidAndName("instance", cfg.ExpandInstanceName,
                               cfg.GetInstanceInfo, expected_uuid, name)
-
-
-_TRUE_WORDS = frozenset(["yes", "true", "on", "1"])
-_FALSE_WORDS = frozenset(["no", "false", "off", "0"])
-
-
-def _ForceValue(kind: str, value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    if kind == "integer":
-        return int(value)
-    if kind == "number":
-        return float(value)
-    if kind == "boolean":
-        if value.lower() in _TRUE_WORDS:
-            return True
-        if value.lower() in _FALSE_WORDS:
-            return False
-        raise ValueError("not a boolean: %r" % value)
-    return value
-
-
-def ForceParamDict(table: dict, params: dict, what: str) -> dict:
-    """Convert CLI strings to the declared types, then check the dict.
-
-    Values typed on the command line arrive as text (``maxmem=512``); the
-    declared check of each parameter says what they must become.
-    """
-    result = {}
-    for key, value in params.items():
-        spec = table.get(key)
-        if spec is not None:
-            try:
-                value = _ForceValue(spec.check.kind, value)
-            except ValueError:
-                raise errors.OpPrereqError(
-                    "Invalid value %r for %s parameter '%s' (expected %s)" %
-                    (value, what, key, spec.check), errors.ECODE_INVAL)
-        result[key] = value
-    try:
-        objects.CheckParamDict(table, result, what)
-    except errors.TypeEnforcementError as err:
-        raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
-    return result
 
 
 def SelectQueryItems(qfilter: Any, all_items: Callable[[], Any],

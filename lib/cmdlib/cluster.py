@@ -6,8 +6,10 @@ from typing import Any, Callable
 from ganeti import constants, errors, hypervisor, locking, objects
 from ganeti.cmdlib import operating_system
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU, RunPostHook
-from ganeti.cmdlib.node import AdjustCandidatePool, GetUpdatedParams
+from ganeti.cmdlib.node import AdjustCandidatePool
 from ganeti.hypervisor import hv_base
+from ganeti.parameters.base import GetUpdatedParams
+from ganeti.parameters.hypervisors import UpdatedHvParams
 
 # QueryClusterInfo keys taken verbatim from the cluster object
 _CLUSTER_ATTRS = [
@@ -166,25 +168,6 @@ def HypervisorClass(hv_name: str) -> type[hv_base.BaseHypervisor]:
         return hypervisor.GetHypervisorClass(hv_name)
     except errors.HypervisorError as err:
         raise errors.OpPrereqError(str(err), errors.ECODE_INVAL) from None
-
-
-def UpdatedHvParams(hv_name: str, current: dict | None,
-                    changes: dict) -> dict:
-    """A hypervisor's complete cluster parameters after ``changes``.
-
-    Values typed on the command line are converted to their declared
-    types; "default" or None resets a parameter to the built-in default;
-    an unknown or ill-typed parameter is refused by name. The result
-    passes the hypervisor's syntax check.
-    """
-    hv_class = HypervisorClass(hv_name)
-    result = objects.FillDict(hv_class.GetDefaults(), GetUpdatedParams(
-        current, changes, hv_class.PARAMETERS, "%s hypervisor" % hv_name))
-    try:
-        hv_class.CheckParameterSyntax(result)
-    except errors.HypervisorError as err:
-        raise errors.OpPrereqError(str(err), errors.ECODE_INVAL) from None
-    return result
 
 
 def CheckHvParamsOnNodes(lu: Any, node_uuids: list[str], hv_name: str,
@@ -374,14 +357,6 @@ class LUClusterSetParams(LogicalUnit):
             self.context.jobqueue.WakeWorkers()
 
 
-def MasterIpParams(cfg: Any) -> dict:
-    """What the master IP procedures need, from the configuration."""
-    cluster = cfg.GetClusterInfo()
-    return {"ip": cluster.master_ip, "netmask": cluster.master_netmask,
-            "netdev": cluster.master_netdev,
-            "ip_family": cluster.primary_ip_family}
-
-
 class LUClusterActivateMasterIp(NoHooksLU):
     """Add the master IP on the master node."""
 
@@ -392,7 +367,8 @@ class LUClusterActivateMasterIp(NoHooksLU):
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> None:
         self.rpc.call_node_activate_master_ip(
-            self.cfg.GetMasterNode(), MasterIpParams(self.cfg)).Raise(
+            self.cfg.GetMasterNode(),
+            self.cfg.GetMasterNetworkParameters()).Raise(
                 "Could not activate the master IP")
 
 
@@ -406,5 +382,6 @@ class LUClusterDeactivateMasterIp(NoHooksLU):
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> None:
         self.rpc.call_node_deactivate_master_ip(
-            self.cfg.GetMasterNode(), MasterIpParams(self.cfg)).Raise(
+            self.cfg.GetMasterNode(),
+            self.cfg.GetMasterNetworkParameters()).Raise(
                 "Could not deactivate the master IP")

@@ -8,9 +8,9 @@ needs no lock change.
 from typing import Any, Callable
 
 from ganeti import config, constants, errors, locking, objects
-from ganeti.cmdlib.base import (ExpandNodeUuidAndName, ForceParamDict,
-                                LogicalUnit, NoHooksLU)
-from ganeti.cmdlib.node import GetUpdatedParams
+from ganeti.cmdlib.base import (ExpandNodeUuidAndName, LogicalUnit,
+                                NoHooksLU)
+from ganeti.parameters.base import ForceParamDict, GetUpdatedParams
 
 
 def _LookupGroup(cfg: Any, name: str) -> str | None:

@@ -134,11 +134,24 @@ def _ParseNics(nics: list[dict], instance_ip: str | None) -> list[dict]:
     return result
 
 
+def _ResolveInstanceName(name: str) -> netutils.Hostname:
+    """Resolve an instance name (name_check), saying how to do without."""
+    try:
+        return netutils.Hostname(name)
+    except errors.ResolverError as err:
+        raise errors.OpPrereqError(
+            "Cannot resolve instance name '%s' (%s); to use the name as"
+            " given, pass --no-name-check (and --no-ip-check, which needs"
+            " the name check)" % (name, err.args[-1]),
+            errors.ECODE_RESOLVER) from err
+
+
 def _IpInUse(address: str) -> bool:
     """Whether something answers on ``address`` (noded's port)."""
     try:
-        with socket.create_connection((address, constants.DEFAULT_NODED_PORT),
-                                      timeout=_IP_CHECK_TIMEOUT):
+        with socket.create_connection(
+                (address, netutils.GetDaemonPort(constants.NODED)),
+                timeout=_IP_CHECK_TIMEOUT):
             return True
     except ConnectionRefusedError:
         return True
@@ -204,12 +217,7 @@ class LUInstanceCreate(LogicalUnit):
                 raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
         self._instance_ip = None
         if op.name_check:
-            try:
-                hostname = netutils.Hostname(op.instance_name)
-            except errors.ResolverError as err:
-                raise errors.OpPrereqError(
-                    "Cannot resolve instance name '%s': %s" %
-                    (op.instance_name, err.args[-1]), errors.ECODE_RESOLVER)
+            hostname = _ResolveInstanceName(op.instance_name)
             op.instance_name = hostname.name
             self._instance_ip = hostname.ip
         self._nics = _ParseNics(op.nics, self._instance_ip)
@@ -536,12 +544,7 @@ class LUInstanceRename(InstanceLU):
         """Resolve the new name (name_check) and refuse a name in use."""
         op = self.op
         if op.name_check:
-            try:
-                hostname = netutils.Hostname(op.new_name)
-            except errors.ResolverError as err:
-                raise errors.OpPrereqError(
-                    "Cannot resolve instance name '%s': %s" %
-                    (op.new_name, err.args[-1]), errors.ECODE_RESOLVER)
+            hostname = _ResolveInstanceName(op.new_name)
             op.new_name = hostname.name
             if op.ip_check and _IpInUse(hostname.ip):
                 raise errors.OpPrereqError(

@@ -26,7 +26,7 @@ from ganeti.cmdlib.instance_utils import (
     CheckNodeVmCapable, ConvertHvParams, GenerateMAC, GetInstanceInfoText,
     InstanceLU, InstanceRuntimeInfo, RemoveDisks, SetInstancePrimaryNode,
     ShutdownInstanceDisks, UsedMacs)
-from ganeti.cmdlib.node import GetUpdatedParams
+from ganeti.parameters.base import GetUpdatedParams
 
 # Ganeti's limits on the devices of one instance
 MAX_DISKS = 16
@@ -539,12 +539,7 @@ class LUInstanceSetParams(InstanceLU):
         if not self.op.beparams:
             self.be_new = self.be_old
             return
-        changes = dict(self.op.beparams)
-        if objects.BE_MEMORY in changes:
-            memory = changes.pop(objects.BE_MEMORY)
-            changes.setdefault(objects.BE_MINMEM, memory)
-            changes.setdefault(objects.BE_MAXMEM, memory)
-        self.be_inst = GetUpdatedParams(instance.beparams, changes,
+        self.be_inst = GetUpdatedParams(instance.beparams, self.op.beparams,
                                         objects.BE_PARAMETERS, "backend")
         self.be_new = cluster.SimpleFillBE(self.be_inst)
         CheckMinMaxMem(self.be_new)

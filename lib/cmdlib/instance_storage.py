@@ -13,7 +13,6 @@ import collections
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, objects
-from ganeti.cli import FormatUnit
 from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.instance_policy import (
     CalculateGroupIPolicy, ComputeIPolicySpecViolation)
@@ -22,6 +21,7 @@ from ganeti.cmdlib.instance_utils import (
     CheckNodeFreeDisk, CheckNodeOnline, CheckNodeVmCapable,
     GetInstanceInfoText, InstanceLU, InstanceRunning, RemoveDisks,
     SetDisksActive, SetInstancePrimaryNode, ShutdownInstanceDisks)
+from ganeti.utils.text import FormatUnit
 
 
 def _FindDisk(disks: list[objects.Disk], idx: int) -> objects.Disk:

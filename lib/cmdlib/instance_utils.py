@@ -14,7 +14,7 @@ from ganeti import constants, errors, impexp, locking, objects
 from ganeti.cmdlib import operating_system
 from ganeti.cmdlib.base import ExpandInstanceUuidAndName, LogicalUnit
 from ganeti.cmdlib.cluster import HypervisorClass
-from ganeti.cmdlib.node import GetUpdatedParams
+from ganeti.parameters.base import GetUpdatedParams
 
 
 def CheckNodeOnline(lu: LogicalUnit, node_uuid: str) -> None:
@@ -341,15 +341,8 @@ def CheckInstanceState(lu: LogicalUnit, instance: objects.Instance,
 
 
 def ConvertBeParams(beparams: dict) -> dict:
-    """Backend parameters typed on the command line, converted and checked.
-
-    The legacy ``memory`` sets both ``minmem`` and ``maxmem``.
-    """
-    beparams = dict(beparams)
-    memory = beparams.pop(objects.BE_MEMORY, None)
-    if memory is not None:
-        beparams.setdefault(objects.BE_MINMEM, memory)
-        beparams.setdefault(objects.BE_MAXMEM, memory)
+    """Backend parameters typed on the command line, converted and checked
+    (legacy names and sizes with units included)."""
     return GetUpdatedParams({}, beparams, objects.BE_PARAMETERS, "backend")
 
 

@@ -15,33 +15,10 @@ from typing import Any, Callable
 
 from ganeti import (bootstrap, config, constants, errors, locking, netutils,
                     objects)
-from ganeti.cmdlib.base import (ExpandNodeUuidAndName, ForceParamDict,
-                                LogicalUnit, NoHooksLU, RunPostHook)
+from ganeti.cmdlib.base import (ExpandNodeUuidAndName, LogicalUnit,
+                                NoHooksLU, RunPostHook)
+from ganeti.parameters.base import ForceParamDict, GetUpdatedParams
 from ganeti.rpc import node as rpc_node
-
-
-def GetUpdatedParams(old: dict | None, changes: dict, table: dict,
-                     what: str) -> dict:
-    """``old`` parameters with ``changes`` applied and checked.
-
-    A value of None or "default" removes the key (back to the inherited
-    value); other values are converted from CLI text to their declared
-    types and checked against ``table``.
-    """
-    resets = {key for key, value in changes.items()
-              if value is None or value == constants.VALUE_DEFAULT}
-    values = ForceParamDict(table, {key: value for key, value
-                                    in changes.items() if key not in resets},
-                            what)
-    result = {key: value for key, value in (old or {}).items()
-              if key not in resets}
-    result.update(values)
-    unknown = resets - set(table)
-    if unknown:
-        raise errors.OpPrereqError("Unknown %s parameter(s) %s" %
-                                   (what, ", ".join(sorted(unknown))),
-                                   errors.ECODE_INVAL)
-    return result
 
 
 def AdjustCandidatePool(lu: Any, exceptions: list[str]) -> None:

@@ -1,18 +1,20 @@
 """LUs answering queries of the node and group resources.
 
-``OpQuery``/``OpQueryFields`` dispatch on the resource to a query class
-that knows the resource's field table and gathers what its fields need:
+``OpQuery`` dispatches on the resource to a query class that gathers what
+the fields of the resource's table (in the registry, queryfields) need:
 config objects always, live node data only when a live field is requested
-or filtered on. masterd runs these opcodes directly (without the queue) for
-the LUXI ``Query``/``QueryFields`` calls.
+or filtered on; ``OpQueryFields`` reads the registry only. masterd runs
+these opcodes directly (without the queue) for the LUXI
+``Query``/``QueryFields`` calls.
 """
 
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, query
+from ganeti import config, constants, errors, query, queryfields
 from ganeti.cmdlib import backup, instance_query, operating_system
 from ganeti.cmdlib.base import (ExpandNodeUuidAndName, NoHooksLU,
                                  SelectQueryItems)
+from ganeti.queryfields import filters as qf_filters
 from ganeti.rpc import node as rpc_node
 
 
@@ -23,7 +25,7 @@ def _QueryError(err: errors.ParameterError) -> errors.OpPrereqError:
 class _NodeQuery:
     """The ``node`` resource."""
 
-    FIELDS = query.NODE_FIELDS
+    FIELDS = queryfields.FIELDS[constants.QR_NODE]
 
     def __init__(self, lu: NoHooksLU):
         self.cfg = lu.cfg
@@ -102,7 +104,7 @@ class _NodeQuery:
 class _GroupQuery:
     """The ``group`` resource."""
 
-    FIELDS = query.GROUP_FIELDS
+    FIELDS = queryfields.FIELDS[constants.QR_GROUP]
 
     def __init__(self, lu: NoHooksLU):
         self.cfg = lu.cfg
@@ -132,22 +134,16 @@ class _GroupQuery:
 
 
 class _FilterQuery:
-    """The ``filter`` resource: the job filter rules, in evaluation order.
+    """The ``filter`` resource: the job filter rules, in evaluation order."""
 
-    Its field table lives with the rule evaluation (jqueue.filters), which
-    is imported late: jqueue needs mcpu, which is still importing cmdlib
-    when this module is loaded.
-    """
+    FIELDS = queryfields.FIELDS[constants.QR_FILTER]
 
     def __init__(self, lu: NoHooksLU):
-        from ganeti.jqueue import filters  # noqa: PLC0415
         self.cfg = lu.cfg
-        self._get_rules = filters.GetRules
-        self.FIELDS = filters.FILTER_FIELDS
 
     def Query(self, fields: list[str], qfilter: Any) -> dict:
         uuids = query.RequestedNames(qfilter, namefield="uuid")
-        rules = self._get_rules(self.cfg, uuids)
+        rules = qf_filters.GetRules(self.cfg, uuids)
         return query.Query(self.FIELDS, rules, fields,
                            qfilter if uuids is None else None)
 
@@ -199,12 +195,11 @@ class LUQueryFields(NoHooksLU):
     REQ_BGL = False
 
     def CheckArguments(self) -> None:
-        self._impl_class = _GetQueryClass(self.op.what)
+        _GetQueryClass(self.op.what)
 
     def ExpandNames(self) -> None:
         self.needed_locks = {}
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> dict:
-        # An instance, since some resources only know their fields then
-        return query.QueryFields(self._impl_class(self).FIELDS,
+        return query.QueryFields(queryfields.GetFields(self.op.what),
                                  self.op.fields)

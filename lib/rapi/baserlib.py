@@ -27,6 +27,7 @@ per-method declarations are:
   explicit handlers (query arguments, body and result schemas).
 """
 
+import re
 import time
 from typing import Any, Callable, Iterable
 
@@ -69,6 +70,33 @@ QUERY_ARGS = {
 }
 # Values of string arguments that are not given
 QUERY_ARG_DEFAULTS = {"type": constants.INSTANCE_REBOOT_HARD}
+
+
+# Path templates ---------------------------------------------------------
+# Paths are declared as templates (``/2/nodes/{node_name}``): the server
+# matches requests with them (connector), the API description lists them
+# (openapi).
+
+_NAME_PATTERN = r"[\w\._-]+"
+
+# Template parameter -> pattern its value must match
+PARAM_PATTERNS = {
+    "node_name": _NAME_PATTERN,
+    "group_name": _NAME_PATTERN,
+    "instance_name": _NAME_PATTERN,
+    "filter_uuid": _NAME_PATTERN,
+    "job_id": constants.JOB_ID_TEMPLATE,
+    "disk_index": r"\d+",
+    "resource": "|".join(re.escape(name)
+                         for name in sorted(constants.QR_VIA_RAPI)),
+}
+
+TEMPLATE_PARAM_RE = re.compile(r"\{(\w+)\}")
+
+
+def TemplateParams(template: str) -> list[str]:
+    """The parameter names of a path template, in order."""
+    return TEMPLATE_PARAM_RE.findall(template)
 
 
 class HttpBadGateway(ghttp.HttpException):

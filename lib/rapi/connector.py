@@ -1,5 +1,8 @@
 """The URI table of the remote API: which resource class serves which path.
 
+The resources describing the table itself (features, the OpenAPI
+document) are here, with the table.
+
 Paths are declared once as templates (``/2/nodes/{node_name}``); the
 server matches requests against the regular expressions compiled from
 them and the API description (openapi) lists them as they are. The
@@ -7,26 +10,35 @@ path is matched after percent-decoding; the query string is parsed with
 ``urllib.parse.parse_qs``, so every argument's value is a list.
 """
 
+import functools
 import re
 import urllib.parse
 
-from ganeti import constants
 from ganeti import http as ghttp
-from ganeti.rapi import rlib2
+from ganeti.rapi import baserlib, openapi, rlib2
 
-_NAME_PATTERN = r"[\w\._-]+"
+class R_2_features(baserlib.ResourceBase):
+    """/2/features resource."""
 
-# Template parameter -> pattern its value must match
-PARAM_PATTERNS = {
-    "node_name": _NAME_PATTERN,
-    "group_name": _NAME_PATTERN,
-    "instance_name": _NAME_PATTERN,
-    "filter_uuid": _NAME_PATTERN,
-    "job_id": constants.JOB_ID_TEMPLATE,
-    "disk_index": r"\d+",
-    "resource": "|".join(re.escape(name)
-                         for name in sorted(constants.QR_VIA_RAPI)),
-}
+    GET_RESULT = {"type": "array", "items": {"type": "string"}}
+
+    @staticmethod
+    def GET() -> list[str]:
+        """Returns the optional RAPI features the server implements."""
+        return GetFeatures()
+
+
+class R_2_openapi(baserlib.ResourceBase):
+    """/2/openapi.json resource."""
+
+    GET_RESULT = {"type": "object",
+                  "description": "OpenAPI 3 document (this description)"}
+
+    @staticmethod
+    def GET() -> dict:
+        """Returns the OpenAPI description of this API."""
+        return GetDocument()
+
 
 # Path template -> resource class. New resources go below /2 (Ganeti
 # versions resources individually rather than the whole API).
@@ -35,8 +47,8 @@ RESOURCES = {
     "/2": rlib2.R_2,
     "/version": rlib2.R_version,
     "/2/info": rlib2.R_2_info,
-    "/2/features": rlib2.R_2_features,
-    "/2/openapi.json": rlib2.R_2_openapi,
+    "/2/features": R_2_features,
+    "/2/openapi.json": R_2_openapi,
     "/2/redistribute-config": rlib2.R_2_redist_config,
     "/2/modify": rlib2.R_2_cluster_modify,
     "/2/tags": rlib2.R_2_tags,
@@ -102,19 +114,11 @@ RESOURCES = {
     "/2/filters/{filter_uuid}": rlib2.R_2_filters_uuid,
 }
 
-_TEMPLATE_PARAM = re.compile(r"\{(\w+)\}")
-
-
-def TemplateParams(template: str) -> list[str]:
-    """The parameter names of a path template, in order."""
-    return _TEMPLATE_PARAM.findall(template)
-
-
 def _CompileTemplate(template: str) -> re.Pattern:
-    parts = _TEMPLATE_PARAM.split(template)
+    parts = baserlib.TEMPLATE_PARAM_RE.split(template)
     # split() alternates literal text and parameter names
     regex = "".join(re.escape(part) if i % 2 == 0
-                    else "(%s)" % PARAM_PATTERNS[part]
+                    else "(%s)" % baserlib.PARAM_PATTERNS[part]
                     for i, part in enumerate(parts))
     return re.compile("^%s$" % regex)
 
@@ -127,7 +131,7 @@ class Mapper:
         self._exact = {}
         self._patterns = []
         for template, resource in resources.items():
-            if TemplateParams(template):
+            if baserlib.TemplateParams(template):
                 self._patterns.append((_CompileTemplate(template), resource))
             else:
                 self._exact[template] = resource
@@ -155,3 +159,10 @@ def GetFeatures() -> list[str]:
     """The optional features the resources of the table provide."""
     return sorted({feature for resource in RESOURCES.values()
                    for feature in resource.FEATURES})
+
+
+@functools.lru_cache(maxsize=1)
+def GetDocument() -> dict:
+    """The OpenAPI document of the table (built once, not to be changed).
+    """
+    return openapi.BuildDocument(RESOURCES)

@@ -10,11 +10,10 @@ document is served at ``/2/openapi.json`` and shipped as
 """
 
 import copy
-import functools
 import inspect
 from typing import Any
 
-from ganeti import constants, ht
+from ganeti import constants, ht, queryfields
 from ganeti.rapi import baserlib
 
 OPENAPI_VERSION = "3.0.3"
@@ -57,25 +56,6 @@ _DESCRIPTION = (
     constants.RAPI_VERSION)
 
 
-def _FieldTable(what: str) -> dict:
-    """The query field table of a resource (name -> (title, kind, ...)).
-
-    Imported on demand: the daemon itself never needs the tables.
-    """
-    if what == constants.QR_JOB:
-        from ganeti.jqueue import jobs
-        return jobs.JOB_FIELDS
-    if what == constants.QR_FILTER:
-        from ganeti.jqueue import filters
-        return filters.FILTER_FIELDS
-    if what == constants.QR_INSTANCE:
-        from ganeti.cmdlib import instance_query
-        return instance_query.INSTANCE_FIELDS
-    from ganeti import query
-    return {constants.QR_NODE: query.NODE_FIELDS,
-            constants.QR_GROUP: query.GROUP_FIELDS}.get(what, {})
-
-
 class Item:
     """Result schema: the given query fields of one item, as an object."""
 
@@ -84,7 +64,7 @@ class Item:
         self.fields = fields
 
     def Schema(self) -> dict:
-        table = _FieldTable(self.what)
+        table = queryfields.FIELDS.get(self.what, {})
         properties = {}
         for name in self.fields:
             prop = {}
@@ -195,8 +175,7 @@ def _QueryParameter(name: str) -> dict:
 
 
 def _PathParameter(name: str) -> dict:
-    from ganeti.rapi import connector
-    pattern = connector.PARAM_PATTERNS[name]
+    pattern = baserlib.PARAM_PATTERNS[name]
     if name == "resource":
         schema = {"type": "string",
                   "enum": sorted(constants.QR_VIA_RAPI)}
@@ -264,15 +243,12 @@ def _Operation(resource: type, method: str) -> dict:
     return operation
 
 
-def BuildDocument(resources: dict[str, type] | None = None) -> dict:
-    """The OpenAPI document of the resources (default: the connector's)."""
-    from ganeti.rapi import connector
-    if resources is None:
-        resources = connector.RESOURCES
+def BuildDocument(resources: dict[str, type]) -> dict:
+    """The OpenAPI document of the resources (path template -> class)."""
     paths = {}
     for template, resource in sorted(resources.items()):
         item: dict[str, Any] = {}
-        params = connector.TemplateParams(template)
+        params = baserlib.TemplateParams(template)
         if params:
             item["parameters"] = [_PathParameter(name) for name in params]
         for method in resource.GetMethods():
@@ -294,10 +270,3 @@ def BuildDocument(resources: dict[str, type] | None = None) -> dict:
                 " \"Ganeti Remote API\")"}},
         },
     }
-
-
-@functools.lru_cache(maxsize=1)
-def GetDocument() -> dict:
-    """The document of the running server (built once, not to be changed).
-    """
-    return BuildDocument()

@@ -11,7 +11,6 @@ from typing import Any
 
 from ganeti import cli, constants, errors, objects, opcodes, rapi
 from ganeti import http as ghttp
-from ganeti.client.gnt_os import CalculateOSNames
 from ganeti.rapi import baserlib, openapi
 from ganeti.rapi.baserlib import OpcodeResource, ResourceBase
 
@@ -119,30 +118,6 @@ class R_2_info(OpcodeResource):
         return self.GetClient().QueryClusterInfo()
 
 
-class R_2_features(ResourceBase):
-    """/2/features resource."""
-
-    GET_RESULT = _STRING_LIST
-
-    @staticmethod
-    def GET() -> list[str]:
-        """Returns the optional RAPI features the server implements."""
-        from ganeti.rapi import connector  # the table lists the resources
-        return connector.GetFeatures()
-
-
-class R_2_openapi(ResourceBase):
-    """/2/openapi.json resource."""
-
-    GET_RESULT = {"type": "object",
-                  "description": "OpenAPI 3 document (this description)"}
-
-    @staticmethod
-    def GET() -> dict:
-        """Returns the OpenAPI description of this API."""
-        return openapi.GetDocument()
-
-
 class R_2_redist_config(OpcodeResource):
     """/2/redistribute-config resource."""
 
@@ -209,7 +184,8 @@ class R_2_os(ResourceBase):
             raise baserlib.HttpBadGateway("Can't get OS list")
         if not bulk:
             return [os_name for name, variants in result
-                    for os_name in CalculateOSNames(name, variants)]
+                    for os_name
+                    in objects.OS.NamesWithVariants(name, variants)]
         oses = baserlib.MapBulkFields(result, _OS_BULK_FIELDS)
         for info in oses:
             info["parameters"] = [{"name": name, "description": doc}
