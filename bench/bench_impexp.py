@@ -10,11 +10,10 @@ reports it, including its final fsync) and end to end (from the RPC that
 starts the import until both ends are cleaned up).
 
 Usage: bench/bench_impexp.py [--size MIB] [--compress none,gzip-fast,gzip]
-       [--data random|text|zero] [--rounds N]
+       [--data random|text|zero|sparse] [--rounds N]
 """
 
 import argparse
-import hashlib
 import os
 import statistics
 import sys
@@ -26,24 +25,25 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
 import testutils_node  # noqa: E402
 
 from ganeti import impexp, pathutils  # noqa: E402
-from ganeti.impexp import master  # noqa: E402
+from ganeti.impexp import master, sparse  # noqa: E402
 
 _MIB = 1024 * 1024
 
 
-def _WriteData(path: str, size_mib: int, kind: str) -> str:
-    """Write the source file; returns its SHA-256."""
-    digest = hashlib.sha256()
+def _WriteData(path: str, size_mib: int, kind: str) -> None:
+    """Write the source file."""
     line = b"Ganeti moves instances between nodes, one chunk at a time.\n"
     text = (line * (_MIB // len(line) + 1))[:_MIB]
     with open(path, "wb") as fobj:
+        if kind == "sparse":
+            # No data at all: an empty disk, one hole
+            fobj.truncate(size_mib * _MIB)
+            return
         for _ in range(size_mib):
             chunk = {"random": lambda: os.urandom(_MIB),
                      "text": lambda: text,
                      "zero": lambda: bytes(_MIB)}[kind]()
-            digest.update(chunk)
             fobj.write(chunk)
-    return digest.hexdigest()
 
 
 def main() -> int:
@@ -51,7 +51,7 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=256, help="MiB")
     parser.add_argument("--compress", default="none,gzip-fast,gzip")
     parser.add_argument("--data", default="random",
-                        choices=["random", "text", "zero"])
+                        choices=["random", "text", "zero", "sparse"])
     parser.add_argument("--rounds", type=int, default=3)
     opts = parser.parse_args()
 
@@ -61,7 +61,8 @@ def main() -> int:
         for node in cluster.nodes:
             os.makedirs(node.Path(pathutils.EXPORT_DIR), exist_ok=True)
         source = os.path.join(pathutils.EXPORT_DIR, "bench.img")
-        checksum = _WriteData(src.Path(source), opts.size, opts.data)
+        _WriteData(src.Path(source), opts.size, opts.data)
+        checksum = sparse.FileChecksum(src.Path(source))
         runner = cluster.Runner()
         print("%d MiB of %s data, %d rounds per compression" %
               (opts.size, opts.data, opts.rounds))

@@ -390,6 +390,7 @@ def _JoinFiles() -> frozenset[str]:
     """The cluster files a joining node receives from the master."""
     return frozenset([pathutils.NODED_CERT_FILE, pathutils.RAPI_CERT_FILE,
                       pathutils.CLUSTER_DOMAIN_SECRET_FILE,
+                      pathutils.RAPI_USERS_FILE,
                       pathutils.FILE_STORAGE_PATHS_FILE,
                       pathutils.BLOCKDEV_PATHS_FILE])
 

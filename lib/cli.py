@@ -17,12 +17,14 @@ import shlex
 import sys
 import textwrap
 import time
-from optparse import OptionParser, TitledHelpFormatter
+from optparse import Option, OptionParser, TitledHelpFormatter
 from typing import Any, Callable, Iterable, Sequence
 
-from ganeti import constants, errors, luxi, opcodes, pathutils, qlang
+from ganeti import (constants, errors, luxi, opcodes, pathutils, qlang,
+                    ssconf, vcluster)
 from ganeti.cli_opts import *  # noqa: F401,F403 (re-exported API)
 from ganeti.cli_opts import COMMON_OPTS, ArgCommand
+from ganeti.utils.text import FormatUnit
 
 # Results of FormatQueryResult
 QR_NORMAL, QR_UNKNOWN, QR_INCOMPLETE = range(3)
@@ -86,12 +88,17 @@ def _AskUserOn(infile: Any, outfile: Any, text: str,
             outfile.write("\n")
 
 
-def AskUser(text: str, choices: list[tuple] | None = None) -> Any:
+def AskUser(text: str, choices: list[tuple] | None = None,
+            skip_option: Option | None = None) -> Any:
     """Ask a question on the terminal; without one, the last choice wins.
 
     ``choices`` are ``(char, return value, help)``; the default is yes/no
     returning True/False with "no" as the default answer. Reading the
     terminal rather than stdin lets confirmations work in pipelines.
+    Without a terminal the question and the answer taken are printed on
+    stderr (Ganeti prints nothing, so a script saw a bare failure), with
+    ``skip_option``, the option that makes the command not ask, if any
+    (e.g. FORCE_OPT).
     """
     if choices is None:
         choices = [("y", True, "Perform the operation"),
@@ -106,7 +113,12 @@ def AskUser(text: str, choices: list[tuple] | None = None) -> Any:
     try:
         tty = open("/dev/tty", "r+", encoding="utf-8")
     except OSError:
-        return choices[-1][1]
+        char, answer, description = choices[-1][:3]
+        ToStderr("%s\nNo terminal to ask on: answering '%s' (%s).%s", text,
+                 char, description,
+                 " Use %s to skip this question." % skip_option
+                 if skip_option else "")
+        return answer
     with tty:
         return _AskUserOn(tty, tty, text, choices)
 
@@ -132,17 +144,6 @@ def FormatTimestamp(ts: Any) -> str:
         return "?"
     sec, usec = ts
     return FormatTime(sec, usecs=usec)
-
-
-def FormatUnit(value: float, units: str) -> str:
-    """Format a size in MiB; ``units`` h (human), m, g or t."""
-    if units not in ("h", "m", "g", "t"):
-        raise errors.ProgrammerError("Invalid unit specified '%s'" % units)
-    if units == "m" or (units == "h" and value < 1024):
-        return "%.0f%s" % (value, "M" if units == "h" else "")
-    if units == "g" or (units == "h" and value < 1024 * 1024):
-        return "%.1f%s" % (value / 1024.0, "G" if units == "h" else "")
-    return "%.1f%s" % (value / 1024.0 / 1024.0, "T" if units == "h" else "")
 
 
 def FormatBool(value: bool) -> str:
@@ -270,11 +271,16 @@ def FormatError(err: BaseException) -> tuple[int, str]:
 # Argument parsing and GenericMain --------------------------------------------
 
 class _ShowUsage(Exception):
-    """Print the tool's usage; ``exit_error`` selects the exit code."""
+    """Print the tool's usage; ``exit_error`` selects the exit code.
 
-    def __init__(self, exit_error: bool):
+    ``message`` says what was wrong: Ganeti prints only the usage for an
+    unknown command, which leaves a mistyped name unexplained.
+    """
+
+    def __init__(self, exit_error: bool, message: str | None = None):
         Exception.__init__(self)
         self.exit_error = exit_error
+        self.message = message
 
 
 class _ShowVersion(Exception):
@@ -349,7 +355,8 @@ def _ParseArgs(binary: str, argv: list[str], commands: dict, aliases: dict,
     if cmd in ("--help", "-h"):
         raise _ShowUsage(exit_error=False)
     if cmd not in commands and cmd not in aliases:
-        raise _ShowUsage(exit_error=True)
+        raise _ShowUsage(exit_error=True,
+                         message="Error: Unknown command '%s'" % cmd)
     if cmd in aliases:
         if aliases[cmd] not in commands:
             raise errors.ProgrammerError("Alias '%s' maps to non-existing"
@@ -439,6 +446,8 @@ def GenericMain(commands: dict, aliases: dict | None = None,
     except _ShowUsage as err:
         for line in _FormatUsage(binary, commands):
             ToStdout(line)
+        if err.message:
+            ToStderr(err.message)
         return constants.EXIT_FAILURE if err.exit_error else \
             constants.EXIT_SUCCESS
     except _ParserExit as err:
@@ -457,6 +466,8 @@ def GenericMain(commands: dict, aliases: dict | None = None,
     try:
         result = func(options, args)
     except (errors.GenericError, errors.JobSubmittedException) as err:
+        if isinstance(err, errors.NoMasterError):
+            err = _ExplainNoMaster(err)
         result, err_msg = FormatError(err)
         logging.debug("Error during command processing", exc_info=True)
         ToStderr(err_msg)
@@ -471,6 +482,34 @@ def GenericMain(commands: dict, aliases: dict | None = None,
         log_setup.Close()
         _invocation = None
     return result
+
+
+def _ExplainNoMaster(err: errors.NoMasterError) -> errors.GenericError:
+    """Why this node has no master socket, as Ganeti's GetClient says it.
+
+    Usually the node is not (or, after a failover, no longer) the master;
+    its ssconf names the node to run the command on instead. A socket
+    forced by path (FORCE_LUXI_SOCKET) says nothing about this node.
+    """
+    if not err.args or err.args[0] not in (pathutils.MASTER_SOCKET,
+                                           pathutils.QUERY_SOCKET):
+        return err
+    try:
+        master, myself = ssconf.GetMasterAndMyself()
+    except errors.ConfigurationError:
+        return errors.OpPrereqError("Cluster not initialized or this machine"
+                                    " is not part of a cluster",
+                                    errors.ECODE_INVAL)
+    if master == myself:
+        return err
+    how = ""
+    if vcluster.IsVirtual():
+        how = " (in this virtual cluster: with %s=%s %s=%s)" % (
+            vcluster.ENV_ROOTDIR, vcluster.NodeRootDirectory(master),
+            vcluster.ENV_HOSTNAME, master)
+    return errors.OpPrereqError("This is not the master node, please connect"
+                                " to node '%s'%s and rerun the command" %
+                                (master, how), errors.ECODE_INVAL)
 
 
 # Jobs ------------------------------------------------------------------------

@@ -8,11 +8,11 @@ the help text and type from the opcode declaration.
 
 import copy
 import functools
-import re
 from optparse import Option, OptionValueError
 from typing import Any
 
 from ganeti import constants, errors, ht, impexp
+from ganeti.utils.text import ParseUnit
 
 __all__ = [
     # Argument definitions
@@ -141,39 +141,6 @@ ARGS_ONE_FILTER = [ArgFilter(min=1, max=1)]
 
 
 # Value parsers ---------------------------------------------------------------
-
-_UNIT_RE = re.compile(r"^([.\d]+)\s*([a-zA-Z]+)?$")
-_UNIT_FACTORS = {
-    "m": 1, "mb": 1, "mib": 1,
-    "g": 1024, "gb": 1024, "gib": 1024,
-    "t": 1024 * 1024, "tb": 1024 * 1024, "tib": 1024 * 1024,
-}
-
-
-def ParseUnit(value: str) -> int:
-    """Parse a size like "512", "10G" or "1.5t" into MiB.
-
-    Plain numbers are MiB. The result is rounded up to a multiple of 4 MiB
-    as Ganeti does, since LVM extents are 4 MiB.
-    """
-    match = _UNIT_RE.match(str(value).strip())
-    if not match:
-        raise errors.UnitParseError("Invalid format")
-    try:
-        number = float(match.group(1))
-    except ValueError as err:
-        raise errors.UnitParseError("Invalid format") from err
-    unit = (match.group(2) or "m").lower()
-    if unit not in _UNIT_FACTORS:
-        raise errors.UnitParseError("Unknown unit: %s" % match.group(2))
-    number *= _UNIT_FACTORS[unit]
-    result = int(number)
-    if result < number:
-        result += 1
-    if result % 4:
-        result += 4 - result % 4
-    return result
-
 
 def _UnescapeAndSplit(text: str, sep: str = ",") -> list[str]:
     # "a\,b,c" -> ["a,b", "c"]; a backslash escapes the next character
@@ -371,7 +338,8 @@ def OpcodeOption(op_class: type, param_name: str, *opt_strings: str,
     comma-separated list (or repeated option with ``action="append"``),
     object -> key=value list. A boolean becomes a flag: ``store_false`` when
     the long option is "--no-<name>" (negating the parameter), otherwise
-    ``store_true``. Keyword arguments override any of these.
+    ``store_true``; a negating flag's help is the negated doc (see
+    :func:`_NegatedHelp`). Keyword arguments override any of these.
     """
     params = {p[0]: p for p in op_class.GetAllParams()}
     if param_name not in params:
@@ -397,7 +365,27 @@ def OpcodeOption(op_class: type, param_name: str, *opt_strings: str,
         if kwargs["default"] is None:
             kwargs["default"] = []
     kwargs.update(overrides)
+    if kwargs.get("action") == "store_false" and "help" not in overrides:
+        kwargs["help"] = _NegatedHelp(op_class, param_name, doc)
     return CliOption(*opt_strings, **kwargs)
+
+
+_WHETHER_TO = "Whether to "
+
+
+def _NegatedHelp(op_class: type, param_name: str, doc: str) -> str:
+    """Help of a flag that sets a boolean parameter to False.
+
+    The parameter's doc says what True does ("Whether to start the
+    instance"), so the flag's help is its negation ("Do not start the
+    instance"). A doc of another form cannot be negated reliably: the
+    option must then be given its own help.
+    """
+    if not doc.startswith(_WHETHER_TO):
+        raise errors.ProgrammerError(
+            "Cannot negate the doc of %s.%s (%r): give the option a help"
+            " text" % (op_class.__name__, param_name, doc))
+    return "Do not " + doc[len(_WHETHER_TO):]
 
 
 # Common options -------------------------------------------------------------

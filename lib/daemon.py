@@ -120,17 +120,15 @@ def _Fail(wfd: int | None, daemon_name: str, message: str,
     sys.exit(exit_code)
 
 
-def GenericMain(daemon_name: str, parser: optparse.OptionParser,
-                check_fn: CheckFn, prepare_fn: PrepareFn, exec_fn: ExecFn,
-                default_port: int | None = None) -> None:
-    """Run a daemon through its whole life cycle (see the module doc).
+def AddDaemonOptions(parser: optparse.OptionParser,
+                     default_port: int | None = None) -> None:
+    """Add the options every daemon has to its parser.
 
     ``default_port`` makes it a network daemon with ``-b/--bind`` and
     ``-p/--port`` options (``options.bind_address``, ``options.port``).
+    The daemons build their complete parser this way so that
+    autotools/build-man documents exactly what they accept.
     """
-    global _pid_fd  # pylint: disable=global-statement
-    if daemon_name not in constants.DAEMONS_LOGBASE:
-        raise errors.ProgrammerError("Unknown daemon %r" % daemon_name)
     parser.add_option("-f", "--foreground", dest="foreground",
                       action="store_true", default=False,
                       help="Don't detach from the terminal; log to stderr"
@@ -145,10 +143,23 @@ def GenericMain(daemon_name: str, parser: optparse.OptionParser,
         parser.add_option("-p", "--port", dest="port", type="int",
                           default=default_port, metavar="PORT",
                           help="Port to listen on (default: %default)")
+
+
+def GenericMain(daemon_name: str, parser: optparse.OptionParser,
+                check_fn: CheckFn, prepare_fn: PrepareFn,
+                exec_fn: ExecFn) -> None:
+    """Run a daemon through its whole life cycle (see the module doc).
+
+    ``parser`` has the standard options (:func:`AddDaemonOptions`); with
+    ``--port`` it is a network daemon.
+    """
+    global _pid_fd  # pylint: disable=global-statement
+    if daemon_name not in constants.DAEMONS_LOGBASE:
+        raise errors.ProgrammerError("Unknown daemon %r" % daemon_name)
     options, args = parser.parse_args()
 
     try:
-        if default_port is not None:
+        if parser.has_option("--port"):
             if not 0 < options.port < 65536:
                 raise errors.ParameterError("Invalid port %s" % options.port)
             if options.bind_address is None:
@@ -191,6 +202,9 @@ def GenericMain(daemon_name: str, parser: optparse.OptionParser,
             prep_data = prepare_fn(options, args)
         except Exception as err:  # pylint: disable=broad-except
             logging.exception("Daemon start-up failed")
+            # Before the waiting parent learns of it and exits: no stale
+            # pid file may outlive the failure it reports
+            io.RemoveFile(pidfile)
             _Fail(wfd, daemon_name, _FormatError(err))
         logging.info("%s started (version %s)", daemon_name,
                      constants.RELEASE_VERSION)

@@ -151,6 +151,11 @@ class InotifyError(GenericError):
     """Watching a file with inotify failed."""
 
 
+class BindError(GenericError):
+    """A daemon could not listen on its address and port (taken, not local).
+    """
+
+
 class NotMasterError(GenericError):
     """This node may not take or hold the master role (voting refused)."""
 

@@ -3,7 +3,10 @@
 Name resolution consults the hosts file named by ``GANETI_HOSTS_FILE`` (same
 format as /etc/hosts) before the system resolver, so a virtual cluster can
 give its nodes names and 127.x.y.z addresses without root and without
-editing /etc/hosts.
+editing /etc/hosts. Likewise daemon ports come from the services file named
+by ``GANETI_SERVICES_FILE`` (services(5) format) before the system's
+services database, so a virtual cluster can move off ports another program
+holds.
 """
 
 import errno
@@ -11,9 +14,10 @@ import ipaddress
 import os
 import socket
 
-from ganeti import errors, vcluster
+from ganeti import constants, errors, vcluster
 
 ENV_HOSTS_FILE = "GANETI_HOSTS_FILE"
+ENV_SERVICES_FILE = "GANETI_SERVICES_FILE"
 
 
 def _LookupHostsFile(name: str) -> str | None:
@@ -29,6 +33,47 @@ def _LookupHostsFile(name: str) -> str | None:
     except FileNotFoundError:
         return None
     return None
+
+
+def _LookupServicesFile(name: str, proto: str) -> int | None:
+    """Port of ``name``/``proto`` in the GANETI_SERVICES_FILE, if any."""
+    path = os.environ.get(ENV_SERVICES_FILE)
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fobj:
+            for line in fobj:
+                fields = line.split("#", 1)[0].split()
+                if len(fields) < 2 or name not in [fields[0]] + fields[2:]:
+                    continue
+                port, _, entry_proto = fields[1].partition("/")
+                if entry_proto == proto and port.isdigit():
+                    return int(port)
+    except FileNotFoundError:
+        return None
+    return None
+
+
+def GetDaemonPort(daemon_name: str) -> int:
+    """The cluster-wide port of a network daemon, as Ganeti finds it.
+
+    Ganeti reads it from the services database rather than from its own
+    configuration, so that it can be changed outside Ganeti; it must be
+    the same on every node. The GANETI_SERVICES_FILE comes first, then
+    the system database, then the built-in default.
+    """
+    try:
+        proto, default_port = constants.DAEMON_PORTS[daemon_name]
+    except KeyError:
+        raise errors.ProgrammerError("Unknown daemon: %s" %
+                                     daemon_name) from None
+    port = _LookupServicesFile(daemon_name, proto)
+    if port is not None:
+        return port
+    try:
+        return socket.getservbyname(daemon_name, proto)
+    except OSError:
+        return default_port
 
 
 def IsValidIP4(address: str) -> bool:

@@ -4,6 +4,16 @@ import subprocess
 
 import pytest
 
+_NOT_UNIT = ("integration", "kvm", "netns")
+
+
+def pytest_collection_modifyitems(items):
+    """Mark as ``unit`` every test its module does not mark otherwise, so
+    that ``-m unit`` selects the in-process tests."""
+    for item in items:
+        if not any(item.get_closest_marker(name) for name in _NOT_UNIT):
+            item.add_marker(pytest.mark.unit)
+
 
 @pytest.fixture
 def loop_device(tmp_path):

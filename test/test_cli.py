@@ -4,6 +4,7 @@ Commands run through GenericMain in-process with a toy command table; the
 job helpers talk to a scripted LUXI server over a real socket.
 """
 
+import importlib
 import io
 import optparse
 import time
@@ -13,6 +14,8 @@ import pytest
 from ganeti import cli, cli_opts, constants, errors, ht, luxi, opcodes
 
 import testutils_luxi
+
+pytestmark = pytest.mark.integration
 
 
 class _RaisingParser(optparse.OptionParser):
@@ -142,6 +145,38 @@ def test_opcode_option_booleans():
     explicit = cli_opts.OpcodeOption(delay, "on_master", "--master",
                                      type="bool", action="store")
     assert _Parse(explicit, "--master", "no").on_master is False
+
+
+def test_opcode_option_negated_help():
+    create = opcodes.OpInstanceCreate
+    assert cli_opts.OpcodeOption(create, "start", "--no-start").help == \
+        "Do not start the instance after creation"
+    # An explicit action negates too; an explicit help wins
+    delay = opcodes.OpTestDelay
+    assert cli_opts.OpcodeOption(delay, "on_master", "--off",
+                                 action="store_false").help == \
+        "Do not sleep on the master"
+    assert cli_opts.OpcodeOption(delay, "on_master", "--no-on-master",
+                                 help="Stay off").help == "Stay off"
+    # A doc that does not read "Whether to ..." needs an explicit help
+    with pytest.raises(errors.ProgrammerError, match="no_locks"):
+        cli_opts.OpcodeOption(delay, "no_locks", "--locks",
+                              action="store_false")
+
+
+_CLIENTS = ["gnt_backup", "gnt_cluster", "gnt_debug", "gnt_filter",
+            "gnt_group", "gnt_instance", "gnt_job", "gnt_node", "gnt_os"]
+
+
+@pytest.mark.parametrize("client", _CLIENTS)
+def test_negative_options_help_is_negative(client):
+    module = importlib.import_module("ganeti.client." + client)
+    for name, (_, _, options, _, _) in module.commands.items():
+        for option in options:
+            if option.action != "store_false":
+                continue
+            # "--no-start: Whether to start the instance" was inverted
+            assert not option.help.startswith("Whether"), (name, option)
 
 
 def test_opcode_option_objects_and_errors():
@@ -350,7 +385,9 @@ def test_main_usage_and_version(toy, capsys):
     assert toy.Main() == 1
     assert "Usage:" in capsys.readouterr().out
     assert toy.Main("no-such-command") == 1
-    assert "Usage:" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "Usage:" in out
+    assert err == "Error: Unknown command 'no-such-command'\n"
     assert toy.Main("--version") == 0
     assert capsys.readouterr().out == "gnt-toy (ganeti) %s\n" % \
         constants.RELEASE_VERSION

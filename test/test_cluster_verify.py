@@ -20,6 +20,8 @@ from ganeti.utils import x509
 from testutils_cluster import VirtualCluster
 from testutils_cmdlib import Failed, MakeContext
 
+pytestmark = pytest.mark.integration
+
 MASTER = "node1.example.test"
 NODE2 = "node2.example.test"
 NODE3 = "node3.example.test"

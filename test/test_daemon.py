@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -14,8 +15,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import testutils_node  # noqa: E402
 
-from ganeti import constants, pathutils  # noqa: E402
+from ganeti import constants, errors, netutils, pathutils  # noqa: E402
+from ganeti.rpc import node as rpc_node  # noqa: E402
 from ganeti.utils import process  # noqa: E402
+
+pytestmark = pytest.mark.integration
 
 _DAEMON = textwrap.dedent("""
     import json, optparse, os, sys, time
@@ -42,8 +46,9 @@ _DAEMON = textwrap.dedent("""
         utils.WriteFile(info_file, data=json.dumps(prep))
         stop_event.wait()
 
-    daemon.GenericMain(constants.MAINTD, optparse.OptionParser(), Check,
-                       Prepare, Exec, default_port=4321)
+    parser = optparse.OptionParser()
+    daemon.AddDaemonOptions(parser, default_port=4321)
+    daemon.GenericMain(constants.MAINTD, parser, Check, Prepare, Exec)
 """)
 
 
@@ -129,3 +134,68 @@ def test_foreground_and_options(node):
     result = node.Run([sys.executable, "-c", _DAEMON, "ok", info_file,
                        "-p", "0"])
     assert result.returncode == 1 and "Invalid port" in result.stderr
+
+
+def test_daemon_port_from_services_file(tmp_path, monkeypatch):
+    services = tmp_path / "services"
+    services.write_text("# comment\n"
+                        "ganeti-noded 2811/udp\n"
+                        "ganeti-noded 2812/tcp   # the one\n"
+                        "other 3000/tcp ganeti-rapi\n")
+    monkeypatch.setenv(netutils.ENV_SERVICES_FILE, str(services))
+    assert netutils.GetDaemonPort(constants.NODED) == 2812
+    # Aliases count, as in services(5)
+    assert netutils.GetDaemonPort(constants.RAPI) == 3000
+    services.write_text("ganeti-rapi 6080/tcp\n")
+    assert netutils.GetDaemonPort(constants.RAPI) == 6080
+    # A daemon the file does not name, or no file: the system's database
+    monkeypatch.setenv(netutils.ENV_SERVICES_FILE, str(tmp_path / "none"))
+    for name in (constants.NODED, constants.RAPI):
+        try:
+            expected = socket.getservbyname(name, "tcp")
+        except OSError:
+            expected = constants.DAEMON_PORTS[name][1]
+        assert netutils.GetDaemonPort(name) == expected
+    with pytest.raises(errors.ProgrammerError):
+        netutils.GetDaemonPort(constants.MASTERD)
+
+
+def test_noded_and_rpc_use_the_services_file_port(monkeypatch):
+    """Without -p or port arguments, both ends agree on the file's port."""
+    with testutils_node.TestCluster(1) as cluster:
+        node = cluster.nodes[0]
+        services = os.path.join(cluster.tmpdir, "services")
+        with open(services, "w", encoding="ascii") as fobj:
+            fobj.write("ganeti-noded %d/tcp\n" % cluster.port)
+        node.env[netutils.ENV_SERVICES_FILE] = services
+        result = node.Run([sys.executable, testutils_node.NODED])
+        assert result.returncode == 0, result.stderr
+        monkeypatch.setenv(netutils.ENV_SERVICES_FILE, services)
+        runner = rpc_node.RpcRunner(
+            rpc_node.StaticResolver({node.name: node.ip}),
+            cert_file=cluster.cert_file)
+        try:
+            result = runner.call_version([node.name])[node.name]
+        finally:
+            runner.close()
+        assert not result.fail_msg
+        assert result.payload == constants.PROTOCOL_VERSION
+
+
+def test_bind_failure_names_address_and_port():
+    with testutils_node.TestCluster(1) as cluster:
+        node = cluster.nodes[0]
+        with socket.socket() as holder:
+            holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            holder.bind((node.ip, cluster.port))
+            holder.listen()
+            result = node.Run(node.NodedCommand())
+        assert result.returncode == 1
+        assert ("ganeti-noded: Could not bind to %s:%d: Address already in"
+                " use" % (node.ip, cluster.port)) in result.stderr
+        assert "Errno" not in result.stderr
+        # The daemon exits right after reporting the failure
+        deadline = time.monotonic() + 5
+        while node.NodedPid():
+            assert time.monotonic() < deadline, "noded still runs"
+            time.sleep(0.01)

@@ -14,6 +14,9 @@ import pytest
 from ganeti import constants, pathutils, serializer
 
 from testutils_cluster import VirtualCluster, WaitForJob
+from testutils_instance import RapiRequest, WriteRapiUsers
+
+pytestmark = pytest.mark.integration
 
 NODES = ["node%d.example.test" % i for i in range(2, 6)]
 
@@ -198,3 +201,40 @@ def test_masterd_refuses_without_a_majority(cluster):
     assert "--yes-do-it" in result.stderr
     cluster.StartMasterd("--no-voting", "--yes-do-it")
     assert _Master(cluster) is cluster
+
+
+def test_two_node_failover_rapi_users_and_the_old_master():
+    """What a user of the local cluster meets after a master failover."""
+    cluster = VirtualCluster()
+    try:
+        cluster.Init()
+        WriteRapiUsers(cluster)
+        new = cluster.AddNode("node2.example.test")
+        # The RAPI users go along with the other cluster files
+        with open(cluster.NodePath(pathutils.RAPI_USERS_FILE),
+                  encoding="utf-8") as fobj:
+            users = fobj.read()
+        with open(new.NodePath(pathutils.RAPI_USERS_FILE),
+                  encoding="utf-8") as fobj:
+            assert fobj.read() == users
+        new.Run("gnt-cluster", "master-failover")
+        status, job_id = RapiRequest(new, "PUT", "/2/redistribute-config")
+        assert status == 200, job_id
+        result = new.Run("gnt-cluster", "verify", check=False)
+        assert "rapi/users" not in result.stdout + result.stderr
+        # The old master names the new one and how to get there
+        result = cluster.Run("gnt-node", "list", check=False)
+        assert result.returncode == 1
+        assert ("This is not the master node, please connect to node"
+                " 'node2.example.test'") in result.stderr
+        assert "GANETI_ROOTDIR=%s" % new.root in result.stderr
+        # Restarting the old master's daemons leaves the master role alone,
+        # quietly
+        cluster.KillDaemon("ganeti-noded", signal.SIGTERM)
+        result = cluster.Run("daemon-util", "start-all")
+        assert result.stdout + result.stderr == ""
+        assert cluster.IsRunning("ganeti-noded")
+        assert not cluster.IsRunning("ganeti-masterd")
+        assert not cluster.IsRunning("ganeti-rapi")
+    finally:
+        cluster.Cleanup()

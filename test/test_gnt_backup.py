@@ -20,6 +20,8 @@ from testutils_instance import (CHECKS as NAME_CHECKS, NODE1, NODE2, NODE3,
                                 DiskPaths, Fail, Field, FindInstance,
                                 InstanceCluster, OsVariant)
 
+pytestmark = pytest.mark.integration
+
 # Small test instances are below the default instance policy
 CHECKS = NAME_CHECKS + ("--ignore-ipolicy", )
 # tinyimage whose export script writes some data, then fails

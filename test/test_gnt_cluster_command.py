@@ -13,6 +13,8 @@ from ganeti import backend, constants, errors, pathutils
 
 from test_cluster_verify import MASTER, NODE2, NODE3, StartThreeNodeCluster
 
+pytestmark = pytest.mark.integration
+
 _SEPARATOR = "------------------------------------------------"
 
 

@@ -7,6 +7,8 @@ from ganeti.client import gnt_debug
 
 import testutils_luxi
 
+pytestmark = pytest.mark.integration
+
 
 class _Master:
     """Accepts jobs, which succeed at once, and answers lock queries."""

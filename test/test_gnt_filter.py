@@ -19,6 +19,8 @@ from ganeti import constants
 
 from testutils_cluster import VirtualCluster, WaitForJob
 
+pytestmark = pytest.mark.integration
+
 _DRAIN = '[["jobid", [">", "id", "watermark"]]]'
 _ANY_JOB = '[["jobid", [">=", "id", 0]]]'
 

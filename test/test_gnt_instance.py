@@ -13,10 +13,13 @@ import struct
 
 import pytest
 
+from ganeti import constants
 from testutils_cluster import SMALL_IPOLICY_BOUNDS
 from testutils_instance import (CHECKS, FILE_VDIR, NODE2, NODE3, Config,
                                 FakeState, Fail, Field, InstanceCluster,
                                 OsVariant)
+
+pytestmark = pytest.mark.integration
 
 # tinyimage whose create script fails
 FAIL_OS = OsVariant(
@@ -84,6 +87,17 @@ def test_diskless_lifecycle(vc):
                  "--filter", "status == \"ADMIN_down\"").stdout
     assert out.split() == ["inst1"]
 
+    # Without -f and without a terminal: the question, why it is not
+    # answered and how to skip it; Ganeti's exit code 1
+    result = vc.Run("setsid", "-w", "gnt-instance", "remove", "inst1",
+                    check=False)
+    assert result.returncode == constants.EXIT_FAILURE
+    assert "This will remove the volumes of the instance inst1" in \
+        result.stderr
+    assert "No terminal to ask on: answering 'n' (Do not perform the" \
+        " operation). Use -f/--force to skip this question." in result.stderr
+    assert "inst1" in vc.Run("gnt-instance", "list").stdout
+
     vc.Run("gnt-instance", "remove", "-f", "inst1")
     assert Config(vc)["instances"] == {}
     assert "inst1" not in vc.Run("gnt-instance", "list").stdout
@@ -146,6 +160,9 @@ def test_failed_creation_leaves_nothing(vc):
      "vcpus"),
     (("-t", "diskless", "-o", "tinyimage", "-n", NODE2, "-B", "bogus=1"),
      "bogus"),
+    # The message names the parameter as typed, not what it stands for
+    (("-t", "diskless", "-o", "tinyimage", "-n", NODE2, "-B", "memory=12X"),
+     "Invalid value '12X' for backend parameter 'memory'"),
     (("-t", "sharedfile", "-o", "tinyimage", "-n", NODE2, "--disk",
       "0:size=4M"),
      "not enabled in the cluster"),
@@ -157,6 +174,14 @@ def test_failed_creation_leaves_nothing(vc):
 def test_add_refusals(vc, args, message):
     out = Fail(vc, "gnt-instance", "add", *args, *CHECKS, "bad1")
     assert message in out, out
+    assert Config(vc)["instances"] == {}
+
+
+def test_unresolvable_name_suggests_skipping_the_checks(vc):
+    out = Fail(vc, "gnt-instance", "add", "-t", "diskless", "-o",
+               "tinyimage", "-n", NODE2, "badname.invalid")
+    assert "Cannot resolve instance name 'badname.invalid'" in out, out
+    assert "pass --no-name-check (and --no-ip-check" in out, out
     assert Config(vc)["instances"] == {}
 
 
@@ -172,6 +197,18 @@ def test_memory_refusal_names_needed_and_available(vc):
         assert Field(vc, "big1", "admin_state") == "down"
     finally:
         vc.Run("gnt-instance", "remove", "-f", "big1")
+
+
+def test_memory_sizes_with_units(vc):
+    """Memory sizes take units, also under the legacy name ``memory``."""
+    vc.Run("gnt-instance", "add", "-t", "diskless", "-o", "tinyimage",
+           "-n", NODE2, "--no-start", "-B", "memory=128M", *CHECKS, "mem1")
+    try:
+        assert Field(vc, "mem1", "be/minmem,be/maxmem") == "128|128"
+        vc.Run("gnt-instance", "modify", "-B", "maxmem=1G", "mem1")
+        assert Field(vc, "mem1", "be/minmem,be/maxmem") == "128|1024"
+    finally:
+        vc.Run("gnt-instance", "remove", "-f", "mem1")
 
 
 def test_offline_node_refused(vc):

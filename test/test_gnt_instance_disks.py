@@ -15,6 +15,8 @@ from testutils_instance import (CHECKS, MIB, NODE1, NODE2, NODE3,
                                 DiskPaths, FakeState, Fail, FindInstance,
                                 InstanceCluster, NodeUuid)
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def vc():

@@ -24,6 +24,8 @@ from testutils_kvm import (QEMU, Console, ForcedStops, GuestHvParams,
                            KillClusterGuests, NodeHv, RequireGuest,
                            SerialLog, WaitFor)
 
+pytestmark = [pytest.mark.integration, pytest.mark.kvm]
+
 INSTANCE = "kvm1"
 # kvm_path: the real QEMU, except on node2, where it does not answer
 _QEMU_WRAPPER = """#!/bin/sh

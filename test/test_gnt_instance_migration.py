@@ -22,6 +22,8 @@ from testutils_instance import (CHECKS, FILE_VDIR, NODE1, NODE2, NODE3,
                                 Config, FakeState, Fail, Field,
                                 InstanceCluster, RemoveInstances)
 
+pytestmark = pytest.mark.integration
+
 SHARED_VDIR = "/srv/ganeti/shared-file-storage"
 HOOK_RECORD = "migrate-hook.env"
 

@@ -20,6 +20,8 @@ from testutils_instance import (CHECKS, NODE2, NODE3, Config, FakeState,
                                 Fail, FindInstance, InstanceCluster,
                                 NodeUuid)
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def vc():

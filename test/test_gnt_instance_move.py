@@ -21,6 +21,8 @@ from testutils_instance import (CHECKS, FILE_VDIR, MIB, NODE1, NODE2, NODE3,
                                 DiskPaths, FakeState, Fail, FindInstance,
                                 InstanceCluster, NodeUuid, PrimaryNode)
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def vc():

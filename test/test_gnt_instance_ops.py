@@ -28,6 +28,8 @@ from testutils_instance import (CHECKS, FILE_VDIR, NODE2, NODE3, Config,
                                 DiskPaths, FakeState, Fail, FindInstance,
                                 InstanceCluster, OsVariant, RemoveInstances)
 
+pytestmark = pytest.mark.integration
+
 SMALL = ("-B", "maxmem=32,minmem=32")
 # The policy the refusal tests check against
 BOUNDS = ("min:memory-size=32,cpu-count=1,disk-count=1,disk-size=1,"
@@ -180,7 +182,8 @@ def test_reinstall_rewrites_the_disk(vc):
         before = _Checksum(image)
         result = vc.Run("setsid", "-w", "gnt-instance", "reinstall", "rei1",
                         check=False)
-        assert result.returncode == constants.EXIT_CONFIRMATION
+        assert result.returncode == constants.EXIT_FAILURE
+        assert "Use -f/--force to skip this question" in result.stderr
         assert _Checksum(image) == before
 
         vc.Run("gnt-instance", "reinstall", "-f", "-O", "message=second",

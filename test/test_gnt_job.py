@@ -7,11 +7,13 @@ command sees the same data and field definitions as from ganeti-masterd.
 
 import pytest
 
-from ganeti import cli, constants, errors, luxi, query
+from ganeti import cli, constants, errors, luxi, query, queryfields
 from ganeti.client import gnt_job
 from ganeti.jqueue import jobs as jqueue_jobs
 
 import testutils_luxi
+
+pytestmark = pytest.mark.integration
 
 _T0 = [1700000000, 250000]
 _T1 = [1700000001, 500000]
@@ -55,11 +57,12 @@ class _Queue:
         if method == luxi.REQ_QUERY:
             what, fields, qfilter = args
             assert what == constants.QR_JOB
-            return query.Query(jqueue_jobs.JOB_FIELDS,
+            return query.Query(queryfields.FIELDS[constants.QR_JOB],
                                [self.jobs[i] for i in sorted(self.jobs)],
                                fields, qfilter)
         if method == luxi.REQ_QUERY_FIELDS:
-            return query.QueryFields(jqueue_jobs.JOB_FIELDS, args[1])
+            return query.QueryFields(queryfields.FIELDS[constants.QR_JOB],
+                                     args[1])
         if method == luxi.REQ_CANCEL_JOB:
             job_id, _ = args
             if job_id not in self.jobs:
@@ -151,8 +154,11 @@ def test_list_fields(queue, capsys):
 
 
 def test_info(queue, capsys):
-    assert _Run("info", "1", "99") == 0
-    lines = capsys.readouterr().out.splitlines()
+    # A job that does not exist is an error, named on stderr
+    assert _Run("info", "1", "99") == 1
+    out, err = capsys.readouterr()
+    assert err == "Job ID 99 not found\n"
+    lines = out.splitlines()
     assert lines[0] == "- Job ID: 1"
     assert lines[1] == "  Status: success"
     assert lines[2] == "  Received:         %s" % cli.FormatTimestamp(_T0)
@@ -174,9 +180,14 @@ def test_info(queue, capsys):
         "      No output data",
         "      Execution log:",
         "        1:%s:message slept 1s" % cli.FormatTimestamp(_T1),
-        "",
-        "Job ID 99 not found",
     ]
+    assert _Run("info", "9999") == 1
+    assert capsys.readouterr() == ("", "Job ID 9999 not found\n")
+    # Jobs are separated by an empty line, missing ones leave no gap
+    assert _Run("info", "99", "1", "4") == 1
+    out = capsys.readouterr().out
+    assert out.startswith("- Job ID: 1\n")
+    assert "\n\n- Job ID: 4\n" in out
 
 
 def test_info_failed_job(queue, capsys):

@@ -17,6 +17,8 @@ from ganeti import pathutils
 
 from testutils_cluster import VirtualCluster
 
+pytestmark = pytest.mark.integration
+
 NODES = ["node2.example.test", "node3.example.test", "node4.example.test"]
 MASTER = "node1.example.test"
 

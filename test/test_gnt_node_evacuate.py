@@ -21,6 +21,8 @@ from testutils_instance import (CHECKS, FILE_VDIR, NODE1, NODE2, NODE3,
                                 InstanceCluster, RapiClient,
                                 RemoveInstances)
 
+pytestmark = pytest.mark.integration
+
 SHARED_VDIR = "/srv/ganeti/shared-file-storage"
 HOOK_RECORD = "evacuate-hook.env"
 

@@ -15,6 +15,8 @@ from ganeti import constants, pathutils
 
 from testutils_cluster import TOP, VirtualCluster
 
+pytestmark = pytest.mark.integration
+
 NODE2 = "node2.example.test"
 SHIPPED_OS = os.path.join(TOP, "os", "tinyimage")
 

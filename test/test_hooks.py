@@ -19,6 +19,8 @@ from testutils_cluster import SMALL_IPOLICY_BOUNDS, VirtualCluster
 from testutils_cmdlib import MakeContext
 from testutils_instance import CHECKS, NODE1, NODE2
 
+pytestmark = pytest.mark.integration
+
 MASTER = NODE1
 CLUSTER = "cluster.example.test"
 

@@ -9,7 +9,9 @@ package, fetched with apt-get download; the test is skipped with the
 reason when QEMU or the package is not available.
 """
 
+import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +28,8 @@ from testutils_kvm import Instance as _Instance
 from testutils_kvm import SerialLog as _SerialLog
 from testutils_kvm import WaitFor as _WaitFor
 from testutils_kvm import guest_env  # noqa: F401 (fixture)
+
+pytestmark = [pytest.mark.integration, pytest.mark.kvm]
 
 _TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -199,7 +203,7 @@ def test_command_line_from_parameters(hv):
         "cache=none",
         "file=/srv/ro.img,format=raw,if=scsi,id=disk1,aio=threads,"
         "cache=none,readonly=on"]
-    tap = hv_kvm.TapName(inst, 0)
+    tap = hv.TapName(inst, 0)
     assert len(tap) <= 15
     netdev = _Opts(cmd, "-netdev")
     assert netdev == ["tap,id=net0,ifname=%s,script=%s,downscript=no" %
@@ -227,6 +231,34 @@ def test_nic_modes(hv):
         hv.GenerateRuntime(_Instance(nics=[nic]), [])
 
 
+def test_tap_names_differ_between_nodes(tmp_path):
+    """Nodes of a virtual cluster share one network namespace: the taps
+    of one NIC on the source and the target of a migration differ."""
+    src = hv_kvm.KVMHypervisor(root_dir=str(tmp_path / "node1" / "kvm"))
+    dst = hv_kvm.KVMHypervisor(root_dir=str(tmp_path / "node2" / "kvm"))
+    nic = objects.NIC(mac="aa:00:00:11:22:33",
+                      nicparams={"mode": "bridged", "link": "br-inst"})
+    inst = _Instance(nics=[nic, nic.Copy()])
+    names = {src.TapName(inst, 0), src.TapName(inst, 1),
+             dst.TapName(inst, 0), dst.TapName(inst, 1)}
+    assert len(names) == 4
+    assert all(len(name) <= 15 and name.startswith("tap") for name in names)
+    # Stable: a restart or a second hypervisor object on the node agrees
+    again = hv_kvm.KVMHypervisor(root_dir=str(tmp_path / "node1" / "kvm"))
+    assert again.TapName(inst, 0) == src.TapName(inst, 0)
+
+    # The target's QEMU gets its own taps and ifup scripts
+    runtime = src.GenerateRuntime(inst, [])
+    local = dst._LocaliseRuntime(inst, runtime, [])
+    assert [entry["tap"] for entry in local["nics"]] == \
+        [dst.TapName(inst, 0), dst.TapName(inst, 1)]
+    assert _Opts(local["cmd"], "-netdev") == [
+        "tap,id=net%d,ifname=%s,script=%s,downscript=no" %
+        (index, tap, os.path.join(dst._dirs["nic"], tap + ".ifup"))
+        for index, tap in enumerate([dst.TapName(inst, 0),
+                                     dst.TapName(inst, 1)])]
+
+
 def test_verify_reports_missing_binary(hv, tmp_path):
     missing = str(tmp_path / "qemu")
     problem = hv.Verify({"kvm_path": missing})
@@ -248,6 +280,63 @@ def test_not_running(hv):
         hv.BalloonInstanceMemory(inst, 64)
     with pytest.raises(errors.HypervisorError, match="not running"):
         hv.RebootInstance(inst)
+
+
+# A stand-in for a QEMU that exits slowly: it holds a lock on its image,
+# answers QMP and, on "quit", ends its main thread first (a zombie from
+# then on) while another thread holds the files open a while longer, as
+# QEMU's threads do while they exit
+_SLOW_EXIT_QEMU = r"""
+import ctypes, fcntl, json, os, socket, sys, threading, time
+pidfile, qmp_path, image, sys_exit = sys.argv[1:]
+lock = open(image, "r+b")
+fcntl.lockf(lock, fcntl.LOCK_EX)
+server = socket.socket(socket.AF_UNIX)
+server.bind(qmp_path)
+server.listen()
+with open(pidfile + ".tmp", "w") as fobj:
+    fobj.write("%d\n" % os.getpid())
+os.rename(pidfile + ".tmp", pidfile)
+while True:
+    conn, _ = server.accept()
+    conn.sendall(b'{"QMP": {}}\n')
+    for line in conn.makefile("rb"):
+        conn.sendall(b'{"return": {}}\n')
+        if json.loads(line)["execute"] == "quit":
+            threading.Thread(
+                target=lambda: (time.sleep(1.5), os._exit(0))).start()
+            # exit(2) of this thread only, not exit_group(2)
+            ctypes.CDLL(None).syscall(int(sys_exit), 0)
+    conn.close()
+"""
+_SYS_EXIT = {"x86_64": 60, "aarch64": 93}
+
+
+def test_stop_waits_for_every_thread(hv, tmp_path):
+    """A stopped QEMU is gone only when all its threads are: its image
+    lock is released only then (a migration undo resumes the source on
+    that image right after killing the target)."""
+    if os.uname().machine not in _SYS_EXIT:
+        pytest.skip("no exit(2) syscall number for %s" % os.uname().machine)
+    inst = _Instance()
+    image = tmp_path / "disk0"
+    image.write_bytes(b"\0" * 4096)
+    os.makedirs(hv._dirs["ctrl"], exist_ok=True)
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_EXIT_QEMU,
+                             hv.PidFile(inst.name), hv.QmpSocket(inst.name),
+                             str(image), str(_SYS_EXIT[os.uname().machine])])
+    try:
+        _WaitFor(lambda: hv.ListInstances() == [inst.name], 10,
+                 "the stand-in QEMU")
+        hv.StopInstance(inst, force=True)
+        assert hv.ListInstances() == []
+        with open(image, "r+b") as fobj:
+            fcntl.lockf(fobj, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert proc.wait(timeout=1) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(hv._dirs["ctrl"], ignore_errors=True)
 
 
 def test_ifup_script_attaches_to_bridge(tmp_path):

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from ganeti import constants, errors
+from ganeti import constants, errors, objects
 from ganeti.hypervisor import hv_kvm
 
 from testutils_cluster import SMALL_IPOLICY_BOUNDS
@@ -31,6 +31,8 @@ from testutils_instance import (CHECKS, NODE1, NODE2, Field,
 from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
                            KillClusterGuests, KillGuests, NodeHv,
                            RequireGuest, SerialLog, TinyImageDisk, WaitFor)
+
+pytestmark = [pytest.mark.integration, pytest.mark.kvm]
 
 TARGET = "127.0.0.2"
 SOURCE = "127.0.0.1"
@@ -271,6 +273,49 @@ def test_failed_migrations_roll_back(pair):
     assert _Status(src) == "running"
     assert _Uptime(src, "U2") > uptime
     assert src.ListInstances() == [NAME]
+
+
+def test_nodes_in_one_namespace_migrate_a_nic():
+    """Virtual cluster nodes share one network namespace: the source and
+    the target QEMU of an instance with a bridged NIC run side by side
+    during a migration, each with its own tap on the bridge."""
+    if os.geteuid() != 0:
+        pytest.skip("a bridge needs root")
+    vmlinux, initrd = RequireGuest()
+    bridge = "gbt" + os.urandom(4).hex()
+    made = subprocess.run(["ip", "link", "add", bridge, "type", "bridge"],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip("cannot create a bridge: %s" % made.stderr.strip())
+    root = GuestRoot()
+    src = hv_kvm.KVMHypervisor(root_dir=os.path.join(root, "src"))
+    dst = hv_kvm.KVMHypervisor(root_dir=os.path.join(root, "dst"))
+    try:
+        disk_path = os.path.join(root, "shared-disk0")
+        TinyImageDisk(disk_path, NAME)
+        nic = objects.NIC(mac="aa:00:00:88:00:30",
+                          nicparams={"mode": "bridged", "link": bridge})
+        inst = Instance(NAME, hvparams=GuestHvParams(
+            vmlinux, initrd, migration_port=_FreePort()), nics=[nic],
+            maxmem=128)
+        block_devices = [(Disk(), disk_path)]
+        src.StartInstance(inst, block_devices, False)
+        (src_tap, ) = [entry["tap"] for entry in
+                       src.LoadRuntime(NAME)["nics"]]
+        _Migrate(src, dst, inst, block_devices, TARGET, True)
+        (dst_tap, ) = [entry["tap"] for entry in
+                       dst.LoadRuntime(NAME)["nics"]]
+        assert dst_tap != src_tap
+        assert _Status(dst) == "running"
+        ports = subprocess.run(["ip", "-o", "link", "show", "master", bridge],
+                               capture_output=True, text=True,
+                               check=True).stdout
+        assert dst_tap in ports and src_tap not in ports
+    finally:
+        KillGuests(src)
+        KillGuests(dst)
+        shutil.rmtree(root, ignore_errors=True)
+        subprocess.run(["ip", "link", "delete", bridge], capture_output=True)
 
 
 # Through the cluster ------------------------------------------------------

@@ -37,6 +37,8 @@ from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
                            RequireGuest, SerialLog,
                            TinyImageDisk, WaitFor)
 
+pytestmark = [pytest.mark.integration, pytest.mark.kvm]
+
 SOURCE = "127.0.0.1"
 TARGET = "127.0.0.2"
 DISK_MIB = 64

@@ -16,8 +16,12 @@ import testutils_node  # noqa: E402
 
 from ganeti import constants, errors, hypervisor, objects  # noqa: E402
 from ganeti import pathutils  # noqa: E402
-from ganeti.cmdlib import cluster as cmdlib_cluster  # noqa: E402
 from ganeti.hypervisor import hv_base, hv_fake  # noqa: E402
+from ganeti import ht  # noqa: E402
+from ganeti.parameters import hypervisors  # noqa: E402
+from ganeti.parameters.base import ParamSpec  # noqa: E402
+
+pytestmark = pytest.mark.integration
 
 
 def _Cluster(**kwargs):
@@ -47,7 +51,7 @@ def test_get_hypervisor():
 def test_parameter_table_derivations():
     cls = hv_fake.FakeHypervisor
     for name, spec in cls.PARAMETERS.items():
-        assert isinstance(spec, hv_base.HvParam)
+        assert isinstance(spec, ParamSpec)
         assert spec.check(spec.default), name
         assert spec.doc
     assert cls.GetDefaults() == {"migration_mode": "live"}
@@ -73,9 +77,9 @@ def test_syntax_checks_name_the_parameter():
 
 def test_node_value_check(tmp_path):
     class _FileHv(hv_fake.FakeHypervisor):
-        PARAMETERS = dict(hv_fake.FakeHypervisor.PARAMETERS, kernel_path=(
-            hv_base.HvParam("", hv_base.ht.TString, "Kernel",
-                            hv_base.FileExistsCheck)))
+        PARAMETERS = dict(hv_fake.FakeHypervisor.PARAMETERS,
+                          kernel_path=ParamSpec("", ht.TString, "Kernel"))
+        NODE_CHECKS = {"kernel_path": hv_base.FileExistsCheck}
     hv = _FileHv(root_dir=str(tmp_path))
     kernel = tmp_path / "vmlinuz"
     kernel.write_text("k")
@@ -137,21 +141,21 @@ def test_instance_rpc_dict_is_filled():
 
 def test_updated_hv_params_reset_semantics():
     current = {"migration_mode": "live"}
-    new = cmdlib_cluster.UpdatedHvParams("fake", current,
-                                         {"migration_mode": "non-live"})
+    new = hypervisors.UpdatedHvParams("fake", current,
+                                      {"migration_mode": "non-live"})
     assert new == {"migration_mode": "non-live"}
     # Customised values stay until reset
-    assert cmdlib_cluster.UpdatedHvParams("fake", new, {}) == new
+    assert hypervisors.UpdatedHvParams("fake", new, {}) == new
     for reset in ("default", None):
-        assert cmdlib_cluster.UpdatedHvParams(
+        assert hypervisors.UpdatedHvParams(
             "fake", new, {"migration_mode": reset}) == current
     with pytest.raises(errors.OpPrereqError, match="'bogus'"):
-        cmdlib_cluster.UpdatedHvParams("fake", current, {"bogus": "1"})
+        hypervisors.UpdatedHvParams("fake", current, {"bogus": "1"})
     with pytest.raises(errors.OpPrereqError, match="migration_mode"):
-        cmdlib_cluster.UpdatedHvParams("fake", current,
-                                       {"migration_mode": "warp"})
+        hypervisors.UpdatedHvParams("fake", current,
+                                    {"migration_mode": "warp"})
     with pytest.raises(errors.OpPrereqError, match="'xen-pvm'"):
-        cmdlib_cluster.UpdatedHvParams("xen-pvm", {}, {})
+        hypervisors.UpdatedHvParams("xen-pvm", {}, {})
 
 
 # The fake hypervisor on real files ----

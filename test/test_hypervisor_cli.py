@@ -4,6 +4,8 @@ import pytest
 
 from testutils_cluster import VirtualCluster
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def vcluster():

@@ -4,9 +4,7 @@ between nodes in network namespaces, watched from a third node.
 Three nodes of a NetnsCluster share an instance bridge (``brinst``, see
 test_kvm_network) and a sharedfile directory (one directory below the
 cluster's base, as an NFS mount would be). One guest with a bridged NIC,
-whose IP tinyimage configures, runs on a sharedfile disk. Tap names
-follow the NIC's MAC, so only nodes in namespaces let the source and the
-destination QEMU of one instance coexist during a migration.
+whose IP tinyimage configures, runs on a sharedfile disk.
 
 Each test takes the guest where it runs now (the source), moves it to
 another node and watches it from the remaining one, so the tests do not
@@ -34,6 +32,8 @@ from testutils_instance import (CHECKS, NODE2, NODE3, SHIPPED_OS,
                                 RemoveInstances)
 from testutils_kvm import (GuestHvParams, KillGuests, RequireGuest,
                            SerialLog, WaitFor)
+
+pytestmark = [pytest.mark.integration, pytest.mark.kvm, pytest.mark.netns]
 
 SHARED_VDIR = "/srv/ganeti/shared-file-storage"
 NAME = "nsmig1"

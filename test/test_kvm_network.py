@@ -26,6 +26,8 @@ from testutils_instance import (CHECKS, FILE_VDIR, NODE2, SHIPPED_OS,
 from testutils_kvm import (GuestHvParams, KillClusterGuests, RequireGuest,
                            SerialLog, WaitFor)
 
+pytestmark = [pytest.mark.integration, pytest.mark.kvm, pytest.mark.netns]
+
 BRIDGE = "brinst"
 GUEST_IP = "10.88.0.10"
 GUEST_MAC = "aa:00:00:88:00:10"

@@ -17,6 +17,8 @@ from ganeti import constants, errors, luxi, opcodes, pathutils, serializer
 import testutils_luxi
 from testutils_luxi import RawResponse
 
+pytestmark = pytest.mark.integration
+
 
 # Encoding --------------------------------------------------------------------
 

@@ -27,3 +27,40 @@ def test_opcode_docs_reach_man_page():
               encoding="utf-8") as fobj:
         text = fobj.read()
     assert "Number of master candidates the cluster keeps" in text
+
+
+def _ReadPage(name):
+    with open(os.path.join(TOP, "man", name), encoding="utf-8") as fobj:
+        return fobj.read()
+
+
+def test_daemon_pages_come_from_the_parsers():
+    from ganeti.server import masterd, noded, rapi
+    for name, module in [("ganeti-masterd.8", masterd),
+                         ("ganeti-noded.8", noded), ("ganeti-rapi.8", rapi)]:
+        text = _ReadPage(name)
+        for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS",
+                        "EXIT STATUS", "SEE ALSO"):
+            assert ".SH %s\n" % section in text, (name, section)
+        # Every option the daemon accepts, the common ones included
+        options = text.split(".SH OPTIONS\n")[1].split(".SH ")[0]
+        for option in module.BuildParser().option_list:
+            for opt in option._short_opts + option._long_opts:
+                assert opt.replace("-", "\\-") in options, (name, opt)
+    assert "(default: 1811)" in _ReadPage("ganeti-noded.8")
+
+
+def test_daemon_util_page_lists_its_commands():
+    text = _ReadPage("daemon-util.8")
+    for command in ("start DAEMON [ARGS...]", "stop DAEMON", "check DAEMON",
+                    "start\\-all", "stop\\-all", "list"):
+        assert ".B %s\n" % command in text, command
+    assert "ganeti\\-noded, ganeti\\-masterd" in text
+
+
+def test_negative_options_documented_as_negative():
+    text = _ReadPage("gnt-instance.8")
+    assert ".B \\-\\-no\\-start\nDo not start the instance after creation\n" \
+        in text
+    assert ".B \\-\\-no\\-name\\-check\nDo not resolve and check the" \
+        " instance's name\n" in text

@@ -11,6 +11,8 @@ import pytest
 
 from testutils_cluster import NetnsCluster, NetnsUnavailable
 
+pytestmark = [pytest.mark.integration, pytest.mark.netns]
+
 
 @pytest.fixture
 def cluster():

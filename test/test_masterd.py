@@ -15,6 +15,8 @@ from ganeti import constants, errors, luxi, opcodes, pathutils, serializer
 
 from testutils_cluster import VirtualCluster, WaitForJob
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def vcluster():

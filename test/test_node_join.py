@@ -16,6 +16,8 @@ from ganeti.utils import io, x509
 
 import testutils_node
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def joiner():

@@ -14,6 +14,8 @@ from ganeti import pathutils
 
 from testutils_cluster import VirtualCluster
 
+pytestmark = pytest.mark.integration
+
 NODE1 = "node1.example.test"
 NODE2 = "node2.example.test"
 FILE_DIR = "/srv/ganeti/file-storage"

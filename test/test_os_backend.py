@@ -16,6 +16,8 @@ import pytest
 
 from ganeti import backend, constants, errors, objects, pathutils
 
+pytestmark = pytest.mark.integration
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHIPPED_OS_DIR = os.path.join(REPO, "os")
 EXT2_MAGIC_OFFSET = 1024 + 56

@@ -16,6 +16,8 @@ from ganeti.cmdlib import operating_system
 
 import testutils_node
 
+pytestmark = pytest.mark.integration
+
 SHIPPED_OS = os.path.join(testutils_node.REPO_DIR, "os", "tinyimage")
 DISK_VPATH = "/srv/ganeti/file-storage/inst1.example.test/disk0"
 

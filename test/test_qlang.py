@@ -9,6 +9,8 @@ from ganeti import cli, constants, errors, qlang, query
 
 from testutils_cluster import VirtualCluster
 
+pytestmark = pytest.mark.integration
+
 # Every text example of the language and its wire form
 TEXT_AND_WIRE = [
     ('name == "a"', ["==", "name", "a"]),

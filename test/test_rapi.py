@@ -22,6 +22,8 @@ from ganeti.rapi import connector
 
 from testutils_cluster import VirtualCluster
 
+pytestmark = pytest.mark.integration
+
 ADMIN = ("admin", "s3cret")
 READER = ("reader", "readpw")
 NOBODY = ("nobody", "nopw")

@@ -24,6 +24,8 @@ from ganeti.utils import x509
 
 from testutils_cluster import DAEMONS, VirtualCluster
 
+pytestmark = pytest.mark.integration
+
 
 def _ErrorBody(status: int, message: str) -> tuple[dict[str, str], bytes]:
     """RAPI's error body format."""

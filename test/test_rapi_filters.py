@@ -12,6 +12,8 @@ from ganeti.rapi import client as rapi_client
 
 from testutils_cluster import VirtualCluster, WaitForJob
 
+pytestmark = pytest.mark.integration
+
 _DRAIN = [["jobid", [">", "id", "watermark"]]]
 _TAGS_SET = [["opcode", ["==", "OP_ID", "OP_TAGS_SET"]]]
 

@@ -23,6 +23,8 @@ from testutils_instance import (ADMIN, CHECKS, MIB, NODE1, NODE2, NODE3,
                                 InstanceCluster, PrimaryNode, RapiClient,
                                 RapiRequest, RemoveInstances)
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def vc():

@@ -28,6 +28,8 @@ from testutils_instance import (ADMIN, NODE2, RAPI_PORT, READER, FakeState,
                                 InstanceCluster, OsVariant, RapiClient,
                                 RapiRequest)
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def vc():

@@ -22,6 +22,8 @@ from ganeti.rpc import client as rpc_client  # noqa: E402
 from ganeti.rpc import node as rpc_node  # noqa: E402
 from ganeti.utils import process, x509  # noqa: E402
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def cluster():

@@ -20,6 +20,8 @@ import testutils_node  # noqa: E402
 
 from ganeti import constants, objects, pathutils  # noqa: E402
 
+pytestmark = pytest.mark.integration
+
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE_PROVIDER = os.path.join(REPO_DIR, "share", "extstorage",
                                 "example-file")

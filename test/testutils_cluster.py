@@ -18,6 +18,8 @@ import time
 from ganeti import pathutils
 from ganeti.utils import process
 
+import testutils_node
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(TOP, "scripts")
 DAEMONS = os.path.join(TOP, "daemons")
@@ -68,6 +70,7 @@ class VirtualNode:
             "GANETI_ROOTDIR": self.root,
             "GANETI_HOSTNAME": name,
             "GANETI_HOSTS_FILE": cluster.hosts_file,
+            "GANETI_SERVICES_FILE": cluster.services_file,
             "PATH": os.pathsep.join([SCRIPTS, DAEMONS,
                                      os.path.dirname(sys.executable),
                                      os.environ.get("PATH", "")]),
@@ -163,6 +166,12 @@ class VirtualCluster(VirtualNode):
         self.cluster_ip = self.net + ".100"
         self.hosts_file = os.path.join(self.base, "hosts")
         self._hosts = [(self.cluster_ip, cluster_name)]
+        # A random node daemon port, so that a program holding Ganeti's
+        # (on 0.0.0.0, say) does not fail the tests; RAPI keeps its port
+        self.noded_port = testutils_node.RandomPort()
+        self.services_file = os.path.join(self.base, "services")
+        with open(self.services_file, "w", encoding="ascii") as fobj:
+            fobj.write("ganeti-noded %d/tcp\n" % self.noded_port)
         self.nodes: dict[str, VirtualNode] = {}
         VirtualNode.__init__(self, self, node_name, self.net + ".1")
         self._Register(self)

@@ -4,21 +4,19 @@ The guests run qemu-system-x86_64 with TCG on a Debian kernel (the
 uncompressed vmlinux, booted directly) and a small initramfs that loads
 the virtio, ext4 and ACPI power button modules and switches to the root
 file system the tinyimage OS wrote (whose acpid powers the guest off on
-the power button). Kernel and initramfs are built once into
-KVM_TEST_CACHE (default /tmp/ganeti-kvm-test-cache) from the Debian
+the power button). tools/guest-kernel builds kernel and initramfs once
+into KVM_TEST_CACHE (default /tmp/ganeti-kvm-test-cache) from the Debian
 package, fetched with apt-get download; the tests are skipped with the
 reason when QEMU or the package is not available.
 """
 
-import glob
-import hashlib
-import io as pyio
-import lzma
+import functools
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -29,35 +27,9 @@ from ganeti.hypervisor import hv_kvm
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QEMU = "/usr/bin/qemu-system-x86_64"
-_KERNEL_PACKAGE = "linux-image-6.1.0-56-amd64"
-CACHE = os.environ.get("KVM_TEST_CACHE", "/tmp/ganeti-kvm-test-cache")
-# Load order matters: each module after its dependencies
-_MODULES = ["virtio_ring", "virtio", "virtio_pci_legacy_dev",
-            "virtio_pci_modern_dev", "virtio_pci", "virtio_blk",
-            "virtio_balloon", "crc16", "mbcache", "jbd2", "crc32c_generic",
-            "ext4", "failover", "net_failover", "virtio_net",
-            # The ACPI power button as an input device, for the guest's
-            # acpid (tinyimage): loaded before it starts
-            "button", "evdev"]
-_INITRD_INIT = """#!/bin/busybox sh
-bb=/bin/busybox
-$bb mkdir -p /proc /dev /newroot
-$bb mount -t proc proc /proc
-$bb mount -t devtmpfs devtmpfs /dev
-for m in %s; do $bb insmod /modules/$m.ko; done
-root=/dev/vda
-for arg in $($bb cat /proc/cmdline); do
-  case "$arg" in root=*) root=${arg#root=} ;; esac
-done
-n=0
-while [ ! -b "$root" ] && [ $n -lt 50 ]; do $bb sleep 0.1; n=$((n+1)); done
-$bb mount -t ext4 "$root" /newroot || exec $bb sh
-$bb umount /dev
-$bb umount /proc
-exec $bb switch_root /newroot /init
-""" % " ".join(_MODULES)
-
-
+GUEST_KERNEL = os.path.join(TOP, "tools", "guest-kernel")
+# tools/guest-kernel's exit code for "cannot be built on this machine"
+_GUEST_KERNEL_UNAVAILABLE = 3
 
 
 def Instance(name="inst1.example.com", hvparams=None, nics=None,
@@ -82,83 +54,19 @@ def Disk(mode=objects.DISK_RDWR, dev_type=constants.DT_SHARED_FILE,
                         logical_id=("loop", "/srv/d0"), uuid="disk-uuid")
 
 
-
-def _ExtractVmlinux(vmlinuz: str, target: str) -> None:
-    """The uncompressed kernel inside a bzImage's XZ payload."""
-    with open(vmlinuz, "rb") as fobj:
-        data = fobj.read()
-    start = data.find(b"\xfd7zXZ\x00")
-    if start < 0:
-        raise RuntimeError("no XZ payload in %s" % vmlinuz)
-    decomp = lzma.LZMADecompressor()
-    kernel = decomp.decompress(data[start:])
-    with open(target + ".tmp", "wb") as fobj:
-        fobj.write(kernel)
-    os.rename(target + ".tmp", target)
-
-
-def _CpioNewc(entries: list[tuple[str, int, bytes]]) -> bytes:
-    """A newc cpio archive of (name, mode, content) entries."""
-    out = pyio.BytesIO()
-
-    def pad():
-        out.write(b"\0" * (-out.tell() % 4))
-
-    for ino, (name, mode, content) in enumerate(
-            entries + [("TRAILER!!!", 0, b"")], start=1):
-        encoded = name.encode() + b"\0"
-        fields = [ino, mode, 0, 0, 1, 0, len(content), 0, 0, 0, 0,
-                  len(encoded), 0]
-        out.write(b"070701" + b"".join(b"%08X" % value for value in fields))
-        out.write(encoded)
-        pad()
-        out.write(content)
-        pad()
-    return out.getvalue()
-
-
+@functools.cache
 def BuildGuest() -> tuple[str, str]:
-    """(vmlinux, initrd) from the cache, built on first use."""
-    vmlinux = os.path.join(CACHE, "vmlinux")
-    # Named after its content: a changed module list builds a new one
-    initrd = os.path.join(CACHE, "initrd-%s.cpio" % hashlib.sha1(
-        _INITRD_INIT.encode()).hexdigest()[:8])
-    if os.path.exists(vmlinux) and os.path.exists(initrd):
-        return vmlinux, initrd
-    busybox = shutil.which("busybox")
-    if busybox is None or subprocess.run(
-            ["ldd", busybox], capture_output=True).returncode == 0:
-        pytest.skip("no static busybox (apt-get install busybox-static)")
-    os.makedirs(CACHE, exist_ok=True)
-    debs = glob.glob(os.path.join(CACHE, _KERNEL_PACKAGE + "_*.deb"))
-    if not debs:
-        result = subprocess.run(["apt-get", "download", _KERNEL_PACKAGE],
-                                cwd=CACHE, capture_output=True, text=True)
-        debs = glob.glob(os.path.join(CACHE, _KERNEL_PACKAGE + "_*.deb"))
-        if result.returncode != 0 or not debs:
-            pytest.skip("cannot download %s: %s" %
-                        (_KERNEL_PACKAGE, result.stderr.strip()[-300:]))
-    tree = tempfile.mkdtemp(dir=CACHE)
-    try:
-        subprocess.run(["dpkg-deb", "-x", debs[0], tree], check=True)
-        _ExtractVmlinux(glob.glob(os.path.join(tree, "boot",
-                                               "vmlinuz-*"))[0], vmlinux)
-        with open(busybox, "rb") as fobj:
-            entries = [("bin", 0o40755, b""), ("modules", 0o40755, b""),
-                       ("bin/busybox", 0o100755, fobj.read()),
-                       ("init", 0o100755, _INITRD_INIT.encode())]
-        for module in _MODULES:
-            path = glob.glob(os.path.join(tree, "lib", "modules", "*",
-                                          "kernel", "**", module + ".ko"),
-                             recursive=True)[0]
-            with open(path, "rb") as fobj:
-                entries.append(("modules/%s.ko" % module, 0o100644,
-                                fobj.read()))
-        with open(initrd + ".tmp", "wb") as fobj:
-            fobj.write(_CpioNewc(entries))
-        os.rename(initrd + ".tmp", initrd)
-    finally:
-        shutil.rmtree(tree, ignore_errors=True)
+    """(vmlinux, initrd), built once by tools/guest-kernel; skips the test
+    with the reason where they cannot be built here."""
+    result = subprocess.run([sys.executable, GUEST_KERNEL],
+                            capture_output=True, text=True)
+    if result.returncode == _GUEST_KERNEL_UNAVAILABLE:
+        pytest.skip(result.stderr.strip())
+    if result.returncode != 0:
+        raise RuntimeError("%s failed (exit code %d): %s" %
+                           (GUEST_KERNEL, result.returncode,
+                            result.stderr.strip()[-2000:]))
+    vmlinux, initrd = result.stdout.split()
     return vmlinux, initrd
 
 

@@ -205,8 +205,8 @@ def MasterFailover(opts: Any, args: list[str]) -> int:
                     " dangerous as it can lead to a non-consistent cluster."
                     " Check the gnt-cluster(8) man page before proceeding."
                     " Continue?")
-        if not cli.AskUser(usertext):
-            return constants.EXIT_CONFIRMATION
+        if not cli.AskUser(usertext, skip_option=YES_DOIT_OPT):
+            return constants.EXIT_FAILURE
     try:
         bootstrap.MasterFailover(no_voting=opts.no_voting,
                                  feedback_fn=cli.ToStdout)
@@ -229,8 +229,8 @@ def DeactivateMasterIp(opts: Any, args: list[str]) -> int:
                     " connections to the master IP will be closed. To"
                     " reach the master you will need to use its node IP."
                     " Continue?")
-        if not cli.AskUser(usertext):
-            return constants.EXIT_CONFIRMATION
+        if not cli.AskUser(usertext, skip_option=CONFIRM_OPT):
+            return constants.EXIT_FAILURE
     cli.SubmitOpCode(opcodes.OpClusterDeactivateMasterIp(), opts=opts)
     return constants.EXIT_SUCCESS
 

@@ -161,8 +161,8 @@ def RemoveInstance(opts: Any, args: list[str]) -> int:
         question = ("This will remove the volumes of the instance %s"
                     " (including mirrors), thus removing all the data"
                     " of the instance. Continue?" % name)
-        if not cli.AskUser(question):
-            return constants.EXIT_CONFIRMATION
+        if not cli.AskUser(question, skip_option=FORCE_OPT):
+            return constants.EXIT_FAILURE
     op = opcodes.OpInstanceRemove(instance_name=name,
                                   ignore_failures=opts.ignore_failures,
                                   shutdown_timeout=opts.shutdown_timeout)
@@ -412,7 +412,7 @@ def RenameInstance(opts: Any, args: list[str]) -> int:
         if not cli.AskUser("As you disabled the check of the DNS entry,"
                            " please verify that '%s' is a FQDN. Continue?" %
                            args[1]):
-            return constants.EXIT_CONFIRMATION
+            return constants.EXIT_FAILURE
     op = opcodes.OpInstanceRename(instance_name=args[0], new_name=args[1],
                                   name_check=opts.name_check,
                                   ip_check=opts.ip_check)
@@ -430,8 +430,8 @@ def ReinstallInstance(opts: Any, args: list[str]) -> int:
                   else "keep the same OS")
         if not cli.AskUser("This will reinstall the instance '%s' (and %s)"
                            " which removes all data. Continue?" %
-                           (name, os_msg)):
-            return constants.EXIT_CONFIRMATION
+                           (name, os_msg), skip_option=FORCE_OPT):
+            return constants.EXIT_FAILURE
     op = opcodes.OpInstanceReinstall(
         instance_name=name, os_type=opts.os,
         force_variant=opts.force_variant, osparams=opts.osparams,
@@ -514,8 +514,9 @@ def FailoverInstance(opts: Any, args: list[str]) -> int:
         # Refuses an unknown instance before asking about it
         cli.QueryRows(constants.QR_INSTANCE, ["name"], [name])
         if not cli.AskUser("Failover will happen to image %s. This requires"
-                           " a shutdown of the instance. Continue?" % name):
-            return constants.EXIT_CONFIRMATION
+                           " a shutdown of the instance. Continue?" % name,
+                           skip_option=FORCE_OPT):
+            return constants.EXIT_FAILURE
     op = opcodes.OpInstanceFailover(
         instance_name=name, ignore_consistency=opts.ignore_consistency,
         shutdown_timeout=opts.shutdown_timeout, iallocator=opts.iallocator,
@@ -540,8 +541,8 @@ def MigrateInstance(opts: Any, args: list[str]) -> int:
                         % name)
         question += (" might impact the instance if anything goes wrong"
                      " (e.g. due to bugs in the hypervisor). Continue?")
-        if not cli.AskUser(question):
-            return constants.EXIT_CONFIRMATION
+        if not cli.AskUser(question, skip_option=FORCE_OPT):
+            return constants.EXIT_FAILURE
     op = opcodes.OpInstanceMigrate(
         instance_name=name, mode=mode, cleanup=opts.cleanup,
         iallocator=opts.iallocator, target_node=opts.dst_node,
@@ -562,8 +563,9 @@ def MoveInstance(opts: Any, args: list[str]) -> int:
     if not opts.force:
         cli.QueryRows(constants.QR_INSTANCE, ["name"], [name])
         if not cli.AskUser("Instance %s will be moved. This requires a"
-                           " shutdown of the instance. Continue?" % name):
-            return constants.EXIT_CONFIRMATION
+                           " shutdown of the instance. Continue?" % name,
+                           skip_option=FORCE_OPT):
+            return constants.EXIT_FAILURE
     op = opcodes.OpInstanceMove(
         instance_name=name, target_node=opts.node, compress=opts.compress,
         shutdown_timeout=opts.shutdown_timeout,

@@ -135,7 +135,7 @@ def _MultiJobAction(opts: Any, args: list[str], cl: luxi.Client | None,
                                              format_override=_JOB_LIST_FORMAT)
             for line in table:
                 cli.ToStdout(line)
-            if not cli.AskUser(question):
+            if not cli.AskUser(question, skip_option=FORCE_OPT):
                 return constants.EXIT_CONFIRMATION
     else:
         jobs = _ParseJobIds(args)
@@ -239,7 +239,11 @@ def _ShowOpcode(msg: Callable[[int, str], None], opcode: Any, result: Any,
 
 
 def ShowJobs(opts: Any, args: list[str]) -> int:
-    """Print everything about the given jobs, opcode by opcode."""
+    """Print everything about the given jobs, opcode by opcode.
+
+    A job that does not exist is named on stderr and makes the exit code
+    1 (Ganeti 3.0 exits 0, so a script cannot tell a typo from success).
+    """
     def msg(level: int, text: str) -> None:
         cli.ToStdout("%s%s", "  " * level, text)
 
@@ -249,17 +253,21 @@ def ShowJobs(opts: Any, args: list[str]) -> int:
     job_ids = _ParseJobIds(args)
     response = cli.GetClient().Query(constants.QR_JOB, fields,
                                      qlang.MakeSimpleFilter("id", job_ids))
+    result = constants.EXIT_SUCCESS
     rows = {}
     for row in response["data"]:
         if row[0][0] == constants.RS_NORMAL:
             rows[row[0][1]] = row
-    for idx, job_id in enumerate(job_ids):
-        if idx:
-            msg(0, "")
+    shown = 0
+    for job_id in job_ids:
         row = rows.get(job_id)
         if row is None or row[1][0] != constants.RS_NORMAL:
-            msg(0, "Job ID %s not found" % job_id)
+            cli.ToStderr("Job ID %s not found", job_id)
+            result = constants.EXIT_FAILURE
             continue
+        if shown:
+            msg(0, "")
+        shown += 1
         (_, status, ops, opresult, opstatus, oplog, opstart, opexec, opend,
          recv_ts, start_ts, end_ts, waiting_for) = [value for _, value in row]
         msg(0, "- Job ID: %s" % job_id)
@@ -294,7 +302,7 @@ def ShowJobs(opts: Any, args: list[str]) -> int:
         for op_data in zip(ops, opresult, opstatus, oplog, opstart, opexec,
                            opend):
             _ShowOpcode(msg, *op_data)
-    return constants.EXIT_SUCCESS
+    return result
 
 
 def WatchJob(opts: Any, args: list[str]) -> int:

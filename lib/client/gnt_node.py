@@ -225,7 +225,8 @@ def MigrateNode(opts: Any, args: list[str]) -> int:
         return constants.EXIT_SUCCESS
     pinst = config.NiceSort(pinst)
     if not (opts.force or
-            cli.AskUser("Migrate instance(s) %s?" % ", ".join(pinst))):
+            cli.AskUser("Migrate instance(s) %s?" % ", ".join(pinst),
+                        skip_option=FORCE_OPT)):
         return constants.EXIT_CONFIRMATION
     op = opcodes.OpNodeMigrate(node_name=args[0],
                                mode=MigrationModeFromOpts(opts),
@@ -278,7 +279,7 @@ def EvacuateNode(opts: Any, args: list[str]) -> int:
     if not (opts.force or
             cli.AskUser("Relocate instance(s) %s from node(s) %s?" %
                         (", ".join(config.NiceSort(instances)),
-                         ", ".join(args)))):
+                         ", ".join(args)), skip_option=FORCE_OPT)):
         return constants.EXIT_CONFIRMATION
     op = opcodes.OpNodeEvacuate(node_name=args[0], mode=mode,
                                 remote_node=opts.dst_node,

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from ganeti import cli, config, constants, opcodes
+from ganeti import cli, config, constants, objects, opcodes
 from ganeti.cli_opts import (
     ArgOs, DRY_RUN_OPT, HVLIST_OPT, NOHDR_OPT, OSPARAMS_OPT, PRINT_JOBID_OPT,
     PRIORITY_OPT, SUBMIT_OPT, cli_option)
@@ -18,15 +18,6 @@ BLK_OS_OPT = cli_option("--blacklisted", dest="blacklisted", type="bool",
                         help="Sets the blacklisted flag on the OS")
 
 
-def CalculateOSNames(os_name: str, os_variants: list[str] | None
-                     ) -> list[str]:
-    """The names an OS is used by: ``name+variant`` for each variant."""
-    if os_variants:
-        return ["%s%s%s" % (os_name, constants.OS_VARIANT_DELIM, variant)
-                for variant in os_variants]
-    return [os_name]
-
-
 def _Diagnose(opts: Any, fields: list[str]) -> list[list]:
     return cli.SubmitOpCode(opcodes.OpOsDiagnose(output_fields=fields,
                                                  names=[]), opts=opts)
@@ -36,8 +27,8 @@ def ListOS(opts: Any, args: list[str]) -> int:
     """List the valid, visible OSes (one line per variant)."""
     rows = []
     for name, variants in _Diagnose(opts, ["name", "variants"]):
-        rows.extend([os_name] for os_name in CalculateOSNames(name,
-                                                              variants))
+        rows.extend([os_name] for os_name
+                    in objects.OS.NamesWithVariants(name, variants))
     headers = None if opts.no_headers else {"name": "Name"}
     for line in cli.GenerateTable(headers, ["name"], None, rows):
         cli.ToStdout("%s", line)

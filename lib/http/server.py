@@ -39,7 +39,7 @@ from typing import Callable
 from cryptography import x509
 from OpenSSL import SSL, crypto
 
-from ganeti import constants
+from ganeti import constants, errors, netutils
 from ganeti import http as ghttp
 
 MODE_FORK = "fork"
@@ -213,7 +213,14 @@ class HttpServer:
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         try:
             self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self._socket.bind((bind_address, port))
+            try:
+                self._socket.bind((bind_address, port))
+            except OSError as err:
+                # The bare errno ("Address already in use") does not say
+                # which of the daemons' addresses and ports is the problem
+                raise errors.BindError("Could not bind to %s: %s" % (
+                    netutils.FormatAddress((bind_address, port)),
+                    err.strerror or err)) from err
             self._socket.listen(backlog)
             self._socket.setblocking(False)
         except BaseException:

@@ -1,10 +1,11 @@
 """The hypervisor abstraction: what noded asks of every hypervisor.
 
-Each hypervisor declares its parameters once, in ``PARAMETERS`` (name ->
-HvParam). From that table derive the cluster defaults (GetDefaults), the
-master's syntax check (CheckParameterSyntax, CheckParameterOverrides),
-the node's value check (ValidateParameters) and the parameter help of the
-CLI and man pages (ParameterHelp).
+Each hypervisor's parameters are declared once, in the parameter layer
+(ganeti.parameters.hypervisors), and are its ``PARAMETERS``. From that
+table derive the cluster defaults (GetDefaults), the master's syntax check
+(CheckParameterSyntax, CheckParameterOverrides) and the parameter help of
+the CLI and man pages (ParameterHelp); ``NODE_CHECKS`` adds what only the
+node can judge (ValidateParameters).
 
 Hypervisor objects run inside noded; they get config objects (Instance,
 Disk) whose hvparams and beparams the master has already filled.
@@ -14,9 +15,10 @@ import abc
 import logging
 import os
 import re
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
-from ganeti import constants, errors, ht, objects
+from ganeti import constants, errors, objects
+from ganeti.parameters.base import CheckParamDict, ParamDefaults, ParamSpec
 from ganeti.utils import io
 
 _MEMINFO_FILE = "/proc/meminfo"
@@ -28,33 +30,11 @@ _MIB = 1024 * 1024
 NodeCheck = Callable[[Any], str | None]
 
 
-class HvParam(NamedTuple):
-    """Declaration of one hypervisor parameter.
-
-    ``check`` is the syntax check, safe anywhere (the master runs it);
-    ``node_check`` looks at the node itself (files, devices) and runs in
-    noded only.
-    """
-
-    default: Any
-    check: ht.Check
-    doc: str
-    node_check: NodeCheck | None = None
-
-
 def FileExistsCheck(value: Any) -> str | None:
     """Node check of a path parameter: empty, or an existing file."""
     if value and not os.path.isfile(value):
         return "file %s does not exist" % value
     return None
-
-
-TMigrationMode = ht.TElemOf(constants.HT_MIGRATION_MODES)
-
-MIGRATION_MODE_PARAM = HvParam(
-    constants.HT_MIGRATION_LIVE, TMigrationMode,
-    "Default migration mode: live (the instance keeps running) or"
-    " non-live (paused while its memory is copied); cluster-wide only")
 
 
 def _ReadMeminfo() -> dict[str, int]:
@@ -122,7 +102,10 @@ class BaseHypervisor(abc.ABC):
     """
 
     NAME = ""
-    PARAMETERS: dict[str, HvParam] = {}
+    PARAMETERS: dict[str, ParamSpec] = {}
+    # Parameter name -> its check on the node itself (files, devices),
+    # run in noded only
+    NODE_CHECKS: dict[str, NodeCheck] = {}
     ANCILLARY_FILES: list[str] = []
     ANCILLARY_FILES_OPT: list[str] = []
     CAN_MIGRATE = False
@@ -138,7 +121,7 @@ class BaseHypervisor(abc.ABC):
     def GetDefaults(cls) -> dict:
         """The built-in defaults, as a new dict (the cluster's initial
         hvparams for this hypervisor)."""
-        return objects.ParamDefaults(cls.PARAMETERS)
+        return ParamDefaults(cls.PARAMETERS)
 
     @classmethod
     def _What(cls) -> str:
@@ -152,7 +135,7 @@ class BaseHypervisor(abc.ABC):
         None is never a valid value.
         """
         try:
-            objects.CheckParamDict(cls.PARAMETERS, hvparams, cls._What())
+            CheckParamDict(cls.PARAMETERS, hvparams, cls._What())
         except errors.TypeEnforcementError as err:
             raise errors.HypervisorError(str(err)) from None
 
@@ -172,10 +155,8 @@ class BaseHypervisor(abc.ABC):
     def ValidateParameters(self, hvparams: dict) -> None:
         """Value check of a filled dict, on the node that will use it."""
         self.CheckParameterSyntax(hvparams)
-        for name, spec in self.PARAMETERS.items():
-            if spec.node_check is None:
-                continue
-            problem = spec.node_check(hvparams[name])
+        for name, node_check in self.NODE_CHECKS.items():
+            problem = node_check(hvparams[name])
             if problem:
                 raise errors.HypervisorError(
                     "%s parameter %r is not valid on this node: %s" %

@@ -27,6 +27,7 @@ import os
 
 from ganeti import constants, errors, objects, pathutils
 from ganeti.hypervisor import hv_base
+from ganeti.parameters.hypervisors import FAKE_PARAMETERS
 from ganeti.utils import io
 
 # Hidden files of the state directory (never listed as instances)
@@ -38,9 +39,7 @@ class FakeHypervisor(hv_base.BaseHypervisor):
     """Keeps the instances' runtime state in files under FAKE_HV_DIR."""
 
     NAME = constants.HT_FAKE
-    PARAMETERS = {
-        objects.HV_MIGRATION_MODE: hv_base.MIGRATION_MODE_PARAM,
-    }
+    PARAMETERS = FAKE_PARAMETERS
     CAN_MIGRATE = True
 
     def __init__(self, root_dir: str | None = None):

@@ -26,14 +26,34 @@ import json
 import logging
 import os
 import re
+import select
 import shlex
 import signal
 import socket
 import time
 from typing import Any
 
-from ganeti import constants, errors, ht, netutils, objects, pathutils
+from ganeti import constants, errors, netutils, objects, pathutils
 from ganeti.hypervisor import hv_base
+from ganeti.parameters.hypervisors import (
+    CPU_PINNING_ALL, HT_BO_CDROM, HT_CACHE_DEFAULT, HT_KVM_EXIT,
+    HT_KVM_REBOOT, HT_SM_USER, HV_ACPI, HV_BOOT_ORDER, HV_CDROM_IMAGE_PATH,
+    HV_CPU_CORES, HV_CPU_MASK, HV_CPU_SOCKETS, HV_CPU_THREADS, HV_CPU_TYPE,
+    HV_DISK_CACHE, HV_DISK_TYPE, HV_INITRD_PATH, HV_KERNEL_ARGS,
+    HV_KERNEL_PATH, HV_KVM_EXTRA, HV_KVM_FLAG, HV_KVM_PATH,
+    HV_MACHINE_VERSION, HV_MEM_PATH, HV_MIGRATION_DOWNTIME, HV_NIC_TYPE,
+    HV_REBOOT_BEHAVIOR, HV_ROOT_PATH, HV_SECURITY_DOMAIN, HV_SECURITY_MODEL,
+    HV_SERIAL_CONSOLE, HV_SERIAL_SPEED, HV_USE_CHROOT, HV_USE_LOCALTIME,
+    HV_USER_SHUTDOWN, HV_VNC_BIND_ADDRESS, KVM_PARAMETERS, ParseCpuMask)
+from ganeti.parameters.hypervisors import \
+    KVM_BOOT_ORDER_FLAGS as _BOOT_ORDER_FLAGS
+from ganeti.parameters.hypervisors import \
+    KVM_DEFAULT_PATH as _DEFAULT_KVM_PATH
+from ganeti.parameters.hypervisors import \
+    KVM_DISK_INTERFACES as _DISK_INTERFACES
+from ganeti.parameters.hypervisors import KVM_FLAG_ACCEL as _KVM_FLAG_ACCEL
+from ganeti.parameters.hypervisors import KVM_NIC_MODELS as _NIC_MODELS
+from ganeti.parameters.hypervisors import KVM_NIC_MODES as _NIC_MODES
 from ganeti.utils import io, process
 
 _MIB = 1024 * 1024
@@ -44,7 +64,8 @@ _SHORT_CTRL_PREFIX = "/run/ganeti-kvm"
 _QMP_TIMEOUT = 10.0
 # After QMP "quit" (forced stop), how long QEMU gets before SIGKILL
 _QUIT_GRACE = 3.0
-_DEFAULT_KVM_PATH = "/usr/bin/qemu-system-x86_64"
+# How long the threads of a killed QEMU may take to exit
+_KILL_TIMEOUT = 10.0
 # QEMU daemonises once its devices and sockets are set up
 _START_TIMEOUT = 60.0
 # How long a cancelled outgoing migration, or the last device state of
@@ -74,133 +95,7 @@ _JOBS_ENDED = frozenset(["concluded", "null"])
 # target of a migration
 _MIRROR_JOB_PREFIX = "migrate-"
 
-# Parameter names (Ganeti's)
-HV_KERNEL_PATH = "kernel_path"
-HV_INITRD_PATH = "initrd_path"
-HV_KERNEL_ARGS = "kernel_args"
-HV_ROOT_PATH = "root_path"
-HV_BOOT_ORDER = "boot_order"
-HV_CDROM_IMAGE_PATH = "cdrom_image_path"
-HV_ACPI = "acpi"
-HV_CPU_TYPE = "cpu_type"
-HV_CPU_CORES = "cpu_cores"
-HV_CPU_THREADS = "cpu_threads"
-HV_CPU_SOCKETS = "cpu_sockets"
-HV_CPU_MASK = "cpu_mask"
-HV_MACHINE_VERSION = "machine_version"
-HV_DISK_TYPE = "disk_type"
-HV_NIC_TYPE = "nic_type"
-HV_DISK_CACHE = "disk_cache"
-HV_VNC_BIND_ADDRESS = "vnc_bind_address"
-HV_SERIAL_CONSOLE = "serial_console"
-HV_SERIAL_SPEED = "serial_speed"
-HV_MIGRATION_DOWNTIME = "migration_downtime"
-HV_KVM_FLAG = "kvm_flag"
-HV_MEM_PATH = "mem_path"
-HV_USE_CHROOT = "use_chroot"
-HV_SECURITY_MODEL = "security_model"
-HV_SECURITY_DOMAIN = "security_domain"
-HV_KVM_EXTRA = "kvm_extra"
-HV_REBOOT_BEHAVIOR = "reboot_behavior"
-HV_USE_LOCALTIME = "use_localtime"
-HV_KVM_PATH = "kvm_path"
-HV_USER_SHUTDOWN = "user_shutdown"
-
-HT_BO_DISK = "disk"
-HT_BO_CDROM = "cdrom"
-HT_BO_NETWORK = "network"
-HT_BO_FLOPPY = "floppy"
-_BOOT_ORDER_FLAGS = {HT_BO_DISK: "c", HT_BO_CDROM: "d", HT_BO_NETWORK: "n",
-                     HT_BO_FLOPPY: "a"}
-
-HT_DISK_PARAVIRTUAL = "paravirtual"
-HT_NIC_PARAVIRTUAL = "paravirtual"
-# disk_type -> QEMU's -drive if=
-_DISK_INTERFACES = {HT_DISK_PARAVIRTUAL: "virtio", "ide": "ide",
-                    "scsi": "scsi", "sd": "sd", "mtd": "mtd",
-                    "pflash": "pflash"}
-# nic_type -> QEMU device model
-_NIC_MODELS = {HT_NIC_PARAVIRTUAL: "virtio-net-pci", "rtl8139": "rtl8139",
-               "ne2k_pci": "ne2k_pci", "ne2k_isa": "ne2k_isa",
-               "i82551": "i82551", "i82557b": "i82557b",
-               "i82559er": "i82559er", "pcnet": "pcnet",
-               "e1000": "e1000"}
-# NIC modes kvm-ifup sets up: a bridge port, or a route to the NIC's IP
-_NIC_MODES = frozenset([objects.NIC_MODE_BRIDGED, objects.NIC_MODE_ROUTED])
-HT_CACHE_DEFAULT = "default"
-_DISK_CACHES = frozenset([HT_CACHE_DEFAULT, "none", "writethrough",
-                          "writeback"])
-HT_KVM_ENABLED = "enabled"
-HT_KVM_DISABLED = "disabled"
-_KVM_FLAG_ACCEL = {"": None, HT_KVM_ENABLED: "kvm", HT_KVM_DISABLED: "tcg"}
-HT_SM_NONE = "none"
-HT_SM_USER = "user"
-HT_KVM_REBOOT = "reboot"
-HT_KVM_EXIT = "exit"
-CPU_PINNING_ALL = "all"
 _VNC_BASE_PORT = 5900
-_SERIAL_SPEEDS = frozenset([9600, 19200, 38400, 57600, 115200])
-
-def _IsAbsPathOrEmpty(value: Any) -> bool:
-    return isinstance(value, str) and (value == "" or os.path.isabs(value))
-
-
-def _ParseCpuList(text: str) -> list[int]:
-    """'0-2,5' -> [0, 1, 2, 5]; ValueError if malformed."""
-    cpus: list[int] = []
-    for part in text.split(","):
-        match = re.match(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$", part)
-        if not match:
-            raise ValueError("invalid CPU range %r" % part)
-        low = int(match.group(1))
-        high = int(match.group(2)) if match.group(2) else low
-        if high < low:
-            raise ValueError("invalid CPU range %r" % part)
-        cpus.extend(range(low, high + 1))
-    return cpus
-
-
-def ParseCpuMask(mask: str) -> list[list[int] | None]:
-    """A cpu_mask as per-vCPU CPU lists; None stands for "all".
-
-    "all" or one list ("0-2,4") applies to every vCPU; a colon-separated
-    list ("0:1-2:all") pins vCPU i to entry i. ValueError if malformed.
-    """
-    result: list[list[int] | None] = []
-    for entry in mask.split(":"):
-        entry = entry.strip()
-        result.append(None if entry == CPU_PINNING_ALL
-                      else _ParseCpuList(entry))
-    return result
-
-
-def _IsCpuMask(value: Any) -> bool:
-    if not isinstance(value, str) or not value:
-        return False
-    try:
-        ParseCpuMask(value)
-    except ValueError:
-        return False
-    return True
-
-
-def _IsVncAddress(value: Any) -> bool:
-    return value == "" or (isinstance(value, str) and
-                           netutils.IsValidIP(value))
-
-
-def _IsShellWords(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        shlex.split(value)
-    except ValueError:
-        return False
-    return True
-
-
-def _Check(fn: Any, desc: str) -> ht.Check:
-    return ht.Check(fn, desc)
 
 
 def _KvmPathCheck(value: Any) -> str | None:
@@ -231,103 +126,21 @@ def _CpuMaskNodeCheck(value: Any) -> str | None:
     return None
 
 
-_TPath = _Check(_IsAbsPathOrEmpty, "empty or an absolute path")
-_TElem = ht.TElemOf
+def _MemPathCheck(value: Any) -> str | None:
+    if value and not os.path.isdir(value):
+        return "directory %s does not exist" % value
+    return None
 
-PARAMETERS: dict[str, hv_base.HvParam] = {
-    HV_KVM_PATH: hv_base.HvParam(
-        _DEFAULT_KVM_PATH, _Check(lambda v: isinstance(v, str) and
-                                  os.path.isabs(v), "an absolute path"),
-        "QEMU system emulator binary", _KvmPathCheck),
-    HV_KERNEL_PATH: hv_base.HvParam(
-        "", _TPath, "Kernel booted directly (empty: boot from the disks)",
-        hv_base.FileExistsCheck),
-    HV_INITRD_PATH: hv_base.HvParam(
-        "", _TPath, "Initial ramdisk for kernel_path", hv_base.FileExistsCheck),
-    HV_KERNEL_ARGS: hv_base.HvParam(
-        "ro", ht.TString, "Kernel command line (after root=)"),
-    HV_ROOT_PATH: hv_base.HvParam(
-        "/dev/vda1", ht.TString,
-        "Root device given to kernel_path (root=; empty: none)"),
-    HV_BOOT_ORDER: hv_base.HvParam(
-        HT_BO_DISK, _TElem(frozenset(_BOOT_ORDER_FLAGS)),
-        "Boot device without kernel_path: disk, cdrom, network or floppy"),
-    HV_CDROM_IMAGE_PATH: hv_base.HvParam(
-        "", _TPath, "ISO image attached as CD-ROM", hv_base.FileExistsCheck),
-    HV_ACPI: hv_base.HvParam(
-        True, ht.TBool, "Whether the guest has ACPI (needed for a clean"
-        " power-down)"),
-    HV_CPU_TYPE: hv_base.HvParam(
-        "", ht.TString, "QEMU CPU model (-cpu; empty: QEMU's default)"),
-    HV_CPU_CORES: hv_base.HvParam(
-        0, ht.TNonNegativeInt, "Cores per socket (0: QEMU's choice)"),
-    HV_CPU_THREADS: hv_base.HvParam(
-        0, ht.TNonNegativeInt, "Threads per core (0: QEMU's choice)"),
-    HV_CPU_SOCKETS: hv_base.HvParam(
-        0, ht.TNonNegativeInt, "Sockets (0: QEMU's choice)"),
-    HV_CPU_MASK: hv_base.HvParam(
-        CPU_PINNING_ALL, _Check(_IsCpuMask, "a CPU mask"),
-        "Host CPUs the vCPUs run on: 'all', a list like '0-2,4' or one"
-        " entry per vCPU separated by colons", _CpuMaskNodeCheck),
-    HV_MACHINE_VERSION: hv_base.HvParam(
-        "", ht.TString, "QEMU machine type (-machine; empty: default)"),
-    HV_DISK_TYPE: hv_base.HvParam(
-        HT_DISK_PARAVIRTUAL, _TElem(frozenset(_DISK_INTERFACES)),
-        "Disk interface: paravirtual (virtio), ide, scsi, sd, mtd, pflash"),
-    HV_NIC_TYPE: hv_base.HvParam(
-        HT_NIC_PARAVIRTUAL, _TElem(frozenset(_NIC_MODELS)),
-        "NIC model: paravirtual (virtio) or an emulated card"),
-    HV_DISK_CACHE: hv_base.HvParam(
-        HT_CACHE_DEFAULT, _TElem(_DISK_CACHES),
-        "Host cache mode of the disks: default, none, writethrough,"
-        " writeback"),
-    HV_VNC_BIND_ADDRESS: hv_base.HvParam(
-        "", _Check(_IsVncAddress, "empty or an IP address"),
-        "Address the VNC console listens on, on the instance's network"
-        " port (empty: no VNC)"),
-    HV_SERIAL_CONSOLE: hv_base.HvParam(
-        True, ht.TBool, "Serial console on a Unix socket (gnt-instance"
-        " console)"),
-    HV_SERIAL_SPEED: hv_base.HvParam(
-        38400, _TElem(_SERIAL_SPEEDS), "Serial console speed (baud)"),
-    objects.HV_MIGRATION_PORT: hv_base.HvParam(
-        8102, ht.TInRange(1, 65535),
-        "TCP port migrations arrive on"),
-    objects.HV_MIGRATION_BANDWIDTH: hv_base.HvParam(
-        32, ht.TPositiveInt, "Migration bandwidth limit (MiB/s)"),
-    HV_MIGRATION_DOWNTIME: hv_base.HvParam(
-        30, ht.TPositiveInt, "Longest pause at the end of a live"
-        " migration (ms)"),
-    objects.HV_MIGRATION_MODE: hv_base.MIGRATION_MODE_PARAM,
-    HV_KVM_FLAG: hv_base.HvParam(
-        "", _TElem(frozenset(_KVM_FLAG_ACCEL)),
-        "Hardware acceleration: enabled (KVM), disabled (TCG emulation) or"
-        " empty (QEMU's default, TCG)"),
-    HV_MEM_PATH: hv_base.HvParam(
-        "", _TPath, "Back the guest memory by files in this directory"
-        " (hugetlbfs)",
-        lambda v: ("directory %s does not exist" % v
-                   if v and not os.path.isdir(v) else None)),
-    HV_USE_CHROOT: hv_base.HvParam(
-        False, ht.TBool, "Run QEMU chrooted into an empty directory"),
-    HV_SECURITY_MODEL: hv_base.HvParam(
-        HT_SM_NONE, _TElem(frozenset([HT_SM_NONE, HT_SM_USER])),
-        "none (QEMU runs as root) or user (as security_domain)"),
-    HV_SECURITY_DOMAIN: hv_base.HvParam(
-        "", ht.TString, "User QEMU runs as with security_model=user",
-        _SecurityDomainCheck),
-    HV_KVM_EXTRA: hv_base.HvParam(
-        "", _Check(_IsShellWords, "shell words"),
-        "Extra QEMU arguments (shell words)"),
-    HV_REBOOT_BEHAVIOR: hv_base.HvParam(
-        HT_KVM_REBOOT, _TElem(frozenset([HT_KVM_REBOOT, HT_KVM_EXIT])),
-        "What a reboot inside the guest does: reboot, or exit (QEMU stops,"
-        " Ganeti restarts it)"),
-    HV_USE_LOCALTIME: hv_base.HvParam(
-        False, ht.TBool, "Guest clock in local time instead of UTC"),
-    HV_USER_SHUTDOWN: hv_base.HvParam(
-        False, ht.TBool, "Keep QEMU when the guest powers off, so that"
-        " the shutdown is reported as done by the user (USER_down)"),
+
+# The checks of parameter values that only the node can make
+NODE_CHECKS: dict[str, hv_base.NodeCheck] = {
+    HV_KVM_PATH: _KvmPathCheck,
+    HV_KERNEL_PATH: hv_base.FileExistsCheck,
+    HV_INITRD_PATH: hv_base.FileExistsCheck,
+    HV_CDROM_IMAGE_PATH: hv_base.FileExistsCheck,
+    HV_CPU_MASK: _CpuMaskNodeCheck,
+    HV_MEM_PATH: _MemPathCheck,
+    HV_SECURITY_DOMAIN: _SecurityDomainCheck,
 }
 
 
@@ -436,17 +249,12 @@ def NbdPort(hvparams: dict) -> int:
     return hvparams[objects.HV_MIGRATION_PORT] % 65535 + 1
 
 
-def TapName(instance: objects.Instance, index: int) -> str:
-    """A stable, node-unique tap name for NIC ``index`` (15 chars max)."""
-    key = "%s/%s" % (instance.uuid or instance.name, index)
-    return "tap" + hashlib.sha1(key.encode()).hexdigest()[:10]
-
-
 class KVMHypervisor(hv_base.BaseHypervisor):
     """Drives QEMU processes through their command line and QMP."""
 
     NAME = constants.HT_KVM
-    PARAMETERS = PARAMETERS
+    PARAMETERS = KVM_PARAMETERS
+    NODE_CHECKS = NODE_CHECKS
     CAN_MIGRATE = True
     CAN_MIGRATE_STORAGE = True
 
@@ -490,6 +298,17 @@ class KVMHypervisor(hv_base.BaseHypervisor):
 
     def _IfupScript(self, tap: str) -> str:
         return os.path.join(self._dirs["nic"], tap + ".ifup")
+
+    def TapName(self, instance: objects.Instance, index: int) -> str:
+        """The tap of NIC ``index``: stable, at most 15 chars (IFNAMSIZ).
+
+        Derived from this node's hypervisor directory too, so that the
+        source and target QEMU of a migration between virtual cluster
+        nodes, which share one network namespace, get different taps.
+        """
+        key = "%s/%s/%d" % (self._root, instance.uuid or instance.name,
+                            index)
+        return "tap" + hashlib.sha1(key.encode()).hexdigest()[:10]
 
     # Runtime ---------------------------------------------------------
 
@@ -618,7 +437,7 @@ class KVMHypervisor(hv_base.BaseHypervisor):
                 raise errors.HypervisorError(
                     "NIC %d of instance %s: mode 'routed' needs an IP"
                     " address" % (index, name))
-            tap = TapName(instance, index)
+            tap = self.TapName(instance, index)
             cmd += ["-netdev", "tap,id=net%d,ifname=%s,script=%s,"
                     "downscript=no" % (index, tap, self._IfupScript(tap)),
                     "-device", "%s,netdev=net%d,mac=%s" % (model, index,
@@ -796,24 +615,64 @@ class KVMHypervisor(hv_base.BaseHypervisor):
         with QmpConnection(self.QmpSocket(name)) as qmp:
             return qmp.Execute(command, arguments)
 
-    def _Kill(self, name: str) -> None:
-        """SIGKILL the instance's QEMU and wait for it to go."""
+    def _PidFd(self, name: str) -> int | None:
+        """A pidfd of the instance's QEMU if it runs (see _Pid), else
+        None; the caller closes it."""
         pid = self._Pid(name)
         if pid is None:
-            return
+            return None
         try:
-            os.kill(pid, signal.SIGKILL)
+            pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
-            return
-        self._WaitGone(name, 5.0)
+            return None
+        # The pid may have been reused between the check and the open
+        if self._Pid(name) != pid:
+            os.close(pidfd)
+            return None
+        return pidfd
 
-    def _WaitGone(self, name: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self._Pid(name) is not None:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-        return True
+    @staticmethod
+    def _WaitExit(pidfd: int, timeout: float) -> bool:
+        """Wait until the process has ended with all its threads.
+
+        Only then are its files closed and so its image locks released
+        (a migration undo resumes the source on the same images): the
+        main thread becomes a zombie, which _Pid counts as gone, while
+        other threads may still be exiting with the files open. A pidfd
+        becomes readable only once the whole thread group has exited.
+        """
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        return bool(poller.poll(int(timeout * 1000)))
+
+    def _Kill(self, name: str, pidfd: int | None = None) -> None:
+        """SIGKILL the instance's QEMU and wait for it to be gone."""
+        own = pidfd is None
+        if own:
+            pidfd = self._PidFd(name)
+            if pidfd is None:
+                return
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            if not self._WaitExit(pidfd, _KILL_TIMEOUT):
+                logging.warning("QEMU of instance %s still exiting %.0f s"
+                                " after SIGKILL", name, _KILL_TIMEOUT)
+        except ProcessLookupError:
+            pass
+        finally:
+            if own:
+                os.close(pidfd)
+
+    def _Quit(self, name: str, pidfd: int) -> None:
+        """QMP quit; SIGKILL if QEMU has not exited within the grace
+        time. Returns once the process is gone."""
+        try:
+            self._Qmp(name, "quit")
+        except QmpError as err:
+            logging.warning("QMP quit of %s failed: %s", name, err)
+        if not self._WaitExit(pidfd, _QUIT_GRACE):
+            logging.warning("Instance %s did not quit, killing it", name)
+            self._Kill(name, pidfd)
 
     def _Status(self, name: str) -> str:
         return self._Qmp(name, "query-status").get("status", "")
@@ -830,28 +689,25 @@ class KVMHypervisor(hv_base.BaseHypervisor):
         ACPI) thus stops at the timeout.
         """
         name = name or instance.name
-        if self._Pid(name) is None:
-            return
-        if force:
-            try:
-                self._Qmp(name, "quit")
-            except QmpError as err:
-                logging.warning("QMP quit of %s failed: %s", name, err)
-            if not self._WaitGone(name, _QUIT_GRACE):
-                logging.warning("Instance %s did not quit, killing it", name)
-                self._Kill(name)
+        pidfd = self._PidFd(name)
+        if pidfd is None:
             return
         try:
+            if force:
+                self._Quit(name, pidfd)
+                return
             status = self._Status(name)
             if status == "shutdown" or not self._AcpiOf(instance):
                 # Powered off inside (user_shutdown) or no power button
-                self._Qmp(name, "quit")
+                self._Quit(name, pidfd)
             elif not retry:
                 self._Qmp(name, "system_powerdown")
         except QmpError as err:
             if self._Pid(name) is not None:
                 raise errors.HypervisorError(
                     "Failed to stop instance %s: %s" % (name, err)) from err
+        finally:
+            os.close(pidfd)
 
     @staticmethod
     def _AcpiOf(instance: objects.Instance | None) -> bool:
@@ -1032,17 +888,21 @@ class KVMHypervisor(hv_base.BaseHypervisor):
                 and isinstance(runtime.get("cmd"), list)
                 and all(isinstance(arg, str) for arg in runtime["cmd"])
                 and isinstance(runtime.get("disks"), list)
-                and isinstance(runtime.get("nics"), list)):
+                and isinstance(runtime.get("nics"), list)
+                and all(isinstance(nic, dict) and
+                        isinstance(nic.get("tap"), str)
+                        for nic in runtime["nics"])):
             raise errors.HypervisorError(
                 "Invalid migration data for instance %s: %r" %
                 (name, info if len(str(info)) < 200 else
                  str(info)[:200] + "..."))
         return runtime
 
-    def _LocaliseRuntime(self, runtime: dict,
+    def _LocaliseRuntime(self, instance: objects.Instance, runtime: dict,
                          block_devices: list[tuple[objects.Disk, str]]
                          ) -> dict:
-        """The source's runtime with this node's files and disk paths.
+        """The source's runtime with this node's files, disk paths and
+        tap names.
 
         The source's hypervisor directory is known from its pid file
         (<root>/pid/<instance>), its socket directory from the QMP socket
@@ -1094,7 +954,23 @@ class KVMHypervisor(hv_base.BaseHypervisor):
                     "file=%s" % paths[drive_id[0]]
                     if opt.startswith("file=") else opt
                     for opt in options)
-        return dict(runtime, cmd=cmd, disks=disks)
+        taps = {nic["tap"]: self.TapName(instance, index)
+                for index, nic in enumerate(runtime["nics"])}
+        for index, arg in enumerate(cmd[1:], start=1):
+            if cmd[index - 1] != "-netdev":
+                continue
+            options = arg.split(",")
+            tap = [taps[opt[len("ifname="):]] for opt in options
+                   if opt.startswith("ifname=") and
+                   opt[len("ifname="):] in taps]
+            if tap:
+                cmd[index] = ",".join(
+                    "ifname=%s" % tap[0] if opt.startswith("ifname=") else
+                    "script=%s" % self._IfupScript(tap[0])
+                    if opt.startswith("script=") else opt
+                    for opt in options)
+        nics = [dict(nic, tap=taps[nic["tap"]]) for nic in runtime["nics"]]
+        return dict(runtime, cmd=cmd, disks=disks, nics=nics)
 
     def AcceptInstance(self, instance: objects.Instance, info: str,
                        target: str,
@@ -1107,7 +983,7 @@ class KVMHypervisor(hv_base.BaseHypervisor):
             raise errors.HypervisorError(
                 "Can't accept instance %s: already running" % name)
         runtime = self._LocaliseRuntime(
-            self._ParseMigrationInfo(name, info), block_devices)
+            instance, self._ParseMigrationInfo(name, info), block_devices)
         local = self._LocalDisks(runtime, block_devices)
         port = instance.hvparams[objects.HV_MIGRATION_PORT]
         runtime["incoming"] = "tcp:" + netutils.FormatAddress((target, port))

@@ -36,14 +36,20 @@ bytes, big endian><payload>``:
   bytes if the source knows it (for progress), else null;
 * ``D`` (source): data, compressed as the header says (``gzip*``: one gzip
   stream over all frames);
+* ``Z`` (source): a hole of the source (8 bytes, big endian: its length),
+  found with SEEK_DATA/SEEK_HOLE in a regular file instead of being read;
+  the destination makes it read as zeros (a regular file keeps it a
+  hole). The compressed data before it is flushed (Z_SYNC_FLUSH) first;
 * ``E`` (source): end, JSON ``{"size", "sha256"}`` of the uncompressed data
   read from the source;
 * ``A`` (destination): answer to ``E``, JSON ``{"success", "error"}`` after
   the destination checked size and checksum and flushed its data to disk.
 
-Both ends compute the SHA-256 of the uncompressed data as it passes
-(``checksum`` in their status); the master compares the two as well. A
-source succeeds only when the destination acknowledged the data.
+Both ends compute the checksum of the uncompressed data as it passes
+(``checksum`` in their status; ``sparse.StreamDigest``): the SHA-256 of
+the data, or with holes the SHA-256 of the data's and the hole positions'
+digests. The master compares the two as well. A source succeeds only
+when the destination acknowledged the data.
 
 Data sources and destinations (``[kind, args]``, localized by the node
 that uses them, never as paths computed elsewhere):

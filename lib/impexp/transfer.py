@@ -31,10 +31,11 @@ from typing import Any, Callable
 
 from ganeti import (errors, impexp, objects, pathutils, serializer,
                     storage, vcluster)
+from ganeti.impexp import sparse
 from ganeti.storage import base as storage_base
 from ganeti.utils import io, process, x509
 
-CHUNK_SIZE = 1024 * 1024
+CHUNK_SIZE = sparse.CHUNK_SIZE
 # A data frame holds at most one chunk after compression, which can only
 # grow it by a few bytes per KiB
 _MAX_DATA_FRAME = 2 * CHUNK_SIZE
@@ -48,11 +49,14 @@ _FRAME_HEADER = struct.Struct(">cI")
 # Zero blocks of this size (at multiples of it) are left as holes
 _SPARSE_BLOCK = 64 * 1024
 _ZERO_BLOCK = bytes(_SPARSE_BLOCK)
+_ZERO_CHUNK = memoryview(bytes(CHUNK_SIZE))
 
 FRAME_HEADER = b"H"
 FRAME_DATA = b"D"
+FRAME_HOLE = b"Z"
 FRAME_END = b"E"
 FRAME_ANSWER = b"A"
+_HOLE_LENGTH = struct.Struct(">Q")
 
 
 class TransferError(Exception):
@@ -173,7 +177,8 @@ class Source:
     """What an export reads: a file, a disk or a command's output.
 
     It is checked at once but opened by Start, once the destination is
-    connected: opening a FIFO waits for its writer.
+    connected: opening a FIFO waits for its writer. The holes of a
+    regular file are reported rather than read (see Next).
     """
 
     def __init__(self, kind: str, args: Any, timeout: float):
@@ -182,6 +187,7 @@ class Source:
         self._timeout = timeout
         self._proc: subprocess.Popen | None = None
         self._fobj = None
+        self._sparse: sparse.SparseReader | None = None
         self._path: str | None = None
         self.size: int | None = None
         if kind == impexp.IEIO_COMMAND:
@@ -212,8 +218,18 @@ class Source:
         except OSError as err:
             raise TransferError("Cannot open %s: %s" %
                                 (self._path, err.strerror)) from err
+        if stat.S_ISREG(os.fstat(self._fobj.fileno()).st_mode):
+            self._sparse = sparse.SparseReader(self._fobj.fileno())
 
-    def ReadInto(self, buf: memoryview) -> int:
+    def Next(self, buf: memoryview) -> tuple[int, int]:
+        """``(count, 0)``: ``count`` bytes read into ``buf``; ``(0,
+        length)``: a hole of ``length`` bytes (a regular file's only);
+        ``(0, 0)``: the end of the data."""
+        if self._sparse is not None:
+            return self._sparse.Next(buf)
+        return self._ReadInto(buf), 0
+
+    def _ReadInto(self, buf: memoryview) -> int:
         """Fill ``buf`` as far as possible; 0 at the end of the data."""
         total = 0
         while total < len(buf):
@@ -305,13 +321,15 @@ class Destination:
                                        stdout=subprocess.DEVNULL)
             self._fd = self._proc.stdin.fileno()
 
-    def Write(self, data: memoryview | bytes, offset: int) -> None:
-        """Write ``data`` at ``offset`` (the bytes written so far)."""
-        if self.capacity is not None and \
-                offset + len(data) > self.capacity:
+    def _CheckCapacity(self, end: int) -> None:
+        if self.capacity is not None and end > self.capacity:
             raise TransferError("The source has more data than the"
                                 " destination disk holds (%d bytes)" %
                                 self.capacity)
+
+    def Write(self, data: memoryview | bytes, offset: int) -> None:
+        """Write ``data`` at ``offset`` (the bytes written so far)."""
+        self._CheckCapacity(offset + len(data))
         view = memoryview(data)
         if self._proc is not None:
             while view:
@@ -320,6 +338,34 @@ class Destination:
             self._PWrite(view, offset)
         else:
             self._WriteSparse(view, offset)
+
+    def Zero(self, offset: int, length: int) -> None:
+        """Make ``length`` bytes at ``offset`` read as zeros (a hole of
+        the source): in a regular file only its data there is
+        overwritten, so holes stay holes."""
+        self._CheckCapacity(offset + length)
+        end = offset + length
+        if not self._regular:
+            while offset < end:
+                count = min(CHUNK_SIZE, end - offset)
+                self.Write(_ZERO_CHUNK[:count], offset)
+                offset += count
+            return
+        while offset < end:
+            try:
+                data = os.lseek(self._fd, offset, os.SEEK_DATA)
+            except OSError as err:
+                if err.errno == errno.ENXIO:
+                    return
+                raise
+            if data >= end:
+                return
+            hole = min(os.lseek(self._fd, data, os.SEEK_HOLE), end)
+            while data < hole:
+                count = min(CHUNK_SIZE, hole - data)
+                self._PWrite(_ZERO_CHUNK[:count], data)
+                data += count
+            offset = hole
 
     def _PWrite(self, view: memoryview, offset: int) -> None:
         while view:
@@ -543,13 +589,13 @@ def RunImport(spec: dict, status: Status, listener: socket.socket,
         wire = Wire(conn)
         dest.Start()
         decomp = _Decompressor(opts["compress"])
-        digest = hashlib.sha256()
+        digest = sparse.StreamDigest()
         written = 0
 
         def _Write(data):
             nonlocal written
             dest.Write(data, written)
-            digest.update(data)
+            digest.Data(data)
             written += len(data)
             status.Progress(written)
 
@@ -558,6 +604,18 @@ def RunImport(spec: dict, status: Status, listener: socket.socket,
             if kind == FRAME_END:
                 trailer = LoadJson(payload)
                 break
+            if kind == FRAME_HOLE and len(payload) == _HOLE_LENGTH.size:
+                # The source flushed the data before the hole; inflate may
+                # still hold some of it (output was limited to a chunk)
+                while decomp is not None and \
+                        (pending := decomp.decompress(b"", CHUNK_SIZE)):
+                    _Write(pending)
+                (length, ) = _HOLE_LENGTH.unpack(payload)
+                dest.Zero(written, length)
+                digest.Hole(written, length)
+                written += length
+                status.Progress(written)
+                continue
             if kind != FRAME_DATA:
                 raise TransferError("Protocol error: unexpected %r frame" %
                                     kind)
@@ -573,7 +631,7 @@ def RunImport(spec: dict, status: Status, listener: socket.socket,
             if not decomp.eof or decomp.unused_data:
                 raise TransferError("The compressed data is incomplete or"
                                     " has trailing garbage")
-        checksum = digest.hexdigest()
+        checksum = digest.HexDigest()
         if not isinstance(trailer, dict) or trailer.get("size") != written \
                 or trailer.get("sha256") != checksum:
             error = ("Received %d bytes with checksum %s, the source sent"
@@ -621,15 +679,24 @@ def RunExport(spec: dict, status: Status, source: Source) -> None:
                                      "size": source.size})
         source.Start()
         comp = _Compressor(opts["compress"])
-        digest = hashlib.sha256()
+        digest = sparse.StreamDigest()
         buf = memoryview(bytearray(CHUNK_SIZE))
         done = 0
         while True:
-            count = source.ReadInto(buf)
+            count, hole = source.Next(buf)
+            if hole:
+                if comp is not None:
+                    # The destination must have the data before the hole
+                    wire.Send(FRAME_DATA, comp.flush(zlib.Z_SYNC_FLUSH))
+                wire.Send(FRAME_HOLE, _HOLE_LENGTH.pack(hole))
+                digest.Hole(done, hole)
+                done += hole
+                status.Progress(done)
+                continue
             if not count:
                 break
             data = buf[:count]
-            digest.update(data)
+            digest.Data(data)
             payload = comp.compress(data) if comp is not None else data
             if payload:
                 wire.Send(FRAME_DATA, payload)
@@ -638,7 +705,7 @@ def RunExport(spec: dict, status: Status, source: Source) -> None:
         if comp is not None:
             wire.Send(FRAME_DATA, comp.flush())
         source.Finish()
-        checksum = digest.hexdigest()
+        checksum = digest.HexDigest()
         status.Update(bytes=done, checksum=checksum)
         wire.SendJson(FRAME_END, {"size": done, "sha256": checksum})
         answer = wire.RecvJson(FRAME_ANSWER)

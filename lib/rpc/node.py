@@ -111,13 +111,16 @@ def NameResolver(names: list[str]) -> list[tuple[str, str | None, bool]]:
 
 
 class RpcRunner:
-    """Calls node procedures; one instance may be shared by many threads."""
+    """Calls node procedures; one instance may be shared by many threads.
+
+    Without ``port``, noded's cluster-wide port (netutils.GetDaemonPort).
+    """
 
     def __init__(self, resolver: Resolver,
                  cert_file: str = pathutils.NODED_CERT_FILE,
-                 port: int = constants.DEFAULT_NODED_PORT):
+                 port: int | None = None):
         self._resolver = resolver
-        self._port = port
+        self._port = port or netutils.GetDaemonPort(constants.NODED)
         self._client = RpcClient(cert_file)
 
     @property

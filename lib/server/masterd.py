@@ -16,10 +16,9 @@ from typing import Any
 from ganeti import (bootstrap, config, constants, daemon, errors, locking, luxi, mcpu,
                     netutils, objects, opcodes, pathutils, qlang, query,
                     utils)
-from ganeti import jqueue
+from ganeti import jqueue, queryfields
 from ganeti.cmdlib import cluster as cmdlib_cluster
 from ganeti.jqueue import filters as jqueue_filters
-from ganeti.jqueue import jobs as jqueue_jobs
 from ganeti.masterd import replication
 from ganeti.rpc import node as rpc_node
 
@@ -179,8 +178,8 @@ class LuxiHandler:
             try:
                 # Job rows are read under each job's lock: only states
                 # already written to disk are reported
-                return query.Query(jqueue_jobs.JOB_FIELDS, self._Jobs(),
-                                   fields, qfilter,
+                return query.Query(queryfields.FIELDS[constants.QR_JOB],
+                                   self._Jobs(), fields, qfilter,
                                    item_lock=lambda job: job.lock)
             except errors.ParameterError as err:
                 raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
@@ -203,7 +202,8 @@ class LuxiHandler:
             return {"fields": self.context.glm.QueryLocks(
                 fields or ["name", "mode", "owner", "pending"])["fields"]}
         if what == constants.QR_JOB:
-            return query.QueryFields(jqueue_jobs.JOB_FIELDS, fields)
+            return query.QueryFields(queryfields.FIELDS[constants.QR_JOB],
+                                     fields)
         return mcpu.ExecuteWithoutQueue(self.context, opcodes.OpQueryFields(
             what=what, fields=fields))
 
@@ -354,9 +354,14 @@ def ExecMasterd(options: Any, args: list, prep: dict,
     logging.info("Master daemon stopped")
 
 
-def main() -> None:
+def BuildParser() -> optparse.OptionParser:
+    """ganeti-masterd's options (its man page is generated from them)."""
     parser = optparse.OptionParser(
-        description="Ganeti master daemon",
+        description="The Ganeti master daemon runs on the master node. It"
+        " serves the gnt-* commands and the remote API daemon (LUXI), keeps"
+        " the cluster configuration and the job queue, and runs the jobs,"
+        " reaching the nodes through ganeti-noded. It starts only if most"
+        " nodes agree that this node is the master (see --no-voting).",
         usage="%prog [-f] [-d] [--no-voting [--yes-do-it]]",
         version="%%prog (ganeti) %s" % constants.RELEASE_VERSION)
     parser.add_option("--no-voting", dest="no_voting", action="store_true",
@@ -367,6 +372,12 @@ def main() -> None:
     parser.add_option("--yes-do-it", dest="yes_do_it", action="store_true",
                       default=False,
                       help="Confirm --no-voting (non-interactive)")
-    daemon.GenericMain(constants.MASTERD, parser, CheckMasterd, PrepMasterd,
-                       ExecMasterd)
+    daemon.AddDaemonOptions(parser)
+    return parser
+
+
+def main() -> None:
+    """Entry point of ganeti-masterd."""
+    daemon.GenericMain(constants.MASTERD, BuildParser(), CheckMasterd,
+                       PrepMasterd, ExecMasterd)
 

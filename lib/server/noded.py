@@ -230,7 +230,7 @@ def _RebindAsMember(options: optparse.Values, args: list[str],
     while not stop_event.is_set():
         try:
             return PrepNoded(options, args)
-        except OSError as err:
+        except (OSError, errors.BindError) as err:
             if time.monotonic() > deadline:
                 raise
             logging.warning("Cannot serve as a member yet: %s; retrying",
@@ -239,11 +239,23 @@ def _RebindAsMember(options: optparse.Values, args: list[str],
     return None
 
 
-def main() -> None:
-    """Entry point of ganeti-noded."""
+def BuildParser() -> optparse.OptionParser:
+    """ganeti-noded's options (its man page is generated from them)."""
     parser = optparse.OptionParser(
-        description="Ganeti node daemon",
+        description="The Ganeti node daemon runs on every node and does"
+        " what changes the node's state (disks, instances, the master IP"
+        " address, cluster files) for the master, over HTTPS: only clients"
+        " presenting the cluster certificate are served. Stopping it does"
+        " not affect running instances, but the master can no longer"
+        " reach the node.",
         usage="%prog [-f] [-d] [-b ADDRESS] [-p PORT]",
         version="%%prog (ganeti) %s" % constants.RELEASE_VERSION)
-    daemon.GenericMain(constants.NODED, parser, CheckNoded, PrepNoded,
-                       ExecNoded, default_port=constants.DEFAULT_NODED_PORT)
+    daemon.AddDaemonOptions(
+        parser, default_port=netutils.GetDaemonPort(constants.NODED))
+    return parser
+
+
+def main() -> None:
+    """Entry point of ganeti-noded."""
+    daemon.GenericMain(constants.NODED, BuildParser(), CheckNoded, PrepNoded,
+                       ExecNoded)

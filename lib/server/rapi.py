@@ -23,8 +23,8 @@ from typing import Any
 
 from cryptography import x509 as crypto_x509
 
-from ganeti import (constants, daemon, errors, luxi, pathutils, serializer,
-                    ssconf, utils)
+from ganeti import (constants, daemon, errors, luxi, netutils, pathutils,
+                    serializer, ssconf, utils)
 from ganeti import http as ghttp
 from ganeti.http import auth, server
 from ganeti.rapi import baserlib, connector
@@ -298,10 +298,13 @@ def ExecRapi(_options: optparse.Values, _args: list[str],
     http_server.shutdown()
 
 
-def main() -> None:
-    """Entry point of ganeti-rapi."""
+def BuildParser() -> optparse.OptionParser:
+    """ganeti-rapi's options (its man page is generated from them)."""
     parser = optparse.OptionParser(
-        description="Ganeti remote API daemon",
+        description="The Ganeti remote API daemon serves the RAPI, a REST"
+        " interface over HTTPS, on the master node, passing the requests"
+        " to ganeti-masterd. Users and their rights come from the RAPI"
+        " users file, which is read again on SIGHUP.",
         usage="%prog [-f] [-d] [-b ADDRESS] [-p PORT]"
         " [--require-authentication] [--max-clients N]"
         " [--ssl-chain FILE]",
@@ -327,5 +330,12 @@ def main() -> None:
                       metavar="FILE",
                       help="Intermediate CA certificates (PEM) to send along"
                       " with the SSL certificate")
-    daemon.GenericMain(constants.RAPI, parser, CheckRapi, PrepRapi, ExecRapi,
-                       default_port=constants.DEFAULT_RAPI_PORT)
+    daemon.AddDaemonOptions(
+        parser, default_port=netutils.GetDaemonPort(constants.RAPI))
+    return parser
+
+
+def main() -> None:
+    """Entry point of ganeti-rapi."""
+    daemon.GenericMain(constants.RAPI, BuildParser(), CheckRapi, PrepRapi,
+                       ExecRapi)
