@@ -18,7 +18,7 @@ import sys
 import textwrap
 import time
 from optparse import Option, OptionParser, TitledHelpFormatter
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NoReturn, Sequence
 
 from ganeti import (constants, errors, luxi, opcodes, pathutils, qlang,
                     ssconf, vcluster)
@@ -297,7 +297,7 @@ class _ParserExit(Exception):
 
 class _OptionParser(OptionParser):
     # optparse calls sys.exit; GenericMain returns exit codes instead
-    def exit(self, status: int = 0, msg: str | None = None) -> None:
+    def exit(self, status: int = 0, msg: str | None = None) -> NoReturn:
         if msg:
             sys.stderr.write(msg)
         raise _ParserExit(status)
@@ -555,7 +555,7 @@ def SetGenericOpcodeOpts(opcode_list: Sequence, options: Any) -> None:
             _SetOpParam(op, "dry_run", bool(options.dry_run))
         priority = getattr(options, "priority", None)
         if priority is not None:
-            _SetOpParam(op, "priority", constants.OP_PRIO_NAMES[priority])
+            _SetOpParam(op, "priority", priority)
         _SetOpParam(op, "reason", _ReasonTrail(options))
 
 
@@ -746,8 +746,9 @@ class JobExecutor:
 
     def SubmitPending(self, each: bool = False) -> None:
         """Submit the queued jobs (one SubmitManyJobs unless ``each``)."""
+        results: list[tuple[bool, Any]]
         if each:
-            results = [[True, self.cl.SubmitJob(ops)]
+            results = [(True, self.cl.SubmitJob(ops))
                        for _, _, ops in self.queue]
         else:
             results = self.cl.SubmitManyJobs([ops for _, _, ops in
@@ -776,6 +777,8 @@ class JobExecutor:
                 results.append((idx, False, job_id))
                 continue
             ToStdout("Waiting for job %s%s ...", job_id, self._ForName(name))
+            # The opcode results, or the error text
+            job_result: list | str
             try:
                 job_result = PollJob(job_id, cl=self.cl,
                                      feedback_fn=self.feedback_fn)
@@ -794,19 +797,6 @@ class JobExecutor:
         self.jobs = []
         results.sort(key=lambda item: item[0])
         return [(success, result) for _, success, result in results]
-
-    def WaitOrShow(self, wait: bool) -> list:
-        """Wait for the jobs, or print their ids and return."""
-        if wait:
-            return self.GetResults()
-        if self.queue:
-            self.SubmitPending()
-        for _, status, result, name in self.jobs:
-            if status:
-                ToStdout("%s: %s", result, name)
-            else:
-                ToStderr("Failure for %s: %s", name, result)
-        return [(status, result) for _, status, result, _ in self.jobs]
 
 
 def RunFollowUpJobs(op: Any, opts: Any, cl: luxi.Client) -> int | None:
@@ -1082,12 +1072,12 @@ def RemoveTags(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
-# Generic "info" output --------------------------------------------------------
+# Generic "info" output -------------------------------------------------------
 
 def FormatParamsDictInfo(custom: dict, actual: dict) -> dict:
     """Effective parameters for display: own values as they are, inherited
     ones as "default (<value>)"."""
-    result = {}
+    result: dict[str, dict | str] = {}
     for key, value in actual.items():
         if isinstance(value, dict) and value:
             result[key] = FormatParamsDictInfo(custom.get(key) or {}, value)

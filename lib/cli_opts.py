@@ -2,47 +2,48 @@
 
 Option names, destinations and defaults follow Ganeti's ``cli_opts`` so that
 command modules read like Ganeti's and users get the same flags. Options
-for opcode parameters should be built with :func:`OpcodeOption`, which takes
-the help text and type from the opcode declaration.
+for opcode parameters are built with :func:`OpcodeOption`, which takes
+the help text, default and type from the opcode declaration; the
+dictionary options of parameter families (-B, -H, -N, -D,
+--node-parameters) with :func:`ParamsOption`, which adds the family's
+valid keys to the help.
 """
 
 import copy
 import functools
 from optparse import Option, OptionValueError
-from typing import Any
+from typing import Any, Iterable, Mapping, NamedTuple
 
-from ganeti import constants, errors, ht, impexp
+from ganeti import constants, errors, ht, impexp, opcodes
+from ganeti.parameters import families, hypervisors
 from ganeti.utils.text import ParseUnit
 
 __all__ = [
     # Argument definitions
-    "ArgChoice", "ArgCommand", "ArgExtStorage", "ArgFile", "ArgFilter",
-    "ArgGroup", "ArgHost", "ArgInstance", "ArgJobId", "ArgNetwork", "ArgNode",
-    "ArgOs", "ArgSuggest", "ArgUnknown",
+    "ArgChoice", "ArgCommand", "ArgFile", "ArgFilter", "ArgGroup", "ArgHost",
+    "ArgInstance", "ArgJobId", "ArgNode", "ArgOs", "ArgSuggest", "ArgUnknown",
     "ARGS_NONE", "ARGS_MANY_INSTANCES", "ARGS_MANY_NODES", "ARGS_MANY_GROUPS",
-    "ARGS_MANY_NETWORKS", "ARGS_MANY_FILTERS", "ARGS_ONE_INSTANCE",
-    "ARGS_ONE_NODE", "ARGS_ONE_GROUP", "ARGS_ONE_OS", "ARGS_ONE_NETWORK",
-    "ARGS_ONE_FILTER",
+    "ARGS_MANY_FILTERS", "ARGS_ONE_INSTANCE", "ARGS_ONE_NODE",
+    "ARGS_ONE_GROUP", "ARGS_ONE_FILTER",
     # Option machinery
-    "CliOption", "cli_option", "OpcodeOption", "NO_PREFIX", "UN_PREFIX",
+    "CliOption", "cli_option", "OpcodeOption", "ParamsOption", "NO_PREFIX",
+    "UN_PREFIX",
     "check_bool", "check_ident_key_val", "check_key_val", "check_list",
-    "check_maybefloat", "check_unit", "MigrationModeFromOpts", "ParseUnit",
+    "check_maybefloat", "check_priority", "check_unit",
+    "MigrationModeFromOpts", "ParseUnit",
     "SplitKeyVal",
     # Options
     "ALL_OPT", "BACKEND_OPT", "COMMON_OPTS", "CONFIRM_OPT", "DEBUG_OPT",
     "COMPRESS_OPT", "DISK_OPT", "DISK_TEMPLATE_OPT", "DRY_RUN_OPT",
-    "EARLY_RELEASE_OPT", "DST_NODE_OPT", "FIELDS_OPT", "FILTER_OPT",
-    "FORCE_FILTER_OPT",
-    "FORCE_OPT", "HVLIST_OPT", "HVOPTS_OPT", "HYPERVISOR_OPT", "IALLOCATOR_OPT",
+    "EARLY_RELEASE_OPT", "DST_NODE_OPT", "FIELDS_OPT", "FORCE_FILTER_OPT",
+    "FORCE_OPT", "HYPERVISOR_OPT", "IALLOCATOR_OPT",
     "IGNORE_CONSIST_OPT", "IGNORE_IPOLICY_OPT", "INTERVAL_OPT",
-    "MIGRATION_MODE_OPT", "NET_OPT", "NEW_SECONDARY_OPT",
-    "NODE_LIST_OPT", "NODE_PLACEMENT_OPT", "NOHDR_OPT", "NONLIVE_OPT",
-    "NORUNTIME_CHGS_OPT", "NWSYNC_OPT",
-    "OS_OPT", "OSPARAMS_OPT", "OSPARAMS_PRIVATE_OPT", "PRINT_JOBID_OPT",
-    "PRIORITY_OPT", "REASON_OPT", "SEP_OPT", "SHUTDOWN_TIMEOUT_OPT",
-    "SINGLE_NODE_OPT", "SUBMIT_OPT", "SYNC_OPT", "TAG_SRC_OPT", "TIMEOUT_OPT",
-    "TO_GROUP_OPT",
-    "UNITS_OPT", "VERBOSE_OPT", "YES_DOIT_OPT",
+    "MIGRATION_MODE_OPT", "NET_OPT", "NODE_LIST_OPT", "NODE_PLACEMENT_OPT",
+    "NOHDR_OPT", "NONLIVE_OPT", "NORUNTIME_CHGS_OPT", "NWSYNC_OPT", "OS_OPT",
+    "OSPARAMS_OPT", "OSPARAMS_PRIVATE_OPT", "PRINT_JOBID_OPT", "PRIORITY_OPT",
+    "REASON_OPT", "SEP_OPT", "SHUTDOWN_TIMEOUT_OPT", "SINGLE_NODE_OPT",
+    "SUBMIT_OPT", "TAG_SRC_OPT", "TO_GROUP_OPT", "UNITS_OPT", "VERBOSE_OPT",
+    "YES_DOIT_OPT",
 ]
 
 # Key prefixes in key=value lists: "no_key" sets False, "-key" sets None
@@ -90,10 +91,6 @@ class ArgNode(_Argument):
     """Node name."""
 
 
-class ArgNetwork(_Argument):
-    """Network name."""
-
-
 class ArgGroup(_Argument):
     """Node group name."""
 
@@ -118,25 +115,18 @@ class ArgOs(_Argument):
     """OS name."""
 
 
-class ArgExtStorage(_Argument):
-    """ExtStorage provider name."""
-
-
 class ArgFilter(_Argument):
     """Job filter UUID."""
 
 
 ARGS_NONE: list = []
 ARGS_MANY_INSTANCES = [ArgInstance()]
-ARGS_MANY_NETWORKS = [ArgNetwork()]
 ARGS_MANY_NODES = [ArgNode()]
 ARGS_MANY_GROUPS = [ArgGroup()]
 ARGS_MANY_FILTERS = [ArgFilter()]
 ARGS_ONE_INSTANCE = [ArgInstance(min=1, max=1)]
-ARGS_ONE_NETWORK = [ArgNetwork(min=1, max=1)]
 ARGS_ONE_NODE = [ArgNode(min=1, max=1)]
 ARGS_ONE_GROUP = [ArgGroup(min=1, max=1)]
-ARGS_ONE_OS = [ArgOs(min=1, max=1)]
 ARGS_ONE_FILTER = [ArgFilter(min=1, max=1)]
 
 
@@ -175,6 +165,7 @@ def SplitKeyVal(opt: str, data: str, parse_prefixes: bool = True) -> dict:
     if not data:
         return result
     for elem in _UnescapeAndSplit(data):
+        val: str | bool | None
         if "=" in elem:
             key, val = elem.split("=", 1)
         elif parse_prefixes:
@@ -266,6 +257,17 @@ def check_list(option: Option, opt: str, value: str) -> list[str]:
 
 
 @_Converter
+def check_priority(option: Option, opt: str, value: str) -> int:
+    """A job priority by name (low, normal, high) -> its number."""
+    try:
+        return constants.OP_PRIO_NAMES[value]
+    except KeyError:
+        raise errors.ParameterError(
+            "invalid priority '%s' (one of %s)" %
+            (value, ", ".join(sorted(constants.OP_PRIO_NAMES)))) from None
+
+
+@_Converter
 def check_maybefloat(option: Option, opt: str, value: str) -> float | None:
     """A float, or "none" for None."""
     if value.lower() == constants.VALUE_NONE:
@@ -286,7 +288,7 @@ class CliOption(Option):
 
     ATTRS = Option.ATTRS + ["opcode_check"]
     TYPES = Option.TYPES + ("identkeyval", "keyval", "unit", "bool", "list",
-                            "maybefloat")
+                            "maybefloat", "priority")
     TYPE_CHECKER = dict(Option.TYPE_CHECKER)
     TYPE_CHECKER["identkeyval"] = check_ident_key_val
     TYPE_CHECKER["keyval"] = check_key_val
@@ -294,6 +296,7 @@ class CliOption(Option):
     TYPE_CHECKER["bool"] = check_bool
     TYPE_CHECKER["list"] = check_list
     TYPE_CHECKER["maybefloat"] = check_maybefloat
+    TYPE_CHECKER["priority"] = check_priority
 
     def take_action(self, action: str, dest: str, opt: str, value: Any,
                     values: Any, parser: Any) -> Any:
@@ -328,8 +331,18 @@ _KIND_TO_TYPE = {
 }
 
 
-def OpcodeOption(op_class: type, param_name: str, *opt_strings: str,
-                 **overrides: Any) -> CliOption:
+def _ParamDecl(op_class: type[opcodes.BaseOpCode],
+               param_name: str) -> tuple[Any, ht.Check, str]:
+    """``(default, check, doc)`` of an opcode parameter."""
+    for name, default, check, doc in op_class.GetAllParams():
+        if name == param_name:
+            return default, check, doc
+    raise errors.ProgrammerError("Opcode %s has no parameter '%s'" %
+                                 (op_class.__name__, param_name))
+
+
+def OpcodeOption(op_class: type[opcodes.BaseOpCode], param_name: str,
+                 *opt_strings: str, **overrides: Any) -> CliOption:
     """Build an option for one parameter of an opcode.
 
     The help text is the parameter's doc, the destination its name, the
@@ -338,14 +351,10 @@ def OpcodeOption(op_class: type, param_name: str, *opt_strings: str,
     comma-separated list (or repeated option with ``action="append"``),
     object -> key=value list. A boolean becomes a flag: ``store_false`` when
     the long option is "--no-<name>" (negating the parameter), otherwise
-    ``store_true``; a negating flag's help is the negated doc (see
-    :func:`_NegatedHelp`). Keyword arguments override any of these.
+    ``store_true``; a flag's help is the doc turned into an order (see
+    :func:`_FlagHelp`). Keyword arguments override any of these.
     """
-    params = {p[0]: p for p in op_class.GetAllParams()}
-    if param_name not in params:
-        raise errors.ProgrammerError("Opcode %s has no parameter '%s'" %
-                                     (op_class.__name__, param_name))
-    _, default, check, doc = params[param_name]
+    default, check, doc = _ParamDecl(op_class, param_name)
     kwargs: dict[str, Any] = {
         "dest": param_name,
         "help": doc,
@@ -365,27 +374,108 @@ def OpcodeOption(op_class: type, param_name: str, *opt_strings: str,
         if kwargs["default"] is None:
             kwargs["default"] = []
     kwargs.update(overrides)
-    if kwargs.get("action") == "store_false" and "help" not in overrides:
-        kwargs["help"] = _NegatedHelp(op_class, param_name, doc)
+    if "help" not in overrides and \
+            kwargs.get("action") in ("store_true", "store_false"):
+        kwargs["help"] = _FlagHelp(op_class, param_name, doc,
+                                   kwargs["action"] == "store_false")
     return CliOption(*opt_strings, **kwargs)
 
 
 _WHETHER_TO = "Whether to "
 
 
-def _NegatedHelp(op_class: type, param_name: str, doc: str) -> str:
-    """Help of a flag that sets a boolean parameter to False.
+def _FlagHelp(op_class: type, param_name: str, doc: str,
+              negated: bool) -> str:
+    """Help of a flag that sets a boolean parameter.
 
     The parameter's doc says what True does ("Whether to start the
-    instance"), so the flag's help is its negation ("Do not start the
-    instance"). A doc of another form cannot be negated reliably: the
-    option must then be given its own help.
+    instance"); a flag's help is the order: "Start the instance", or
+    for a flag setting False, "Do not start the instance". A positive
+    doc of another form stays as it is; a negating flag's cannot be
+    negated reliably, so the option must then be given its own help.
     """
-    if not doc.startswith(_WHETHER_TO):
-        raise errors.ProgrammerError(
-            "Cannot negate the doc of %s.%s (%r): give the option a help"
-            " text" % (op_class.__name__, param_name, doc))
-    return "Do not " + doc[len(_WHETHER_TO):]
+    if doc.startswith(_WHETHER_TO):
+        order = doc[len(_WHETHER_TO):]
+        return "Do not " + order if negated else order[:1].upper() + order[1:]
+    if not negated:
+        return doc
+    raise errors.ProgrammerError(
+        "Cannot negate the doc of %s.%s (%r): give the option a help"
+        " text" % (op_class.__name__, param_name, doc))
+
+
+class _ParamsFamily(NamedTuple):
+    """A family of parameters set by a dictionary option (-B, -H, ...).
+
+    ``tables`` maps an identifier (hypervisor, disk template) to its
+    parameter table for families whose values are per identifier, or is
+    the one parameter table.
+    """
+
+    opt_strings: tuple[str, ...]
+    tables: Mapping[str, Any]
+    ident_metavar: str | None = None
+
+
+# Ganeti's option names for each family; keys from the parameters layer
+_PARAMS_FAMILIES = {
+    "backend": _ParamsFamily(("-B", "--backend-parameters"),
+                             families.BE_PARAMETERS),
+    "hypervisor": _ParamsFamily(("-H", "--hypervisor-parameters"),
+                                hypervisors.HV_PARAMETERS, "HV"),
+    "nic": _ParamsFamily(("-N", "--nic-parameters"),
+                         families.NIC_PARAMETERS),
+    "disk": _ParamsFamily(("-D", "--disk-parameters"),
+                          families.DISK_PARAMETERS, "TEMPLATE"),
+    "node": _ParamsFamily(("--node-parameters", ), families.ND_PARAMETERS),
+}
+
+
+def _KeysHelp(family: _ParamsFamily, exclude: Iterable[str]) -> str:
+    """The valid keys of a family, per identifier where it has them."""
+    skip = frozenset(exclude)
+
+    def keys(table: Mapping[str, Any]) -> str:
+        return ", ".join(sorted(set(table) - skip))
+    if family.ident_metavar is None:
+        return "Keys: %s." % keys(family.tables)
+    per_ident = ["for %s: %s" % (ident, keys(table))
+                 for ident, table in sorted(family.tables.items())
+                 if keys(table)]
+    return "Keys %s." % "; ".join(per_ident) if per_ident else "No keys."
+
+
+def ParamsOption(op_class: type[opcodes.BaseOpCode], param_name: str,
+                 family: str, *extra_opt_strings: str,
+                 per_ident: bool | None = None, exclude: Iterable[str] = (),
+                 **overrides: Any) -> CliOption:
+    """Build the dictionary option (-B, -H, -N, -D, --node-parameters)
+    setting an opcode parameter of a parameter family.
+
+    The option names are the family's (plus ``extra_opt_strings``), the
+    help is the parameter's doc followed by the family's valid keys (but
+    ``exclude``). The value is "key=value,..." (a dict), or, with
+    ``per_ident`` (the default for the per-hypervisor and per-template
+    families), repeated "ident:key=value,..." (a list of pairs). Keyword
+    arguments override the option's attributes.
+    """
+    fam = _PARAMS_FAMILIES[family]
+    _, check, doc = _ParamDecl(op_class, param_name)
+    if per_ident is None:
+        per_ident = fam.ident_metavar is not None
+    kwargs: dict[str, Any] = {"dest": param_name}
+    if per_ident:
+        if fam.ident_metavar is None:
+            raise errors.ProgrammerError("Family %s has no identifiers" %
+                                         family)
+        kwargs.update(type="identkeyval", action="append", default=[],
+                      metavar="%s:PARAM=VALUE,..." % fam.ident_metavar)
+    else:
+        kwargs.update(type="keyval", default={}, metavar="PARAM=VALUE,...",
+                      opcode_check=check)
+    kwargs["help"] = "%s. %s" % (doc, _KeysHelp(fam, exclude))
+    kwargs.update(overrides)
+    return CliOption(*(fam.opt_strings + extra_opt_strings), **kwargs)
 
 
 # Common options -------------------------------------------------------------
@@ -422,7 +512,6 @@ FORCE_FILTER_OPT = cli_option("-F", "--filter", dest="force_filter",
                               action="store_true", default=False,
                               help="Whether command argument should be"
                               " treated as filter")
-FILTER_OPT = FORCE_FILTER_OPT
 
 FORCE_OPT = cli_option("-f", "--force", dest="force", action="store_true",
                        default=False, help="Force the operation")
@@ -449,35 +538,25 @@ PRINT_JOBID_OPT = cli_option("--print-jobid", dest="print_jobid",
                              help="Additionally print the job as first line"
                              " on stdout (for scripting).")
 
-SYNC_OPT = cli_option("--sync", dest="do_locking", default=False,
-                      action="store_true",
-                      help="Grab locks while doing the queries in order to"
-                      " ensure more consistent results")
-
-DRY_RUN_OPT = cli_option("--dry-run", default=False, action="store_true",
-                         help="Do not execute the operation, just run the"
-                         " check steps and verify if it could be executed")
+# Options of the parameters every opcode has
+DRY_RUN_OPT = OpcodeOption(opcodes.OpCode, "dry_run", "--dry-run")
 
 VERBOSE_OPT = cli_option("-v", "--verbose", default=False,
                          action="store_true", help="Increase the verbosity")
 
-PRIORITY_OPT = cli_option("--priority", default=None, dest="priority",
-                          metavar="|".join(sorted(constants.OP_PRIO_NAMES)),
-                          choices=sorted(constants.OP_PRIO_NAMES),
-                          help="Priority for opcode processing")
+# By name; None (not given) leaves the opcodes' own priority
+PRIORITY_OPT = OpcodeOption(opcodes.OpCode, "priority", "--priority",
+                            type="priority", default=None,
+                            metavar="|".join(sorted(constants.OP_PRIO_NAMES)))
 
 INTERVAL_OPT = cli_option("--interval", dest="interval", type="int",
                           default=None,
                           help="Interval between repetitions in seconds")
 
-TIMEOUT_OPT = cli_option("--timeout", dest="timeout", type="int",
-                         default=None, help="Maximum time to wait")
-
-SHUTDOWN_TIMEOUT_OPT = cli_option("--shutdown-timeout",
-                                  dest="shutdown_timeout", type="int",
-                                  default=120,
-                                  help="Maximum time to wait for instance"
-                                  " shutdown")
+# The instance opcodes share one shutdown_timeout declaration
+SHUTDOWN_TIMEOUT_OPT = OpcodeOption(opcodes.OpInstanceRemove,
+                                    "shutdown_timeout", "--shutdown-timeout",
+                                    metavar="<SECONDS>")
 
 ALL_OPT = cli_option("--all", dest="show_all", default=False,
                      action="store_true", help="Apply to all objects")
@@ -547,10 +626,6 @@ def MigrationModeFromOpts(opts: Any) -> str | None:
     return opts.migration_mode
 
 
-NEW_SECONDARY_OPT = cli_option("-n", "--new-secondary", dest="dst_node",
-                               metavar="NODE", default=None,
-                               help="New secondary node")
-
 TO_GROUP_OPT = cli_option("--to", dest="to", metavar="<group>",
                           default=None, action="append",
                           help="Group to evacuate to (can be given multiple"
@@ -564,24 +639,13 @@ DISK_TEMPLATE_OPT = cli_option("-t", "--disk-template", dest="disk_template",
 OS_OPT = cli_option("-o", "--os-type", dest="os", metavar="<os>",
                     help="What OS to run")
 
-BACKEND_OPT = cli_option("-B", "--backend-parameters", dest="beparams",
-                         type="keyval", default={},
-                         help="Backend parameters")
-
-HVOPTS_OPT = cli_option("-H", "--hypervisor-parameters", type="keyval",
-                        default={}, dest="hvparams",
-                        help="Hypervisor parameters")
-
-HYPERVISOR_OPT = cli_option("-H", "--hypervisor-parameters",
-                            dest="hypervisor", type="identkeyval",
-                            default=None,
-                            help="Hypervisor and hypervisor options, in the"
-                            " format hypervisor:option=value,option=value,...")
-
-HVLIST_OPT = cli_option("-H", "--hypervisor-parameters", dest="hvparams",
-                        type="identkeyval", action="append", default=[],
-                        help="Hypervisor and hypervisor options, in the"
-                        " format hypervisor:option=value,option=value,...")
+# Parameters of a new instance (gnt-instance add, gnt-backup import);
+# -H names the hypervisor too: "kvm:acpi=no", or just "kvm"
+BACKEND_OPT = ParamsOption(opcodes.OpInstanceCreate, "beparams", "backend")
+HYPERVISOR_OPT = ParamsOption(opcodes.OpInstanceCreate, "hvparams",
+                              "hypervisor", dest="hypervisor",
+                              action="store", default=None,
+                              exclude=hypervisors.HVC_GLOBALS)
 
 OSPARAMS_OPT = cli_option("-O", "--os-parameters", dest="osparams",
                           type="keyval", default={},
@@ -610,6 +674,6 @@ EARLY_RELEASE_OPT = cli_option("--early-release", dest="early_release",
                                help="Release the locks on the secondary node"
                                " early")
 
-IGNORE_IPOLICY_OPT = cli_option("--ignore-ipolicy", dest="ignore_ipolicy",
-                                action="store_true", default=False,
-                                help="Ignore instance policy violations")
+# The instance and node opcodes share one ignore_ipolicy declaration
+IGNORE_IPOLICY_OPT = OpcodeOption(opcodes.OpInstanceCreate, "ignore_ipolicy",
+                                  "--ignore-ipolicy")

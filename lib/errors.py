@@ -39,10 +39,6 @@ class HypervisorError(GenericError):
     """The hypervisor failed an operation."""
 
 
-class HotplugError(HypervisorError):
-    """Hotplugging a device failed."""
-
-
 class ProgrammerError(GenericError):
     """Code was used in a way it does not support (a bug, not bad input)."""
 
@@ -59,24 +55,8 @@ class ConfigVersionMismatch(ConfigurationError):
     """The configuration file has a version this code does not handle."""
 
 
-class ReservationError(GenericError):
-    """A resource reservation failed."""
-
-
-class RemoteError(GenericError):
-    """A node answered an RPC with an error."""
-
-
-class SignatureError(GenericError):
-    """A signed message did not verify."""
-
-
 class ParameterError(GenericError):
     """A parameter has a bad value (used by the query engine)."""
-
-
-class ResultValidationError(GenericError):
-    """An opcode result did not match its declared type."""
 
 
 class OpPrereqError(GenericError):
@@ -89,10 +69,6 @@ class OpExecError(GenericError):
 
 class OpResultError(GenericError):
     """An operation returned a result of the wrong type."""
-
-
-class DeviceCreationError(GenericError):
-    """Creating a device failed (carries the devices created so far)."""
 
 
 class OpCodeUnknown(GenericError):
@@ -147,10 +123,6 @@ class StorageError(GenericError):
     """A storage operation failed."""
 
 
-class InotifyError(GenericError):
-    """Watching a file with inotify failed."""
-
-
 class BindError(GenericError):
     """A daemon could not listen on its address and port (taken, not local).
     """
@@ -176,10 +148,6 @@ class JobQueueFull(JobQueueError):
     """The queue holds too many jobs."""
 
 
-class IPAddressError(GenericError):
-    """An IP address is invalid."""
-
-
 class LuxiError(GenericError):
     """The LUXI protocol was violated."""
 
@@ -195,16 +163,8 @@ class QueryFilterParseError(ParseError):
         return result
 
 
-class RapiTestResult(GenericError):
-    """Carries the result of a RAPI test (internal)."""
-
-
 class FileStoragePathError(GenericError):
     """A file storage path is not allowed."""
-
-
-class PrivateValueError(GenericError):
-    """A private value would be exposed."""
 
 
 # Errors of the LUXI and RPC clients

@@ -10,11 +10,14 @@ each hypervisor's) are declared in the layer below, ganeti.parameters;
 the objects are filled and checked with them.
 """
 
+# Field annotations name classes defined later in this module
+from __future__ import annotations
+
 import ipaddress
 import operator
 import re
 import uuid as uuid_mod
-from typing import Any, Iterable
+from typing import Any, Iterable, Self
 
 from ganeti import constants, errors, ht, netutils, pathutils
 from ganeti.parameters.base import (IMMUTABLE_TYPES, CheckParamDict, DeepCopy,
@@ -97,21 +100,56 @@ def NewUUID() -> str:
     return str(uuid_mod.uuid4())
 
 
-class ConfigObject:
+def _FieldNames(namespace: dict[str, Any]) -> list[str]:
+    """The fields a class body declares: its public annotated names.
+
+    Annotations are read without evaluating them: as stored in the
+    namespace (stringized by ``from __future__ import annotations``), or
+    through the deferred ``__annotate__`` function of Python 3.14+.
+    """
+    annotations = namespace.get("__annotations__")
+    if annotations is None:
+        try:
+            import annotationlib  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            return []
+        annotate = annotationlib.get_annotate_from_class_namespace(namespace)
+        if annotate is None:
+            return []
+        annotations = annotationlib.call_annotate_function(
+            annotate, annotationlib.Format.FORWARDREF)
+    return [name for name in annotations if not name.startswith("_")]
+
+
+class _ConfigObjectMeta(type):
+    """Makes a ConfigObject's annotated fields its ``__slots__``.
+
+    The annotations are the single declaration of the fields, read by the
+    type checker as well as here.
+    """
+
+    def __new__(mcs, name: str, bases: tuple[type, ...],
+                namespace: dict[str, Any], **kwargs: Any) -> type:
+        namespace["__slots__"] = tuple(_FieldNames(namespace))
+        return super().__new__(mcs, name, bases, namespace, **kwargs)
+
+
+class ConfigObject(metaclass=_ConfigObjectMeta):
     """Base of all configuration objects.
 
-    Subclasses list their fields in ``__slots__``; ``_FIELD_CHECKS`` gives
-    their types, ``_FIELD_DEFAULTS`` what UpgradeConfig fills in when a
+    Subclasses declare their fields as class-level annotations (without
+    values), which become their ``__slots__``; an unset field reads as
+    None whatever its annotation says. ``_FIELD_CHECKS`` gives their
+    types, ``_FIELD_DEFAULTS`` what UpgradeConfig fills in when a
     field is missing, ``_REQUIRED`` the fields that may not be None and
     ``_NESTED`` the fields holding other config objects, as
     ``(class, container)`` with container None, list or dict.
     """
 
-    __slots__ = ()
     _FIELD_CHECKS: dict[str, ht.Check] = {}
     _FIELD_DEFAULTS: dict[str, Any] = {}
     _REQUIRED: frozenset[str] = frozenset()
-    _NESTED: dict[str, tuple[type, type | None]] = {}
+    _NESTED: dict[str, tuple[type[ConfigObject], type | None]] = {}
     # Fields computed from the rest of the configuration, never stored
     _DERIVED: frozenset[str] = frozenset()
     # Filled by __init_subclass__ from the class hierarchy
@@ -167,13 +205,18 @@ class ConfigObject:
     def _Normalize(self) -> None:
         """Turn serialized forms of special fields into in-memory ones."""
 
+    def ClearDerived(self) -> None:
+        """Unset the derived fields, as an object is stored without them."""
+        for name in self._DERIVED:
+            setattr(self, name, None)
+
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         return all(getattr(self, name) == getattr(other, name)
                    for name in self._ALL_SLOTS)
 
-    __hash__ = None  # mutable
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __repr__(self) -> str:
         ident = ["%s=%r" % (name, getattr(self, name))
@@ -205,7 +248,7 @@ class ConfigObject:
         return result
 
     @classmethod
-    def FromDict(cls, data: dict) -> "ConfigObject":
+    def FromDict(cls, data: dict) -> Self:
         """Build an object from its serialized form.
 
         The dict's values are taken over, not copied. Unknown keys are
@@ -230,7 +273,7 @@ class ConfigObject:
         obj._Normalize()
         return obj
 
-    def Copy(self) -> "ConfigObject":
+    def Copy(self) -> Self:
         """Independent deep copy."""
         cls = self.__class__
         new = cls.__new__(cls)
@@ -279,8 +322,8 @@ def _NestedToDict(container: type | None, value: Any) -> Any:
     return {key: item.ToDict() for key, item in value.items()}
 
 
-def _NestedFromDict(spec: tuple[type, type | None], value: Any,
-                    field: str) -> Any:
+def _NestedFromDict(spec: tuple[type[ConfigObject], type | None],
+                    value: Any, field: str) -> Any:
     klass, container = spec
     if container is None:
         return klass.FromDict(value)
@@ -323,7 +366,7 @@ def ValidateTag(tag: Any) -> None:
 class TaggableObject(ConfigObject):
     """An object carrying tags: a set in memory, a sorted list on disk."""
 
-    __slots__ = ("tags",)
+    tags: set[str]
     _FIELD_DEFAULTS = {"tags": set()}
 
     ValidateTag = staticmethod(ValidateTag)
@@ -385,8 +428,15 @@ _TIMESTAMP_CHECKS = {"serial_no": _TSerial, "ctime": _TTimestamp,
 class NIC(ConfigObject):
     """A network interface of an instance (stored inside the instance)."""
 
-    __slots__ = ("name", "mac", "ip", "network", "nicparams", "netinfo",
-                 "pci", "hvinfo", "uuid")
+    name: str | None
+    mac: str
+    ip: str | None
+    network: str | None
+    nicparams: dict[str, Any]
+    netinfo: dict[str, Any] | None
+    pci: int | None
+    hvinfo: dict[str, Any] | None
+    uuid: str
     _FIELD_CHECKS = {
         "name": ht.TString,
         "mac": _TMac,
@@ -413,10 +463,24 @@ class NIC(ConfigObject):
 class Disk(ConfigObject):
     """A disk (top-level, keyed by UUID) or a child device of one."""
 
-    __slots__ = ("dev_type", "logical_id", "children", "nodes", "iv_name",
-                 "size", "mode", "params", "spindles", "name", "pci",
-                 "hvinfo", "forthcoming", "dynamic_params", "serial_no",
-                 "ctime", "mtime", "uuid")
+    dev_type: str
+    logical_id: list[Any]
+    children: list[Disk]
+    nodes: list[str]
+    iv_name: str | None
+    size: int
+    mode: str | None
+    params: dict[str, Any]
+    spindles: int | None
+    name: str | None
+    pci: int | None
+    hvinfo: dict[str, Any] | None
+    forthcoming: bool | None
+    dynamic_params: dict[str, Any] | None
+    serial_no: int
+    ctime: float
+    mtime: float
+    uuid: str
     _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
         "dev_type": ht.TElemOf(DISK_DEV_TYPES),
         "logical_id": ht.TList,
@@ -443,11 +507,25 @@ Disk._UpdateGetters()
 class Node(TaggableObject):
     """A cluster node."""
 
-    __slots__ = ("name", "primary_ip", "secondary_ip", "serial_no",
-                 "master_candidate", "offline", "drained", "group",
-                 "master_capable", "vm_capable", "ndparams", "powered",
-                 "hv_state", "hv_state_static", "disk_state",
-                 "disk_state_static", "ctime", "mtime", "uuid")
+    name: str
+    primary_ip: str
+    secondary_ip: str
+    serial_no: int
+    master_candidate: bool
+    offline: bool
+    drained: bool
+    group: str
+    master_capable: bool
+    vm_capable: bool
+    ndparams: dict[str, Any]
+    powered: bool
+    hv_state: dict[str, Any] | None
+    hv_state_static: dict[str, Any]
+    disk_state: dict[str, Any] | None
+    disk_state_static: dict[str, Any]
+    ctime: float
+    mtime: float
+    uuid: str
     _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
         "name": ht.TNonEmptyString,
         "primary_ip": _TIPAddress,
@@ -489,9 +567,19 @@ class NodeGroup(TaggableObject):
     never stored.
     """
 
-    __slots__ = ("name", "members", "ndparams", "diskparams", "ipolicy",
-                 "serial_no", "hv_state_static", "disk_state_static",
-                 "alloc_policy", "networks", "ctime", "mtime", "uuid")
+    name: str
+    members: list[str]
+    ndparams: dict[str, Any]
+    diskparams: dict[str, dict[str, Any]]
+    ipolicy: dict[str, Any]
+    serial_no: int
+    hv_state_static: dict[str, Any]
+    disk_state_static: dict[str, Any]
+    alloc_policy: str
+    networks: dict[str, dict[str, Any]]
+    ctime: float
+    mtime: float
+    uuid: str
     _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
         "name": ht.TNonEmptyString,
         "members": _TStringList,
@@ -533,11 +621,26 @@ class Instance(TaggableObject):
     from configurations older than 3.1; it is derived from the disks now.
     """
 
-    __slots__ = ("name", "primary_node", "os", "hypervisor", "hvparams",
-                 "beparams", "osparams", "osparams_private", "admin_state",
-                 "admin_state_source", "nics", "disks", "disk_template",
-                 "disks_active", "network_port", "forthcoming", "serial_no",
-                 "ctime", "mtime", "uuid")
+    name: str
+    primary_node: str
+    os: str
+    hypervisor: str
+    hvparams: dict[str, Any]
+    beparams: dict[str, Any]
+    osparams: dict[str, Any]
+    osparams_private: dict[str, Any]
+    admin_state: str
+    admin_state_source: str
+    nics: list[NIC]
+    disks: list[str]
+    disk_template: str | None
+    disks_active: bool
+    network_port: int | None
+    forthcoming: bool | None
+    serial_no: int
+    ctime: float
+    mtime: float
+    uuid: str
     _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
         "name": ht.TNonEmptyString,
         "primary_node": ht.TNonEmptyString,
@@ -587,9 +690,18 @@ Instance._UpdateGetters()
 class Network(TaggableObject):
     """An IP network instances' NICs can be connected to."""
 
-    __slots__ = ("name", "serial_no", "mac_prefix", "network", "gateway",
-                 "network6", "gateway6", "reservations", "ext_reservations",
-                 "ctime", "mtime", "uuid")
+    name: str
+    serial_no: int
+    mac_prefix: str | None
+    network: str
+    gateway: str | None
+    network6: str | None
+    gateway6: str | None
+    reservations: str | None
+    ext_reservations: str | None
+    ctime: float
+    mtime: float
+    uuid: str
     _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
         "name": ht.TNonEmptyString,
         "mac_prefix": ht.TString,
@@ -624,8 +736,12 @@ def _IsReasonEntry(value: Any) -> bool:
 class FilterRule(ConfigObject):
     """A job filter rule (see design-optables)."""
 
-    __slots__ = ("watermark", "priority", "predicates", "action",
-                 "reason_trail", "uuid")
+    watermark: int
+    priority: int
+    predicates: list[list[Any]]
+    action: str | list[Any]
+    reason_trail: list[list[Any]]
+    uuid: str
     _FIELD_CHECKS = {
         "watermark": ht.TNonNegativeInt,
         "priority": ht.TNonNegativeInt,
@@ -649,25 +765,64 @@ Filter = FilterRule
 class Cluster(TaggableObject):
     """Cluster-wide settings and parameter defaults."""
 
-    __slots__ = (
-        "cluster_name", "serial_no", "rsahostkeypub", "dsahostkeypub",
-        "highest_used_port", "tcpudp_port_pool", "mac_prefix",
-        "volume_group_name", "reserved_lvs", "drbd_usermode_helper",
-        "file_storage_dir", "shared_file_storage_dir", "gluster_storage_dir",
-        "enabled_disk_templates", "prealloc_wipe_disks", "master_node",
-        "master_ip", "master_netdev", "master_netmask",
-        "use_external_mip_script", "primary_ip_family", "default_bridge",
-        "default_hypervisor", "enabled_hypervisors", "hvparams", "os_hvp",
-        "beparams", "osparams", "osparams_private_cluster", "nicparams",
-        "ndparams", "diskparams", "ipolicy", "candidate_pool_size",
-        "modify_etc_hosts", "modify_ssh_setup", "ssh_key_type",
-        "ssh_key_bits", "maintain_node_health", "uid_pool", "candidate_certs",
-        "default_iallocator", "default_iallocator_params", "hidden_os",
-        "blacklisted_os", "hv_state_static", "disk_state_static",
-        "max_running_jobs", "max_tracked_jobs", "install_image",
-        "instance_communication_network", "zeroing_image",
-        "compression_tools", "enabled_user_shutdown", "data_collectors",
-        "ctime", "mtime", "uuid")
+    cluster_name: str
+    serial_no: int
+    rsahostkeypub: str
+    dsahostkeypub: str | None
+    highest_used_port: int
+    tcpudp_port_pool: list[int]
+    mac_prefix: str
+    volume_group_name: str
+    reserved_lvs: list[str]
+    drbd_usermode_helper: str
+    file_storage_dir: str
+    shared_file_storage_dir: str
+    gluster_storage_dir: str
+    enabled_disk_templates: list[str]
+    prealloc_wipe_disks: bool
+    master_node: str
+    master_ip: str
+    master_netdev: str
+    master_netmask: int
+    use_external_mip_script: bool
+    primary_ip_family: int
+    default_bridge: str | None
+    default_hypervisor: str | None
+    enabled_hypervisors: list[str]
+    hvparams: dict[str, dict[str, Any]]
+    os_hvp: dict[str, dict[str, dict[str, Any]]]
+    beparams: dict[str, dict[str, Any]]
+    osparams: dict[str, dict[str, Any]]
+    osparams_private_cluster: dict[str, dict[str, Any]]
+    nicparams: dict[str, dict[str, Any]]
+    ndparams: dict[str, Any]
+    diskparams: dict[str, dict[str, Any]]
+    ipolicy: dict[str, Any]
+    candidate_pool_size: int
+    modify_etc_hosts: bool
+    modify_ssh_setup: bool
+    ssh_key_type: str
+    ssh_key_bits: int
+    maintain_node_health: bool
+    uid_pool: list[tuple[int, int]]
+    candidate_certs: dict[str, str]
+    default_iallocator: str
+    default_iallocator_params: dict[str, Any]
+    hidden_os: list[str]
+    blacklisted_os: list[str]
+    hv_state_static: dict[str, Any]
+    disk_state_static: dict[str, Any]
+    max_running_jobs: int
+    max_tracked_jobs: int
+    install_image: str
+    instance_communication_network: str
+    zeroing_image: str
+    compression_tools: list[str]
+    enabled_user_shutdown: bool
+    data_collectors: dict[str, dict[str, Any]]
+    ctime: float
+    mtime: float
+    uuid: str
     _FIELD_CHECKS = dict(_TIMESTAMP_CHECKS, **{
         "cluster_name": ht.TNonEmptyString,
         "rsahostkeypub": ht.TString,
@@ -990,9 +1145,17 @@ class Cluster(TaggableObject):
 class ConfigData(ConfigObject):
     """The whole configuration: what config.data holds."""
 
-    __slots__ = ("version", "cluster", "nodes", "nodegroups", "instances",
-                 "networks", "disks", "filters", "serial_no", "ctime",
-                 "mtime")
+    version: int
+    cluster: Cluster
+    nodes: dict[str, Node]
+    nodegroups: dict[str, NodeGroup]
+    instances: dict[str, Instance]
+    networks: dict[str, Network]
+    disks: dict[str, Disk]
+    filters: dict[str, FilterRule]
+    serial_no: int
+    ctime: float
+    mtime: float
     _FIELD_CHECKS = {"version": ht.TInt, "serial_no": _TSerial,
                      "ctime": _TTimestamp, "mtime": _TTimestamp}
     _FIELD_DEFAULTS = {"nodes": {}, "nodegroups": {}, "instances": {},
@@ -1010,7 +1173,7 @@ class ConfigData(ConfigObject):
     }
 
     @classmethod
-    def FromDict(cls, data: dict) -> "ConfigData":
+    def FromDict(cls, data: dict) -> Self:
         missing = [key for key in ("version", "cluster") if key not in data]
         if missing:
             raise errors.ConfigurationError("Configuration lacks %s" %
@@ -1027,10 +1190,17 @@ class OS(ConfigObject):
     none); ``supported_parameters`` lists ``[name, description]`` pairs.
     """
 
-    __slots__ = ("name", "path", "api_versions", "create_script",
-                 "create_script_untrusted", "export_script", "import_script",
-                 "rename_script", "verify_script", "supported_variants",
-                 "supported_parameters")
+    name: str
+    path: str
+    api_versions: list[int]
+    create_script: str
+    create_script_untrusted: str | None
+    export_script: str
+    import_script: str
+    rename_script: str
+    verify_script: str | None
+    supported_variants: list[str]
+    supported_parameters: list[list[str]]
     _FIELD_CHECKS = {
         "name": ht.TNonEmptyString,
         "path": ht.TNonEmptyString,

@@ -1,10 +1,48 @@
-"""Fixtures shared by several test modules."""
+"""Fixtures shared by several test modules.
 
+Fixtures that modules set up differently take their settings from a
+module-level marker (``pytestmark``), registered below:
+
+* ``noded_cluster``: a virtual cluster of real noded processes
+  (testutils_node.TestCluster); ``noded_runner``: an RPC runner for it.
+* ``kvm_cluster``: a started virtual cluster with kvm enabled and its
+  parameters booting the test guest (testutils_kvm).
+* ``guest_env``: one KVM hypervisor object in a short root.
+* ``small_tmpfs``: mounts small tmpfs file systems (full-disk tests).
+"""
+
+import errno
+import os
+import shutil
 import subprocess
 
 import pytest
 
+from ganeti.hypervisor import hv_kvm
+
+import testutils_node
+from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from testutils_instance import FILE_VDIR, NODE2, InstanceCluster
+from testutils_kvm import (GuestHvParams, GuestRoot, KillClusterGuests,
+                           KillGuests, RequireGuest)
+
 _NOT_UNIT = ("integration", "kvm", "netns")
+
+_FIXTURE_MARKERS = (
+    "noded_cluster(nodes=2, prepare=None, setup=None): settings of the"
+    " noded_cluster fixture: node count; prepare(cluster) runs before"
+    " noded starts, setup(cluster) after",
+    "kvm_cluster(init_args=(), file_paths=(FILE_VDIR, ), setup=None,"
+    " hvparams=None):"
+    " settings of the kvm_cluster fixture: extra gnt-cluster init"
+    " arguments, file storage allow-list, setup(cluster) run before the kvm"
+    " parameters are set, hvparams(cluster) their extra values",
+)
+
+
+def pytest_configure(config):
+    for line in _FIXTURE_MARKERS:
+        config.addinivalue_line("markers", line)
 
 
 def pytest_collection_modifyitems(items):
@@ -34,3 +72,119 @@ def loop_device(tmp_path):
         yield device
     finally:
         subprocess.run(["losetup", "-d", device], check=False)
+
+
+class SmallTmpfs:
+    """A small tmpfs mounted over a directory, whose space can be used up."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._filler = os.path.join(path, ".filler")
+
+    def Fill(self) -> None:
+        """Use up every free block (until writes fail with ENOSPC)."""
+        with open(self._filler, "ab", buffering=0) as fobj:
+            try:
+                while True:
+                    fobj.write(b"\0" * 4096)
+            except OSError as err:
+                if err.errno != errno.ENOSPC:
+                    raise
+
+    def Free(self) -> None:
+        os.unlink(self._filler)
+
+
+@pytest.fixture
+def small_tmpfs():
+    """``mount(path, size)`` mounts a tmpfs over ``path``, unmounted at the
+    end; skips the test where mounting is not allowed."""
+    mounted: list[str] = []
+
+    def mount(path: str, size: str = "512k") -> SmallTmpfs:
+        os.makedirs(path, exist_ok=True)
+        try:
+            result = subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=%s,mode=0700" % size,
+                 "tmpfs", path], capture_output=True, text=True, check=False)
+        except FileNotFoundError:
+            pytest.skip("mount is not installed")
+        if result.returncode != 0:
+            pytest.skip("cannot mount a tmpfs here: %s" %
+                        result.stderr.strip())
+        mounted.append(path)
+        return SmallTmpfs(path)
+
+    yield mount
+    for path in reversed(mounted):
+        subprocess.run(["umount", "-l", path], check=False)
+
+
+def _MarkerKwargs(request, name):
+    """The keyword arguments of the requesting module's ``name`` marker."""
+    marker = request.node.get_closest_marker(name)
+    return marker.kwargs if marker is not None else {}
+
+
+@pytest.fixture(scope="module")
+def noded_cluster(request):
+    """A TestCluster whose nodes all run noded, per the module's
+    ``noded_cluster`` marker; every noded stopped at the end."""
+    settings = _MarkerKwargs(request, "noded_cluster")
+    with testutils_node.TestCluster(settings.get("nodes", 2)) as cluster:
+        if settings.get("prepare"):
+            settings["prepare"](cluster)
+        cluster.StartNoded()
+        if settings.get("setup"):
+            settings["setup"](cluster)
+        yield cluster
+
+
+@pytest.fixture
+def noded_runner(noded_cluster):
+    """An RpcRunner for noded_cluster, closed after the test."""
+    runner = noded_cluster.Runner()
+    yield runner
+    runner.close()
+
+
+@pytest.fixture(scope="module")
+def kvm_cluster(request):
+    """A two-node InstanceCluster (node1, node2) with kvm and fake
+    enabled and the kvm parameters booting the test guest, per the
+    module's ``kvm_cluster`` marker; every guest killed at the end.
+
+    Skips where QEMU or the guest kernel is missing.
+    """
+    settings = _MarkerKwargs(request, "kvm_cluster")
+    vmlinux, initrd = RequireGuest()
+    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
+                         "--enabled-hypervisors=kvm,fake",
+                         *settings.get("init_args", ()), nodes=(NODE2, ),
+                         file_paths=settings.get("file_paths",
+                                                 (FILE_VDIR, ))
+                         ) as cluster:
+        try:
+            if settings.get("setup"):
+                settings["setup"](cluster)
+            extra = settings["hvparams"](cluster) \
+                if settings.get("hvparams") else {}
+            params = GuestHvParams(vmlinux, initrd, **extra)
+            cluster.Run("gnt-cluster", "modify", "-H", "kvm:" + ",".join(
+                "%s=%s" % item for item in sorted(params.items())))
+            yield cluster
+        finally:
+            KillClusterGuests(cluster)
+
+
+@pytest.fixture
+def guest_env():
+    """A KVM hypervisor in a short root; every QEMU killed at the end."""
+    vmlinux, initrd = RequireGuest()
+    root = GuestRoot()
+    kvm = hv_kvm.KVMHypervisor(root_dir=os.path.join(root, "kvm"))
+    try:
+        yield kvm, root, vmlinux, initrd
+    finally:
+        KillGuests(kvm)
+        shutil.rmtree(root, ignore_errors=True)

@@ -179,6 +179,84 @@ def test_negative_options_help_is_negative(client):
             assert not option.help.startswith("Whether"), (name, option)
 
 
+def test_opcode_option_positive_flag_help():
+    # "Whether to X" becomes the order "X"; other docs stay as they are
+    assert cli_opts.IGNORE_IPOLICY_OPT.help == \
+        "Ignore instance policy violations"
+    reboot = opcodes.OpInstanceReboot
+    assert cli_opts.OpcodeOption(reboot, "ignore_secondaries",
+                                 "--ignore-secondaries").help == \
+        "Start the instance even if its secondary disks fail"
+    assert cli_opts.OpcodeOption(opcodes.OpInstanceStartup,
+                                 "startup_paused", "--paused").help == \
+        "Pause the instance at startup"
+
+
+def _Decl(op_class, name):
+    return {p[0]: p for p in op_class.GetAllParams()}[name]
+
+
+def test_generic_options_come_from_the_declarations():
+    _, default, _, doc = _Decl(opcodes.OpInstanceRemove, "shutdown_timeout")
+    timeout = cli_opts.SHUTDOWN_TIMEOUT_OPT
+    assert (timeout.default, timeout.type, timeout.help) == \
+        (default, "int", doc) == (constants.DEFAULT_SHUTDOWN_TIMEOUT, "int",
+                                  doc)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        _Parse(timeout, "--shutdown-timeout", "-5")
+    assert cli_opts.DRY_RUN_OPT.help == _Decl(opcodes.OpCode, "dry_run")[3]
+    assert _Parse(cli_opts.DRY_RUN_OPT, "--dry-run").dry_run is True
+    # --priority takes Ganeti's names and gives the opcode's numbers
+    priority = cli_opts.PRIORITY_OPT
+    assert priority.help == _Decl(opcodes.OpCode, "priority")[3]
+    assert _Parse(priority).priority is None
+    assert _Parse(priority, "--priority", "high").priority == \
+        constants.OP_PRIO_HIGH
+    with pytest.raises(ValueError, match="invalid priority 'urgent'"):
+        _Parse(priority, "--priority", "urgent")
+
+
+def test_reboot_type_option():
+    from ganeti.client import gnt_instance
+    option = gnt_instance.REBOOT_TYPE_OPT
+    assert option.help == _Decl(opcodes.OpInstanceReboot, "reboot_type")[3]
+    assert _Parse(option).reboot_type == constants.INSTANCE_REBOOT_HARD
+    assert _Parse(option, "-t", "soft").reboot_type == "soft"
+    with pytest.raises(ValueError, match="expected one of"):
+        _Parse(option, "--type", "warm")
+
+
+def test_params_options_list_their_keys():
+    from ganeti.client import gnt_cluster, gnt_group, gnt_instance
+    from ganeti.parameters import families, hypervisors
+    backend = gnt_cluster.BEPARAMS_OPT
+    assert backend._short_opts == ["-B"]
+    assert backend._long_opts == ["--backend-parameters", "--defaults"]
+    assert backend.help.startswith(
+        _Decl(opcodes.OpClusterSetParams, "beparams")[3] + ". Keys: ")
+    for key in families.BE_PARAMETERS:
+        assert key in backend.help
+    assert _Parse(backend, "-B", "vcpus=2").beparams == {"vcpus": "2"}
+    # Per hypervisor, repeated; the cluster may set the global parameters
+    hvparams = gnt_cluster.HVPARAMS_OPT
+    assert "Keys for fake: migration_mode; for kvm: acpi," in hvparams.help
+    assert _Parse(hvparams, "-H", "kvm:acpi=no", "-H", "fake").hvparams == \
+        [("kvm", {"acpi": "no"}), ("fake", {})]
+    # An instance may not: they are not offered
+    instance_hv = gnt_instance.MODIFY_HVPARAMS_OPT
+    assert instance_hv.type == "keyval"
+    for key in hypervisors.HVC_GLOBALS:
+        assert key not in instance_hv.help
+    assert "for fake" not in instance_hv.help
+    assert _Parse(cli_opts.HYPERVISOR_OPT, "-H", "kvm:acpi").hypervisor == \
+        ("kvm", {"acpi": True})
+    disk = gnt_group.DISKPARAMS_OPT
+    assert (disk._short_opts, disk.metavar) == \
+        (["-D"], "TEMPLATE:PARAM=VALUE,...")
+    assert "for plain: stripes" in disk.help
+    assert gnt_cluster.NICPARAMS_OPT._short_opts == ["-N"]
+
+
 def test_opcode_option_objects_and_errors():
     setparams = opcodes.OpClusterSetParams
     beparams = cli_opts.OpcodeOption(setparams, "beparams", "-B")
@@ -487,8 +565,9 @@ def test_reason_trail_without_user_reason(toy):
 
 
 def test_generic_opts_on_dicts():
-    opts = optparse.Values({"debug": 0, "priority": "low", "reason": None,
-                            "dry_run": False})
+    # --priority parses "low" into its number
+    opts = optparse.Values({"debug": 0, "priority": constants.OP_PRIO_LOW,
+                            "reason": None, "dry_run": False})
     op = {"OP_ID": "OP_TEST_DELAY", "duration": 1}
     cli.SetGenericOpcodeOpts([op], opts)
     assert op["priority"] == constants.OP_PRIO_LOW

@@ -21,44 +21,16 @@ MIB = 1024 * 1024
 
 
 class _Rpc(FakeRpc):
-    """FakeRpc plus the calls of modify; ``answers[(procedure, node)]``
-    as in FakeRpc, ``running`` the instances' runtime info by name."""
+    """FakeRpc answering instance_info from ``running`` (the instances'
+    runtime info by name)."""
 
     def __init__(self, cfg):
         super().__init__(cfg)
         self.running = {}
 
-    def _Single(self, procedure, node, *args):
-        self.calls.append((procedure, node) + args)
-        return self._Answer(procedure, node)
-
-    def _Multi(self, procedure, nodes, *args):
-        self.calls.append((procedure, tuple(nodes)) + args)
-        return {node: self._Answer(procedure, node) for node in nodes}
-
     def call_instance_info(self, node, name, hname, hvparams):
         self.calls.append(("instance_info", node, name))
         return Ok("instance_info", node, self.running.get(name, {}))
-
-    def call_blockdev_create(self, node, disk, size, owner, on_primary,
-                             info, excl_stor):
-        return self._Single("blockdev_create", node, disk, size)
-
-    def call_blockdev_remove(self, node, disk):
-        return self._Single("blockdev_remove", node, disk)
-
-    def call_blockdev_shutdown(self, node, disk):
-        return self._Single("blockdev_shutdown", node, disk)
-
-    def call_blockdev_getdimensions(self, node, disks):
-        return self._Single("blockdev_getdimensions", node, disks)
-
-    def call_hypervisor_validate_params(self, nodes, hvname, hvparams):
-        return self._Multi("hypervisor_validate_params", nodes, hvparams)
-
-    def call_os_validate(self, nodes, required, name, checks, params,
-                         force_variant):
-        return self._Multi("os_validate", nodes, name, params)
 
 
 @pytest.fixture
@@ -115,7 +87,7 @@ def test_ext_disk_gets_provider_and_its_parameters(ctx):
     assert new.logical_id == ["pvd", "%s.disk1" % new.uuid]
     assert (new.dev_type, new.size, new.params, new.iv_name) == \
         (constants.DT_EXT, 32, {"tier": "gold"}, "disk/1")
-    ((_, node, disk, size), ) = _Calls(ctx, "blockdev_create")
+    ((_, node, disk, size, *_), ) = _Calls(ctx, "blockdev_create")
     assert (node, disk["uuid"], size) == (ctx.cfg.GetMasterNode(),
                                           new.uuid, 32)
     # Stopped instance: the new disk is not left assembled
@@ -234,7 +206,7 @@ def test_instance_hypervisor_parameters(ctx, monkeypatch):
     result = ctx.Run(_Op(hvparams={"boot_delay": "5"}))
     assert result == [("hv/boot_delay", 5)]
     assert ctx.cfg.GetInstanceInfo(uuid).hvparams == {"boot_delay": 5}
-    ((_, nodes, filled), ) = _Calls(ctx, "hypervisor_validate_params")
+    ((_, nodes, _, filled), ) = _Calls(ctx, "hypervisor_validate_params")
     assert nodes == (ctx.cfg.GetMasterNode(), ) and filled["boot_delay"] == 5
     assert "boot_delay" in _Prereq(ctx, _Op(hvparams={"boot_delay": "x"}))
     result = ctx.Run(_Op(hvparams={"boot_delay": "default"}))

@@ -7,7 +7,7 @@ keeps candidate_pool_size candidates where it can.
 
 import pytest
 
-from ganeti import constants, errors, locking, opcodes
+from ganeti import constants, errors, locking, opcodes, rpc_defs
 
 from testutils_cmdlib import Failed, MakeContext
 
@@ -396,3 +396,20 @@ def test_growing_pool_size_promotes_shrinking_only_notes(ctx):
                for m in messages)
     assert ctx.cfg.GetClusterInfo().candidate_pool_size == 2
     assert constants.MASTER_POOL_SIZE_DEFAULT == 10
+
+
+def test_fake_rpc_offers_every_declared_procedure(ctx):
+    """The LUs' fake runner takes its calls from rpc_defs: each one
+    records and answers, one result for a single-node call, one per node
+    for a multi-node call."""
+    master = ctx.cfg.GetMasterNode()
+    for call in rpc_defs.CALLS:
+        method = getattr(ctx.rpc, "call_" + call.name)
+        args = ["arg%d" % idx for idx in range(len(call.args))]
+        if call.kind == rpc_defs.CALL_SINGLE:
+            assert method(master, *args).fail_msg is None
+            target = master
+        else:
+            assert set(method([master], *args)) == {master}
+            target = (master, )
+        assert ctx.rpc.calls[-1] == (call.name, target) + tuple(args)

@@ -11,13 +11,11 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ganeti import constants, errors, netutils, pathutils
+from ganeti.rpc import node as rpc_node
+from ganeti.utils import process
 
-import testutils_node  # noqa: E402
-
-from ganeti import constants, errors, netutils, pathutils  # noqa: E402
-from ganeti.rpc import node as rpc_node  # noqa: E402
-from ganeti.utils import process  # noqa: E402
+import testutils_node
 
 pytestmark = pytest.mark.integration
 

@@ -17,14 +17,9 @@ import pytest
 
 from ganeti import constants
 
-from testutils_cluster import SMALL_IPOLICY_BOUNDS
-from testutils_instance import (CHECKS, NODE1, NODE2, Field,
-                                InstanceCluster, RemoveInstances)
-from testutils_kvm import (QEMU, Console, ForcedStops, GuestHvParams,
-                           KillClusterGuests, NodeHv, RequireGuest,
-                           SerialLog, WaitFor)
-
-pytestmark = [pytest.mark.integration, pytest.mark.kvm]
+from testutils_instance import CHECKS, NODE1, NODE2, Field, RemoveInstances
+from testutils_kvm import (QEMU, Console, ForcedStops, NodeHv, SerialLog,
+                           WaitFor)
 
 INSTANCE = "kvm1"
 # kvm_path: the real QEMU, except on node2, where it does not answer
@@ -37,23 +32,18 @@ exec %s "$@"
 """ % (NODE2, QEMU)
 
 
-@pytest.fixture(scope="module")
-def vc():
-    vmlinux, initrd = RequireGuest()
-    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
-                         "--enabled-hypervisors=kvm,fake",
-                         nodes=(NODE2, )) as cluster:
-        wrapper = os.path.join(cluster.base, "qemu")
-        with open(wrapper, "w", encoding="ascii") as fobj:
-            fobj.write(_QEMU_WRAPPER)
-        os.chmod(wrapper, 0o755)
-        params = GuestHvParams(vmlinux, initrd, kvm_path=wrapper)
-        cluster.Run("gnt-cluster", "modify", "-H", "kvm:" + ",".join(
-            "%s=%s" % item for item in sorted(params.items())))
-        try:
-            yield cluster
-        finally:
-            KillClusterGuests(cluster)
+def _QemuWrapperParams(cluster):
+    """kvm_path: the wrapper of _QEMU_WRAPPER, written to the cluster's
+    base directory."""
+    wrapper = os.path.join(cluster.base, "qemu")
+    with open(wrapper, "w", encoding="ascii") as fobj:
+        fobj.write(_QEMU_WRAPPER)
+    os.chmod(wrapper, 0o755)
+    return {"kvm_path": wrapper}
+
+
+pytestmark = [pytest.mark.integration, pytest.mark.kvm,
+              pytest.mark.kvm_cluster(hvparams=_QemuWrapperParams)]
 
 
 def _Gone(pid):
@@ -79,21 +69,21 @@ def _WaitReady(kvm, name, count=1):
             "%s's ready line (%d)" % (name, count))
 
 
-def test_kvm_instance_lifecycle(vc):
-    kvm = NodeHv(vc)
+def test_kvm_instance_lifecycle(kvm_cluster):
+    kvm = NodeHv(kvm_cluster)
     try:
-        _Add(vc, INSTANCE)
+        _Add(kvm_cluster, INSTANCE)
         _WaitReady(kvm, INSTANCE)
-        listing = vc.Run("gnt-instance", "list", INSTANCE).stdout
+        listing = kvm_cluster.Run("gnt-instance", "list", INSTANCE).stdout
         assert listing.splitlines()[1].split() == [
             INSTANCE, "kvm", "tinyimage", NODE1, "running", "128M"]
-        assert Field(vc, INSTANCE, "oper_vcpus,oper_state") == "1|Y"
+        assert Field(kvm_cluster, INSTANCE, "oper_vcpus,oper_state") == "1|Y"
         # KVM instances get a network port from the cluster (their VNC)
-        port = int(Field(vc, INSTANCE, "network_port"))
+        port = int(Field(kvm_cluster, INSTANCE, "network_port"))
         assert constants.FIRST_DRBD_PORT <= port <= constants.LAST_DRBD_PORT
 
         # The printed command attaches to the live guest's serial console
-        console = vc.Run("gnt-instance", "console", INSTANCE).stdout
+        console = kvm_cluster.Run("gnt-instance", "console", INSTANCE).stdout
         assert "UNIX-CONNECT:%s" % kvm.SerialSocket(INSTANCE) in console
         assert len(kvm.SerialSocket(INSTANCE)) <= 107
         assert "42-console" in Console(kvm, INSTANCE,
@@ -101,45 +91,47 @@ def test_kvm_instance_lifecycle(vc):
                                        "42-console")
 
         # Ballooning: QMP reports the new size, and so does the cluster
-        vc.Run("gnt-instance", "modify", "--runtime-memory", "96", INSTANCE)
+        kvm_cluster.Run("gnt-instance", "modify", "--runtime-memory", "96",
+                        INSTANCE)
         WaitFor(lambda: kvm.GetInstanceInfo(INSTANCE)[2] == 96, 20,
                 "the balloon to reach 96 MiB")
-        assert Field(vc, INSTANCE, "oper_ram,be/maxmem") == "96|128"
+        assert Field(kvm_cluster, INSTANCE, "oper_ram,be/maxmem") == "96|128"
 
         # Soft reboot: the guest resets within the same QEMU
         pid = kvm._Pid(INSTANCE)
-        vc.Run("gnt-instance", "reboot", "--type=soft", INSTANCE)
+        kvm_cluster.Run("gnt-instance", "reboot", "--type=soft", INSTANCE)
         _WaitReady(kvm, INSTANCE, 2)
         assert kvm._Pid(INSTANCE) == pid
         # Hard reboot: a new QEMU (the old one stopped by ACPI)
-        vc.Run("gnt-instance", "reboot", "--type=hard",
-               "--shutdown-timeout=30", INSTANCE)
+        kvm_cluster.Run("gnt-instance", "reboot", "--type=hard",
+                        "--shutdown-timeout=30", INSTANCE)
         new_pid = kvm._Pid(INSTANCE)
         assert new_pid not in (None, pid)
         assert _Gone(pid)
         _WaitReady(kvm, INSTANCE)
-        assert Field(vc, INSTANCE, "status,oper_ram") == "running|128"
+        assert Field(kvm_cluster, INSTANCE, "status,oper_ram") == "running|128"
 
         # The guest's acpid powers it off: no forced stop, long before
         # the timeout
-        forced = ForcedStops(vc, INSTANCE)
+        forced = ForcedStops(kvm_cluster, INSTANCE)
         started = time.monotonic()
-        vc.Run("gnt-instance", "shutdown", "--timeout=60", INSTANCE)
+        kvm_cluster.Run("gnt-instance", "shutdown", "--timeout=60", INSTANCE)
         assert time.monotonic() - started < 20
-        assert ForcedStops(vc, INSTANCE) == forced
+        assert ForcedStops(kvm_cluster, INSTANCE) == forced
         assert kvm._Pid(INSTANCE) is None
         assert "reboot: Power down" in SerialLog(kvm, INSTANCE)
         assert _Gone(new_pid)
-        assert Field(vc, INSTANCE, "status,oper_state") == "ADMIN_down|N"
+        assert Field(kvm_cluster, INSTANCE, "status,oper_state") == \
+            "ADMIN_down|N"
 
         # Killed behind the cluster's back: ERROR_down, and start revives
-        vc.Run("gnt-instance", "start", INSTANCE, timeout=120)
+        kvm_cluster.Run("gnt-instance", "start", INSTANCE, timeout=120)
         _WaitReady(kvm, INSTANCE)
         os.kill(kvm._Pid(INSTANCE), signal.SIGKILL)
         WaitFor(lambda: kvm._Pid(INSTANCE) is None, 10, "QEMU to die")
-        assert Field(vc, INSTANCE, "status") == "ERROR_down"
-        vc.Run("gnt-instance", "start", INSTANCE, timeout=120)
-        assert Field(vc, INSTANCE, "status") == "running"
+        assert Field(kvm_cluster, INSTANCE, "status") == "ERROR_down"
+        kvm_cluster.Run("gnt-instance", "start", INSTANCE, timeout=120)
+        assert Field(kvm_cluster, INSTANCE, "status") == "running"
         _WaitReady(kvm, INSTANCE)
 
         # Without its acpid the guest ignores the power button: the stop
@@ -148,24 +140,26 @@ def test_kvm_instance_lifecycle(vc):
                 " echo acpid-$((6*7))", "acpid-42")
         pid = kvm._Pid(INSTANCE)
         started = time.monotonic()
-        vc.Run("gnt-instance", "shutdown", "--timeout=2", INSTANCE)
+        kvm_cluster.Run("gnt-instance", "shutdown", "--timeout=2", INSTANCE)
         assert 2 <= time.monotonic() - started < 20
-        assert ForcedStops(vc, INSTANCE) == forced + 1
+        assert ForcedStops(kvm_cluster, INSTANCE) == forced + 1
         assert _Gone(pid)
-        assert Field(vc, INSTANCE, "status,oper_state") == "ADMIN_down|N"
+        assert Field(kvm_cluster, INSTANCE, "status,oper_state") == \
+            "ADMIN_down|N"
     finally:
-        RemoveInstances(vc, INSTANCE, extra=("--shutdown-timeout=0", ))
+        RemoveInstances(kvm_cluster, INSTANCE,
+                        extra=("--shutdown-timeout=0", ))
     assert kvm.ListInstances() == []
     assert not os.path.exists(kvm.RuntimeFile(INSTANCE))
 
 
-def test_guest_poweroff_is_user_down(vc):
+def test_guest_poweroff_is_user_down(kvm_cluster):
     """With user_shutdown, QEMU stays when the guest powers itself off:
     USER_down, and gnt-instance start (or reboot) boots it again."""
-    kvm = NodeHv(vc)
+    kvm = NodeHv(kvm_cluster)
     name = "kvm2"
     try:
-        _Add(vc, name, "user_shutdown=true")
+        _Add(kvm_cluster, name, "user_shutdown=true")
         for command in ("start", "reboot"):
             _WaitReady(kvm, name)
             pid = kvm._Pid(name)
@@ -174,18 +168,19 @@ def test_guest_poweroff_is_user_down(vc):
                     constants.HV_INSTANCE_SHUTDOWN, 20,
                     "the guest to power off")
             assert kvm._Pid(name) == pid
-            assert Field(vc, name, "status") == "USER_down"
-            vc.Run("gnt-instance", command, name, timeout=120)
+            assert Field(kvm_cluster, name, "status") == "USER_down"
+            kvm_cluster.Run("gnt-instance", command, name, timeout=120)
             assert kvm._Pid(name) not in (None, pid)
-            assert Field(vc, name, "status") == "running"
+            assert Field(kvm_cluster, name, "status") == "running"
         _WaitReady(kvm, name)
     finally:
-        RemoveInstances(vc, name, extra=("--shutdown-timeout=0", ))
+        RemoveInstances(kvm_cluster, name, extra=("--shutdown-timeout=0", ))
 
 
-def test_verify_reports_unusable_qemu_per_node(vc):
+def test_verify_reports_unusable_qemu_per_node(kvm_cluster):
     """kvm_path answers nowhere but on node2: only node2 is reported."""
-    result = vc.Run("gnt-cluster", "verify", "--error-codes", check=False)
+    result = kvm_cluster.Run("gnt-cluster", "verify", "--error-codes",
+                             check=False)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     problems = [line for line in output.splitlines() if "ENODEHV" in line]

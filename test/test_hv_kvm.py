@@ -27,7 +27,6 @@ from testutils_kvm import Disk as _Disk
 from testutils_kvm import Instance as _Instance
 from testutils_kvm import SerialLog as _SerialLog
 from testutils_kvm import WaitFor as _WaitFor
-from testutils_kvm import guest_env  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm]
 

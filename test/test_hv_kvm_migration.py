@@ -25,12 +25,10 @@ import pytest
 from ganeti import constants, errors, objects
 from ganeti.hypervisor import hv_kvm
 
-from testutils_cluster import SMALL_IPOLICY_BOUNDS
-from testutils_instance import (CHECKS, NODE1, NODE2, Field,
-                                InstanceCluster, RemoveInstances)
+from testutils_instance import CHECKS, NODE1, NODE2, Field, RemoveInstances
 from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
-                           KillClusterGuests, KillGuests, NodeHv,
-                           RequireGuest, SerialLog, TinyImageDisk, WaitFor)
+                           KillGuests, NodeHv, RequireGuest, SerialLog,
+                           TinyImageDisk, WaitFor)
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm]
 
@@ -323,57 +321,51 @@ def test_nodes_in_one_namespace_migrate_a_nic():
 SHARED_VDIR = "/srv/ganeti/shared-file-storage"
 
 
-@pytest.fixture(scope="module")
-def vc():
-    """Two nodes, kvm enabled with the test kernel, sharedfile storage
-    (one directory for both nodes, as an NFS mount would be)."""
-    vmlinux, initrd = RequireGuest()
-    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
-                         "--enabled-hypervisors=kvm,fake",
-                         "--enabled-disk-templates=sharedfile",
-                         nodes=(NODE2, ),
-                         file_paths=(SHARED_VDIR, )) as cluster:
-        os.makedirs(os.path.join(cluster.base, SHARED_VDIR.lstrip("/")))
-        params = GuestHvParams(vmlinux, initrd, migration_port=_FreePort())
-        cluster.Run("gnt-cluster", "modify", "-H", "kvm:" + ",".join(
-            "%s=%s" % item for item in sorted(params.items())))
-        try:
-            yield cluster
-        finally:
-            KillClusterGuests(cluster)
+def _MakeSharedDir(cluster):
+    """One sharedfile directory for both nodes, as an NFS mount would be."""
+    os.makedirs(os.path.join(cluster.base, SHARED_VDIR.lstrip("/")))
 
 
-def test_gnt_instance_migrate_kvm_sharedfile(vc):
+# kvm_cluster: sharedfile storage
+pytestmark.append(pytest.mark.kvm_cluster(
+    init_args=("--enabled-disk-templates=sharedfile", ),
+    file_paths=(SHARED_VDIR, ), setup=_MakeSharedDir,
+    hvparams=lambda _: {"migration_port": _FreePort()}))
+
+
+def test_gnt_instance_migrate_kvm_sharedfile(kvm_cluster):
     name = "kvmmig1"
-    node1, node2 = (NodeHv(vc.nodes[node]) for node in (NODE1, NODE2))
+    node1, node2 = (NodeHv(kvm_cluster.nodes[node])
+                    for node in (NODE1, NODE2))
     try:
-        vc.Run("gnt-instance", "add", "-t", "sharedfile", "-o", "tinyimage",
-               "-n", NODE1, "--disk", "0:size=32M", "--no-nics", "-B",
-               "maxmem=128,minmem=128", *CHECKS, name, timeout=120)
+        kvm_cluster.Run("gnt-instance", "add", "-t", "sharedfile",
+                        "-o", "tinyimage", "-n", NODE1, "--disk",
+                        "0:size=32M", "--no-nics", "-B",
+                        "maxmem=128,minmem=128", *CHECKS, name, timeout=120)
         WaitFor(lambda: "tinyimage %s ready" % name in
                 SerialLog(node1, name), 90, "the guest's ready line")
         _Type(node1, "echo on-node1 > /root/where; sync", name)
         uptime = _Uptime(node1, "C1", name)
 
         started = time.monotonic()
-        out = vc.Run("gnt-instance", "migrate", "-f", "-n", NODE2,
-                     name).stdout
+        out = kvm_cluster.Run("gnt-instance", "migrate", "-f", "-n", NODE2,
+                              name).stdout
         print("gnt-instance migrate (live, 128 MiB): %.2f s" %
               (time.monotonic() - started))
         assert "* memory transfer complete" in out, out
         assert node1.ListInstances() == [] and node2.ListInstances() == [name]
         assert _Status(node2, name) == "running"
-        assert Field(vc, name, "pnode,status,oper_ram") == \
+        assert Field(kvm_cluster, name, "pnode,status,oper_ram") == \
             "%s|running|128" % NODE2
         assert _Uptime(node2, "C2", name) > uptime
         assert _Ask(node2, "cat /root/where", "C3", name=name) == "on-node1"
 
-        vc.Run("gnt-instance", "migrate", "-f", "--non-live", "-n", NODE1,
-               name)
+        kvm_cluster.Run("gnt-instance", "migrate", "-f", "--non-live",
+                        "-n", NODE1, name)
         assert node2.ListInstances() == [] and node1.ListInstances() == [name]
         assert _Status(node1, name) == "running"
-        assert Field(vc, name, "pnode,status") == "%s|running" % NODE1
+        assert Field(kvm_cluster, name, "pnode,status") == "%s|running" % NODE1
         assert _Uptime(node1, "C4", name) > uptime
     finally:
-        RemoveInstances(vc, name, extra=("--shutdown-timeout=0", ))
+        RemoveInstances(kvm_cluster, name, extra=("--shutdown-timeout=0", ))
     assert node1.ListInstances() == [] and node2.ListInstances() == []

@@ -28,13 +28,10 @@ from ganeti.hypervisor import hv_kvm
 
 from test_hv_kvm_migration import (NAME, _Ask, _Status, _Type,
                                    _WaitMigration)
-from testutils_cluster import SMALL_IPOLICY_BOUNDS
 from testutils_instance import (CHECKS, NODE1, NODE2, DiskPaths, Field,
-                                FindInstance, InstanceCluster, NodeUuid,
-                                RemoveInstances)
+                                FindInstance, NodeUuid, RemoveInstances)
 from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
-                           KillClusterGuests, KillGuests, NodeHv,
-                           RequireGuest, SerialLog,
+                           KillGuests, NodeHv, RequireGuest, SerialLog,
                            TinyImageDisk, WaitFor)
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm]
@@ -224,47 +221,37 @@ def test_failures_roll_back(pair):
 
 # Through the cluster ------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def vc():
-    """Two nodes, kvm with the test kernel, file storage per node."""
-    vmlinux, initrd = RequireGuest()
-    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
-                         "--enabled-hypervisors=kvm,fake",
-                         "--enabled-disk-templates=file",
-                         nodes=(NODE2, )) as cluster:
-        params = GuestHvParams(vmlinux, initrd,
-                               migration_port=_FreePorts(SOURCE))
-        cluster.Run("gnt-cluster", "modify", "-H", "kvm:" + ",".join(
-            "%s=%s" % item for item in sorted(params.items())))
-        try:
-            yield cluster
-        finally:
-            KillClusterGuests(cluster)
+# kvm_cluster: file storage per node
+pytestmark.append(pytest.mark.kvm_cluster(
+    init_args=("--enabled-disk-templates=file", ),
+    hvparams=lambda _: {"migration_port": _FreePorts(SOURCE)}))
 
 
-def test_gnt_instance_migrate_kvm_file(vc):
+def test_gnt_instance_migrate_kvm_file(kvm_cluster):
     name = "kvmnbd1"
-    node1, node2 = (NodeHv(vc.nodes[node]) for node in (NODE1, NODE2))
+    node1, node2 = (NodeHv(kvm_cluster.nodes[node])
+                    for node in (NODE1, NODE2))
     try:
-        vc.Run("gnt-instance", "add", "-t", "file", "-o", "tinyimage",
-               "-n", NODE1, "--disk", "0:size=%dM" % DISK_MIB, "--no-nics",
-               "-B", "maxmem=128,minmem=128", *CHECKS, name, timeout=120)
+        kvm_cluster.Run("gnt-instance", "add", "-t", "file", "-o",
+                        "tinyimage", "-n", NODE1, "--disk",
+                        "0:size=%dM" % DISK_MIB, "--no-nics", "-B",
+                        "maxmem=128,minmem=128", *CHECKS, name, timeout=120)
         WaitFor(lambda: "tinyimage %s ready" % name in
                 SerialLog(node1, name), 90, "the guest's ready line")
         _Type(node1, "echo on-node1 > /root/where; sync", name)
-        (src_path, ) = DiskPaths(vc, name, NODE1)
-        (dst_path, ) = DiskPaths(vc, name, NODE2)
+        (src_path, ) = DiskPaths(kvm_cluster, name, NODE1)
+        (dst_path, ) = DiskPaths(kvm_cluster, name, NODE2)
         assert os.path.exists(src_path) and not os.path.exists(dst_path)
 
         # The target can't export the disks (its NBD port is taken): the
         # migration fails before anything moved, the target file goes
-        nbd_port = int(Field(vc, name, "hv/migration_port")) + 1
+        nbd_port = int(Field(kvm_cluster, name, "hv/migration_port")) + 1
         with socket.socket() as busy:
             busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            busy.bind((vc.nodes[NODE2].node_ip, nbd_port))
+            busy.bind((kvm_cluster.nodes[NODE2].node_ip, nbd_port))
             busy.listen()
-            result = vc.Run("gnt-instance", "migrate", "-f", "-n", NODE2,
-                            name, check=False)
+            result = kvm_cluster.Run("gnt-instance", "migrate", "-f",
+                                     "-n", NODE2, name, check=False)
         assert result.returncode != 0
         assert "Could not pre-migrate instance %s" % name in \
             result.stdout + result.stderr, result.stdout
@@ -272,19 +259,19 @@ def test_gnt_instance_migrate_kvm_file(vc):
         assert os.path.exists(src_path)
         assert node1.ListInstances() == [name]
         assert node2.ListInstances() == []
-        assert Field(vc, name, "pnode,status") == "%s|running" % NODE1
+        assert Field(kvm_cluster, name, "pnode,status") == "%s|running" % NODE1
 
         started = time.monotonic()
-        out = vc.Run("gnt-instance", "migrate", "-f", "-n", NODE2,
-                     name).stdout
+        out = kvm_cluster.Run("gnt-instance", "migrate", "-f", "-n", NODE2,
+                              name).stdout
         print("gnt-instance migrate (live, 128 MiB, %d MiB file disk):"
               " %.2f s" % (DISK_MIB, time.monotonic() - started))
         assert "* creating the instance's disks on %s" % NODE2 in out, out
         assert "* removing the instance's disks on %s" % NODE1 in out, out
-        assert Field(vc, name, "pnode,status,oper_ram") == \
+        assert Field(kvm_cluster, name, "pnode,status,oper_ram") == \
             "%s|running|128" % NODE2
-        inst, disks = FindInstance(vc, name)
-        assert disks[0]["nodes"] == [NodeUuid(vc, NODE2)]
+        inst, disks = FindInstance(kvm_cluster, name)
+        assert disks[0]["nodes"] == [NodeUuid(kvm_cluster, NODE2)]
         assert not os.path.exists(src_path)
         assert os.path.exists(dst_path)
         assert node1.ListInstances() == [] and node2.ListInstances() == [name]
@@ -295,13 +282,13 @@ def test_gnt_instance_migrate_kvm_file(vc):
                 "the guest's write in the new disk file")
 
         # Failover of file disks stays refused
-        out = vc.Run("gnt-instance", "failover", "-f", "-n", NODE1, name,
-                     check=False)
+        out = kvm_cluster.Run("gnt-instance", "failover", "-f", "-n", NODE1,
+                              name, check=False)
         assert out.returncode != 0
         assert "Instance's disk layout 'file' does not allow failovers" in \
             out.stdout + out.stderr
     finally:
-        RemoveInstances(vc, name, extra=("--shutdown-timeout=0", ))
+        RemoveInstances(kvm_cluster, name, extra=("--shutdown-timeout=0", ))
     assert node1.ListInstances() == [] and node2.ListInstances() == []
     assert subprocess.run(["pgrep", "-f", node2.PidFile(name)],
                           capture_output=True).returncode == 1

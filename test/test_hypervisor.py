@@ -6,20 +6,15 @@ and look at the fake hypervisor's state files in the nodes' roots.
 
 import json
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import testutils_node  # noqa: E402
-
-from ganeti import constants, errors, hypervisor, objects  # noqa: E402
-from ganeti import pathutils  # noqa: E402
-from ganeti.hypervisor import hv_base, hv_fake  # noqa: E402
-from ganeti import ht  # noqa: E402
-from ganeti.parameters import hypervisors  # noqa: E402
-from ganeti.parameters.base import ParamSpec  # noqa: E402
+from ganeti import constants, errors, hypervisor, objects
+from ganeti import pathutils
+from ganeti.hypervisor import hv_base, hv_fake
+from ganeti import ht
+from ganeti.parameters import hypervisors
+from ganeti.parameters.base import ParamSpec
 
 pytestmark = pytest.mark.integration
 
@@ -214,21 +209,7 @@ def test_fake_console_and_migration_status(tmp_path):
     assert hv.GetMigrationStatus(inst) == {"status": "completed"}
 
 
-# RPCs through real noded ----
-
-@pytest.fixture(scope="module")
-def cluster():
-    with testutils_node.TestCluster(2) as test_cluster:
-        test_cluster.StartNoded()
-        yield test_cluster
-
-
-@pytest.fixture
-def runner(cluster):
-    rpc = cluster.Runner()
-    yield rpc
-    rpc.close()
-
+# RPCs through real noded (the noded_cluster fixture) ----
 
 def _StateFile(node, name):
     return node.Path(os.path.join(pathutils.FAKE_HV_DIR, name))
@@ -243,102 +224,105 @@ def _RpcInstance(name, maxmem=300):
 _ALL_HVP = {"fake": {"migration_mode": "live"}}
 
 
-def test_rpc_lifecycle(cluster, runner):
-    node = cluster.nodes[0]
+def test_rpc_lifecycle(noded_cluster, noded_runner):
+    node = noded_cluster.nodes[0]
     name = "rpc-life.example.com"
     inst = _RpcInstance(name)
     disk = {"dev_type": "file", "size": 10, "logical_id": ["loop", "/d"]}
-    runner.call_instance_start(node.name, inst, [[disk, "/dev/null"]],
-                               False).Raise("start")
+    noded_runner.call_instance_start(node.name, inst, [[disk, "/dev/null"]],
+                                     False).Raise("start")
     with open(_StateFile(node, name), encoding="ascii") as fobj:
         assert fobj.read() == "0\n300\n1\n"
     # Starting again is a no-op
-    runner.call_instance_start(node.name, inst, [], False).Raise("start")
-    info = runner.call_instance_info(node.name, name, "fake",
-                                     _ALL_HVP["fake"])
+    noded_runner.call_instance_start(node.name, inst, [], False).Raise("start")
+    info = noded_runner.call_instance_info(node.name, name, "fake",
+                                           _ALL_HVP["fake"])
     assert info.payload == {"memory": 300, "vcpus": 1, "state": 0,
                             "time": 0.0}
-    names = runner.call_instance_list([node.name], ["fake"], _ALL_HVP)
+    names = noded_runner.call_instance_list([node.name], ["fake"], _ALL_HVP)
     assert name in names[node.name].payload
-    all_info = runner.call_all_instances_info([node.name], ["fake"],
-                                              _ALL_HVP)[node.name].payload
+    all_info = noded_runner.call_all_instances_info([node.name], ["fake"],
+                                                    _ALL_HVP)[node.name].payload
     assert all_info[name]["memory"] == 300
-    node_info = runner.call_node_info([node.name], [], ["fake"])
+    node_info = noded_runner.call_node_info([node.name], [], ["fake"])
     assert node_info[node.name].payload["hv"]["fake"]["memory_free"] <= \
         node_info[node.name].payload["memory_free"]
 
-    runner.call_instance_balloon_memory(node.name, inst, 200).Raise("bal")
-    assert runner.call_instance_info(node.name, name, "fake",
-                                     None).payload["memory"] == 200
+    noded_runner.call_instance_balloon_memory(node.name, inst,
+                                              200).Raise("bal")
+    assert noded_runner.call_instance_info(node.name, name, "fake",
+                                           None).payload["memory"] == 200
     for reboot_type in ("soft", "hard"):
-        runner.call_instance_reboot(node.name, inst, reboot_type,
-                                    10).Raise(reboot_type)
+        noded_runner.call_instance_reboot(node.name, inst, reboot_type,
+                                          10).Raise(reboot_type)
         assert os.path.exists(_StateFile(node, name))
     # A hard reboot restarts with the configured memory
-    assert runner.call_instance_info(node.name, name, "fake",
-                                     None).payload["memory"] == 300
-    result = runner.call_instance_reboot(node.name, inst, "full", 10)
+    assert noded_runner.call_instance_info(node.name, name, "fake",
+                                           None).payload["memory"] == 300
+    result = noded_runner.call_instance_reboot(node.name, inst, "full", 10)
     assert "Invalid reboot_type" in result.fail_msg
-    console = runner.call_instance_console_info(
+    console = noded_runner.call_instance_console_info(
         node.name, inst, {"name": node.name, "primary_ip": node.ip,
                           "uuid": "n1"}, None).payload
     assert console["kind"] == "msg"
 
-    runner.call_instance_shutdown(node.name, inst, 5).Raise("stop")
+    noded_runner.call_instance_shutdown(node.name, inst, 5).Raise("stop")
     assert not os.path.exists(_StateFile(node, name))
-    assert runner.call_instance_info(node.name, name, "fake",
-                                     None).payload == {}
+    assert noded_runner.call_instance_info(node.name, name, "fake",
+                                           None).payload == {}
     # Stopping a stopped instance succeeds; rebooting it does not
-    runner.call_instance_shutdown(node.name, inst, 5).Raise("stop again")
-    result = runner.call_instance_reboot(node.name, inst, "soft", 5)
+    noded_runner.call_instance_shutdown(node.name, inst, 5).Raise("stop again")
+    result = noded_runner.call_instance_reboot(node.name, inst, "soft", 5)
     assert "not running" in result.fail_msg
 
 
-def test_rpc_refuses_unfilled_instance(cluster, runner):
-    node = cluster.nodes[0]
+def test_rpc_refuses_unfilled_instance(noded_cluster, noded_runner):
+    node = noded_cluster.nodes[0]
     inst = _Instance(name="raw.example.com")
     inst.UpgradeConfig()
-    result = runner.call_instance_start(node.name, inst.ToDict(), [], False)
+    result = noded_runner.call_instance_start(node.name, inst.ToDict(), [],
+                                              False)
     assert "parameter(s) missing" in result.fail_msg
     data = _RpcInstance("bad.example.com")
     data["hvparams"]["bogus"] = 1
-    result = runner.call_instance_start(node.name, data, [], False)
+    result = noded_runner.call_instance_start(node.name, data, [], False)
     assert "'bogus'" in result.fail_msg
     assert not os.path.exists(_StateFile(node, "bad.example.com"))
 
 
-def test_rpc_validate_params(cluster, runner):
-    names = [node.name for node in cluster.nodes]
-    results = runner.call_hypervisor_validate_params(
+def test_rpc_validate_params(noded_cluster, noded_runner):
+    names = [node.name for node in noded_cluster.nodes]
+    results = noded_runner.call_hypervisor_validate_params(
         names, "fake", {"migration_mode": "non-live"})
     for name in names:
         results[name].Raise("validate")
-    results = runner.call_hypervisor_validate_params(
+    results = noded_runner.call_hypervisor_validate_params(
         names, "fake", {"migration_mode": "fast"})
     assert all("migration_mode" in results[name].fail_msg for name in names)
 
 
-def test_rpc_migration(cluster, runner):
-    source, target = cluster.nodes
+def test_rpc_migration(noded_cluster, noded_runner):
+    source, target = noded_cluster.nodes
     name = "rpc-mig.example.com"
     inst = _RpcInstance(name)
-    runner.call_instance_start(source.name, inst, [], False).Raise("start")
-    info = runner.call_migration_info(source.name, inst).payload
+    noded_runner.call_instance_start(source.name, inst, [],
+                                     False).Raise("start")
+    info = noded_runner.call_migration_info(source.name, inst).payload
     devices = [[{"dev_type": constants.DT_SHARED_FILE, "size": 16,
                  "logical_id": ["loop", "/shared/rpc-mig/disk0"],
                  "uuid": "disk-0", "mode": "rw"},
                 "/shared/rpc-mig/disk0"]]
-    runner.call_accept_instance(target.name, inst, info, target.ip,
-                                devices).Raise("accept")
-    runner.call_instance_migrate(source.name, "c.example.com", inst,
-                                 target.ip, True).Raise("migrate")
-    status = runner.call_instance_get_migration_status(source.name,
-                                                       inst).payload
+    noded_runner.call_accept_instance(target.name, inst, info, target.ip,
+                                      devices).Raise("accept")
+    noded_runner.call_instance_migrate(source.name, "c.example.com", inst,
+                                       target.ip, True).Raise("migrate")
+    status = noded_runner.call_instance_get_migration_status(source.name,
+                                                             inst).payload
     assert status["status"] == constants.HV_MIGRATION_COMPLETED
-    runner.call_finalize_migration_dst(target.name, inst, info,
-                                       True).Raise("dst")
-    runner.call_finalize_migration_src(source.name, inst, True,
-                                       True).Raise("src")
+    noded_runner.call_finalize_migration_dst(target.name, inst, info,
+                                             True).Raise("dst")
+    noded_runner.call_finalize_migration_src(source.name, inst, True,
+                                             True).Raise("src")
     assert not os.path.exists(_StateFile(source, name))
     assert os.path.exists(_StateFile(target, name))
     # The target keeps the devices for a hard reboot; the source forgets
@@ -348,11 +332,11 @@ def test_rpc_migration(cluster, runner):
     assert not os.path.exists(source.Path(
         os.path.join(pathutils.DISK_LINKS_DIR, name)))
     # The target now runs it: accepting it there again is refused
-    result = runner.call_accept_instance(target.name, inst, info, target.ip,
-                                         [])
+    result = noded_runner.call_accept_instance(target.name, inst, info,
+                                               target.ip, [])
     assert "already running" in result.fail_msg
     # Migrating from a node that doesn't run it is refused
-    result = runner.call_instance_migrate(source.name, "c.example.com",
-                                          inst, target.ip, True)
+    result = noded_runner.call_instance_migrate(source.name, "c.example.com",
+                                                inst, target.ip, True)
     assert "not running" in result.fail_msg
-    runner.call_instance_shutdown(target.name, inst, 5).Raise("stop")
+    noded_runner.call_instance_shutdown(target.name, inst, 5).Raise("stop")

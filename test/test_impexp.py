@@ -12,42 +12,35 @@ import hashlib
 import os
 import socket
 import ssl
-import sys
 import threading
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import testutils_node  # noqa: E402
-
-from ganeti import impexp, pathutils  # noqa: E402
-from ganeti.impexp import master, sparse, transfer  # noqa: E402
-from ganeti.utils import x509  # noqa: E402
-
-pytestmark = pytest.mark.integration
+from ganeti import impexp, pathutils
+from ganeti.impexp import master, sparse, transfer
+from ganeti.utils import x509
 
 MIB = 1024 * 1024
 # The backup directory as the nodes see it (virtual path)
 VBACKUP = pathutils.EXPORT_DIR
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with testutils_node.TestCluster(2) as test_cluster:
-        test_cluster.StartNoded()
-        for node in test_cluster.nodes:
-            os.makedirs(node.Path(pathutils.EXPORT_DIR), exist_ok=True)
-        yield test_cluster
+def _MakeBackupDirs(cluster):
+    for node in cluster.nodes:
+        os.makedirs(node.Path(pathutils.EXPORT_DIR), exist_ok=True)
 
 
-@pytest.fixture
-def runner(cluster):
-    rpc = cluster.Runner()
-    yield rpc
-    rpc.close()
-    _CheckNothingLeft(cluster)
+pytestmark = [pytest.mark.integration,
+              pytest.mark.noded_cluster(setup=_MakeBackupDirs)]
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left(request):
+    """After each test using the cluster's runner: no transfer left."""
+    yield
+    if "noded_runner" in request.fixturenames:
+        _CheckNothingLeft(request.getfixturevalue("noded_cluster"))
 
 
 def _Ok(result):
@@ -106,22 +99,22 @@ def _WaitDone(runner, node, name, timeout=30):
 
 
 @pytest.mark.parametrize("compress", [impexp.IEC_NONE, impexp.IEC_GZIP])
-def test_file_to_file(cluster, runner, compress):
-    node1, node2 = cluster.nodes
+def test_file_to_file(noded_cluster, noded_runner, compress):
+    node1, node2 = noded_cluster.nodes
     # Random data, zeros (holes in the copy) and text compress differently
     data = os.urandom(3 * MIB) + bytes(2 * MIB) + b"ganeti " * 100000
     source = _WriteFile(node1, "src-%s.img" % compress, data)
     dest = os.path.join(VBACKUP, "sub", "dst-%s.img" % compress)
     opts = impexp.MakeOptions(compress)
-    info = _Ok(runner.call_import_start(node2.name, opts, "inst1.example",
-                                        "disk/0", [impexp.IEIO_FILE, dest],
-                                        node2.ip))
+    info = _Ok(noded_runner.call_import_start(
+        node2.name, opts, "inst1.example", "disk/0",
+        [impexp.IEIO_FILE, dest], node2.ip))
     assert info["address"] == node2.ip and info["port"] > 0
-    name = _Ok(runner.call_export_start(
+    name = _Ok(noded_runner.call_export_start(
         node1.name, opts, info["address"], info["port"], "inst1.example",
         "disk/0", [impexp.IEIO_FILE, source]))
-    exp = _WaitDone(runner, node1, name)
-    imp = _WaitDone(runner, node2, info["name"])
+    exp = _WaitDone(noded_runner, node1, name)
+    imp = _WaitDone(noded_runner, node2, info["name"])
     for status in (exp, imp):
         assert status["success"] is True and status["error"] is None
         assert status["bytes"] == len(data)
@@ -135,9 +128,10 @@ def test_file_to_file(cluster, runner, compress):
     with open(node2.Path(dest), "rb") as fobj:
         assert fobj.read() == data
     assert _Refused(node2.ip, info["port"])
-    _Ok(runner.call_impexp_cleanup(node1.name, name))
-    _Ok(runner.call_impexp_cleanup(node2.name, info["name"]))
-    assert _Ok(runner.call_impexp_status(node2.name, [info["name"]])) == \
+    _Ok(noded_runner.call_impexp_cleanup(node1.name, name))
+    _Ok(noded_runner.call_impexp_cleanup(node2.name, info["name"]))
+    assert _Ok(noded_runner.call_impexp_status(node2.name,
+                                               [info["name"]])) == \
         [None]
     # The data stays after the cleanup of a successful import
     assert os.path.getsize(node2.Path(dest)) == len(data)
@@ -157,8 +151,9 @@ def _WriteSparse(path, pieces):
 
 
 @pytest.mark.parametrize("compress", [impexp.IEC_NONE, impexp.IEC_GZIP_FAST])
-def test_sparse_source_holes_are_skipped(cluster, runner, compress):
-    node1, node2 = cluster.nodes
+def test_sparse_source_holes_are_skipped(noded_cluster, noded_runner,
+                                         compress):
+    node1, node2 = noded_cluster.nodes
     source = os.path.join(VBACKUP, "sparse-%s.img" % compress)
     dest = os.path.join(VBACKUP, "sparse-%s.copy" % compress)
     # Data, a hole, data, a hole at the end (an empty disk's tail)
@@ -171,7 +166,7 @@ def test_sparse_source_holes_are_skipped(cluster, runner, compress):
     # A command destination gets the holes as zeros
     piped = node2.Path(os.path.join(VBACKUP, "sparse-%s.piped" % compress))
     result, to_command = master.TransferInstanceData(
-        runner, None, node1.name, node2.name, node2.ip, compress,
+        noded_runner, None, node1.name, node2.name, node2.ip, compress,
         "inst1.example", [
             master.DiskTransfer("disk/0", impexp.IEIO_FILE, source,
                                 impexp.IEIO_FILE, dest),
@@ -208,15 +203,15 @@ def test_stream_digest():
                 moved.HexDigest()}) == 3
 
 
-def test_transfer_instance_data(cluster, runner):
+def test_transfer_instance_data(noded_cluster, noded_runner):
     """Several streams at once, commands as source and destination."""
-    node1, node2 = cluster.nodes
+    node1, node2 = noded_cluster.nodes
     data = os.urandom(MIB) + b"x" * 12345
     source = _WriteFile(node1, "multi.img", data)
     command_out = node2.Path(os.path.join(VBACKUP, "from-command"))
     messages = []
     results = master.TransferInstanceData(
-        runner, messages.append, node1.name, node2.name, node2.ip,
+        noded_runner, messages.append, node1.name, node2.name, node2.ip,
         impexp.IEC_GZIP_FAST, "inst2.example", [
             master.DiskTransfer("disk/0", impexp.IEIO_FILE, source,
                                 impexp.IEIO_FILE,
@@ -240,11 +235,11 @@ def test_transfer_instance_data(cluster, runner):
     assert any("disk/1: copied" in msg for msg in messages), messages
 
 
-def test_failing_command_fails_the_transfer(cluster, runner):
-    node1, node2 = cluster.nodes
+def test_failing_command_fails_the_transfer(noded_cluster, noded_runner):
+    node1, node2 = noded_cluster.nodes
     dest = os.path.join(VBACKUP, "never.img")
     (result, ) = master.TransferInstanceData(
-        runner, None, node1.name, node2.name, node2.ip, impexp.IEC_NONE,
+        noded_runner, None, node1.name, node2.name, node2.ip, impexp.IEC_NONE,
         "inst3.example", [master.DiskTransfer(
             "disk/0", impexp.IEIO_COMMAND,
             {"argv": ["/bin/sh", "-c", "echo partial; exit 3"],
@@ -292,60 +287,64 @@ def _StartFifoTransfer(cluster, runner, name):
     return info, export, node2.Path(dest), feeder
 
 
-def test_abort_in_progress(cluster, runner):
-    node1, node2 = cluster.nodes
-    info, export, dest, feeder = _StartFifoTransfer(cluster, runner,
+def test_abort_in_progress(noded_cluster, noded_runner):
+    node1, node2 = noded_cluster.nodes
+    info, export, dest, feeder = _StartFifoTransfer(noded_cluster,
+                                                    noded_runner,
                                                     "abort1")
     assert os.path.exists(dest)
-    _Ok(runner.call_impexp_abort(node2.name, info["name"]))
-    (status, ) = _Ok(runner.call_impexp_status(node2.name, [info["name"]]))
+    _Ok(noded_runner.call_impexp_abort(node2.name, info["name"]))
+    (status, ) = _Ok(noded_runner.call_impexp_status(node2.name,
+                                                     [info["name"]]))
     assert status["done"] and status["success"] is False
     assert status["error"] == "Aborted"
     assert not os.path.exists(dest)
     assert not os.path.exists(os.path.dirname(dest) + "/abort1.img")
     assert _Refused(node2.ip, info["port"])
     # The source notices and fails
-    exp = _WaitDone(runner, node1, export)
+    exp = _WaitDone(noded_runner, node1, export)
     assert exp["success"] is False and exp["error"]
     feeder.join(10)
     assert not feeder.is_alive()
     for node, name in ((node1, export), (node2, info["name"])):
-        _Ok(runner.call_impexp_cleanup(node.name, name))
+        _Ok(noded_runner.call_impexp_cleanup(node.name, name))
 
 
-def test_cleanup_stops_a_running_transfer(cluster, runner):
-    node1, node2 = cluster.nodes
-    info, export, dest, feeder = _StartFifoTransfer(cluster, runner,
+def test_cleanup_stops_a_running_transfer(noded_cluster, noded_runner):
+    node1, node2 = noded_cluster.nodes
+    info, export, dest, feeder = _StartFifoTransfer(noded_cluster,
+                                                    noded_runner,
                                                     "cleanup1")
-    _Ok(runner.call_impexp_cleanup(node1.name, export))
-    _Ok(runner.call_impexp_cleanup(node2.name, info["name"]))
+    _Ok(noded_runner.call_impexp_cleanup(node1.name, export))
+    _Ok(noded_runner.call_impexp_cleanup(node2.name, info["name"]))
     assert not os.path.exists(dest)
     assert _Refused(node2.ip, info["port"])
     feeder.join(10)
 
 
-def test_abort_before_connection_and_timeout(cluster, runner):
-    _, node2 = cluster.nodes
+def test_abort_before_connection_and_timeout(noded_cluster, noded_runner):
+    _, node2 = noded_cluster.nodes
     dest = os.path.join(VBACKUP, "unused.img")
-    info = _Ok(runner.call_import_start(
+    info = _Ok(noded_runner.call_import_start(
         node2.name, impexp.MakeOptions(), "inst5", "disk/0",
         [impexp.IEIO_FILE, dest], node2.ip))
-    (status, ) = _Ok(runner.call_impexp_status(node2.name, [info["name"]]))
+    (status, ) = _Ok(noded_runner.call_impexp_status(node2.name,
+                                                     [info["name"]]))
     assert status["listening"] and not status["connected"]
-    _Ok(runner.call_impexp_abort(node2.name, info["name"]))
+    _Ok(noded_runner.call_impexp_abort(node2.name, info["name"]))
     assert _Refused(node2.ip, info["port"])
     assert not os.path.exists(node2.Path(dest))
-    _Ok(runner.call_impexp_cleanup(node2.name, info["name"]))
+    _Ok(noded_runner.call_impexp_cleanup(node2.name, info["name"]))
 
-    info = _Ok(runner.call_import_start(
+    info = _Ok(noded_runner.call_import_start(
         node2.name, impexp.MakeOptions(connect_timeout=0.5), "inst5",
         "disk/0", [impexp.IEIO_FILE, dest], node2.ip))
-    status = _WaitDone(runner, node2, info["name"])
+    status = _WaitDone(noded_runner, node2, info["name"])
     assert status["success"] is False
     assert status["error"] == "No source connected within 0.5 seconds"
     assert _Refused(node2.ip, info["port"])
     assert not os.path.exists(node2.Path(dest))
-    _Ok(runner.call_impexp_cleanup(node2.name, info["name"]))
+    _Ok(noded_runner.call_impexp_cleanup(node2.name, info["name"]))
 
 
 def _Connect(address, port, cert_file):
@@ -358,16 +357,17 @@ def _Connect(address, port, cert_file):
     return conn
 
 
-def test_foreign_peers_refused(cluster, runner, tmp_path):
+def test_foreign_peers_refused(noded_cluster, noded_runner, tmp_path):
     """Peers with another certificate or the wrong magic are refused; the
     import keeps waiting for the real source."""
-    node1, node2 = cluster.nodes
+    node1, node2 = noded_cluster.nodes
     data = os.urandom(100000)
     source = _WriteFile(node1, "peer.img", data)
     dest = os.path.join(VBACKUP, "peer.copy")
     opts = impexp.MakeOptions()
-    info = _Ok(runner.call_import_start(node2.name, opts, "inst6", "disk/0",
-                                        [impexp.IEIO_FILE, dest], node2.ip))
+    info = _Ok(noded_runner.call_import_start(
+        node2.name, opts, "inst6", "disk/0", [impexp.IEIO_FILE, dest],
+        node2.ip))
     other_cert = str(tmp_path / "other.pem")
     x509.GenerateSelfSignedSslCert(other_cert, validity_days=1)
     with pytest.raises((ssl.SSLError, ConnectionError)):
@@ -375,7 +375,7 @@ def test_foreign_peers_refused(cluster, runner, tmp_path):
         # TLS 1.3: the server's verdict arrives with the first read
         conn.sendall(b"x")
         conn.recv(1)
-    conn = _Connect(info["address"], info["port"], cluster.cert_file)
+    conn = _Connect(info["address"], info["port"], noded_cluster.cert_file)
     wire = transfer.Wire(conn)
     wire.SendJson(transfer.FRAME_HEADER, {"magic": "not-the-magic-value",
                                           "compress": opts["compress"],
@@ -384,43 +384,45 @@ def test_foreign_peers_refused(cluster, runner, tmp_path):
     conn.close()
     deadline = time.monotonic() + 10
     while True:
-        (status, ) = _Ok(runner.call_impexp_status(node2.name,
-                                                   [info["name"]]))
+        (status, ) = _Ok(noded_runner.call_impexp_status(node2.name,
+                                                         [info["name"]]))
         if status["refused"] == 2 or time.monotonic() > deadline:
             break
         time.sleep(0.05)
     assert status["refused"] == 2 and status["listening"], status
-    export = _Ok(runner.call_export_start(
+    export = _Ok(noded_runner.call_export_start(
         node1.name, opts, info["address"], info["port"], "inst6", "disk/0",
         [impexp.IEIO_FILE, source]))
-    assert _WaitDone(runner, node2, info["name"])["success"] is True
+    assert _WaitDone(noded_runner, node2, info["name"])["success"] is True
     with open(node2.Path(dest), "rb") as fobj:
         assert fobj.read() == data
     for node, name in ((node1, export), (node2, info["name"])):
-        _Ok(runner.call_impexp_cleanup(node.name, name))
+        _Ok(noded_runner.call_impexp_cleanup(node.name, name))
 
 
-def test_abort_discards_a_finished_import(cluster, runner):
+def test_abort_discards_a_finished_import(noded_cluster, noded_runner):
     """How the master rejects data after the fact (checksum mismatch)."""
-    node1, node2 = cluster.nodes
+    node1, node2 = noded_cluster.nodes
     source = _WriteFile(node1, "finished.img", b"data" * 1000)
     dest = os.path.join(VBACKUP, "new", "dir", "finished.copy")
     opts = impexp.MakeOptions()
-    info = _Ok(runner.call_import_start(node2.name, opts, "inst7", "disk/0",
-                                        [impexp.IEIO_FILE, dest], node2.ip))
-    export = _Ok(runner.call_export_start(
+    info = _Ok(noded_runner.call_import_start(
+        node2.name, opts, "inst7", "disk/0", [impexp.IEIO_FILE, dest],
+        node2.ip))
+    export = _Ok(noded_runner.call_export_start(
         node1.name, opts, info["address"], info["port"], "inst7", "disk/0",
         [impexp.IEIO_FILE, source]))
-    assert _WaitDone(runner, node2, info["name"])["success"] is True
+    assert _WaitDone(noded_runner, node2, info["name"])["success"] is True
     assert os.path.exists(node2.Path(dest))
-    _Ok(runner.call_impexp_abort(node2.name, info["name"]))
-    (status, ) = _Ok(runner.call_impexp_status(node2.name, [info["name"]]))
+    _Ok(noded_runner.call_impexp_abort(node2.name, info["name"]))
+    (status, ) = _Ok(noded_runner.call_impexp_status(node2.name,
+                                                     [info["name"]]))
     assert status["success"] is False and status["checksum"] is None
     assert "data discarded" in status["error"]
     # The directories the import created go too
     assert not os.path.exists(node2.Path(os.path.join(VBACKUP, "new")))
     for node, name in ((node1, export), (node2, info["name"])):
-        _Ok(runner.call_impexp_cleanup(node.name, name))
+        _Ok(noded_runner.call_impexp_cleanup(node.name, name))
 
 
 @pytest.mark.parametrize("call,args,message", [
@@ -449,19 +451,21 @@ def test_abort_discards_a_finished_import(cluster, runner):
      "Cannot listen on 192.0.2.1"),
     ("impexp_abort", lambda n: ["../etc"], "Invalid transfer name"),
 ])
-def test_bad_arguments_refused(cluster, runner, call, args, message):
-    node = cluster.nodes[1]
-    result = getattr(runner, "call_" + call)(node.name, *args(node))
+def test_bad_arguments_refused(noded_cluster, noded_runner, call, args,
+                               message):
+    node = noded_cluster.nodes[1]
+    result = getattr(noded_runner, "call_" + call)(node.name, *args(node))
     assert result.fail_msg is not None and message in result.fail_msg, \
         result.fail_msg
 
 
-def test_existing_file_not_overwritten(cluster, runner):
-    node2 = cluster.nodes[1]
+def test_existing_file_not_overwritten(noded_cluster, noded_runner):
+    node2 = noded_cluster.nodes[1]
     dest = _WriteFile(node2, "exists.img", b"precious")
-    result = runner.call_import_start(node2.name, impexp.MakeOptions(), "i",
-                                      "d", [impexp.IEIO_FILE, dest],
-                                      node2.ip)
+    result = noded_runner.call_import_start(node2.name, impexp.MakeOptions(),
+                                            "i",
+                                            "d", [impexp.IEIO_FILE, dest],
+                                            node2.ip)
     assert "Refusing to overwrite the existing file" in result.fail_msg
     with open(node2.Path(dest), "rb") as fobj:
         assert fobj.read() == b"precious"

@@ -178,6 +178,28 @@ def test_relative_dependencies_in_batch(qenv):
     assert deps[0]["depends"] == [[first, []]]
 
 
+def test_refused_job_of_a_batch_is_never_written(qenv):
+    """A job answered as an error must not be on disk (to run later)."""
+    queue = qenv()
+    results = queue.SubmitManyJobs([[_Delay()],
+                                    [_Delay(depends=[[-5, []]])],
+                                    [{"OP_ID": "OP_BAD"}],
+                                    [_Delay(depends=[[-3, []]])]])
+    assert results[0][0] and results[3][0]
+    assert results[1] == [False, "Unable to resolve relative job ID -5"]
+    assert results[2] == [False, "Unknown opcode 'OP_BAD'"]
+    first, last = results[0][1], results[3][1]
+    assert _Wait(queue, last) == constants.JOB_STATUS_SUCCESS
+    # Relative ids count the refused jobs of the submission too
+    (deps, ) = queue.QueryJobs([last], ["ops"])[0]
+    assert deps[0]["depends"] == [[first, []]]
+    queue.Shutdown()
+    assert sorted(name for name in os.listdir(qenv.queue_dir)
+                  if name.startswith("job-")) == ["job-%d" % first,
+                                                  "job-%d" % last]
+    assert qenv().GetJobIds() == [first, last]
+
+
 def test_cancel(qenv):
     queue = qenv(max_running=1)
     running = queue.SubmitJob([_Delay(0.3)])
@@ -359,3 +381,63 @@ def test_parts_import_only_downward():
     assert _JqueueImports("scheduler") <= {"jobs", "filters"}
     assert _JqueueImports("executor") <= {"jobs", "scheduler"}
     assert _JqueueImports("jobs") == _JqueueImports("filters") == set()
+
+
+def _WaitRunning(queue, job_id, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    info = None
+    while time.monotonic() < deadline:
+        info, _ = queue.WaitForJobChange(job_id, ["status"], info, None, 1.0)
+        if info[0] == constants.JOB_STATUS_RUNNING:
+            return
+    raise AssertionError("job %s did not start" % job_id)
+
+
+def _FullQueueWithFinishedOpcode(qenv, small_tmpfs):
+    """A queue whose disk filled up while its one job ran; the opcode has
+    finished since, but its result could not be written."""
+    disk = small_tmpfs(qenv.queue_dir)
+    queue = qenv()
+    job_id = queue.SubmitJob([_Delay(1.0)])
+    _WaitRunning(queue, job_id)
+    disk.Fill()
+    time.sleep(1.5)
+    return disk, queue, job_id
+
+
+def test_full_disk_state_stays_equal_to_files(qenv, small_tmpfs):
+    disk, queue, job_id = _FullQueueWithFinishedOpcode(qenv, small_tmpfs)
+    # Reported as its file has it, not as a success nobody can read back
+    assert queue.QueryJobs([job_id], ["status"]) == [["running"]]
+    assert _ReadJobFile(qenv.queue_dir, job_id)["ops"][0]["status"] == \
+        constants.OP_STATUS_RUNNING
+    # Submissions fail clearly, naming the file, and leave nothing behind
+    message = "Cannot write job file %s/job-%d: No space left on device" % (
+        qenv.queue_dir, job_id + 1)
+    with pytest.raises(errors.JobQueueError, match=message):
+        queue.SubmitJob([_Delay()])
+    results = queue.SubmitManyJobs([[_Delay()], [_Delay()]])
+    assert [ok for ok, _ in results] == [False, False]
+    assert all("No space left on device" in msg for _, msg in results)
+    assert queue.GetJobIds() == [job_id]
+    assert not [name for name in os.listdir(qenv.queue_dir)
+                if name.startswith(".job-")]
+    # Space returns: the result is written, then reported
+    disk.Free()
+    assert _Wait(queue, job_id) == constants.JOB_STATUS_SUCCESS
+    assert _ReadJobFile(qenv.queue_dir, job_id)["ops"][0]["status"] == \
+        constants.OP_STATUS_SUCCESS
+    assert _Wait(queue, queue.SubmitJob([_Delay()])) == \
+        constants.JOB_STATUS_SUCCESS
+
+
+def test_full_disk_shutdown_leaves_job_as_its_file_says(qenv, small_tmpfs):
+    disk, queue, job_id = _FullQueueWithFinishedOpcode(qenv, small_tmpfs)
+    start = time.monotonic()
+    queue.Shutdown(timeout=5)
+    assert time.monotonic() - start < 3
+    disk.Free()
+    queue = qenv()
+    assert _Wait(queue, job_id) == constants.JOB_STATUS_ERROR
+    (result, ) = queue.QueryJobs([job_id], ["opresult"])[0]
+    assert result[0] == ["OpExecError", [constants.JOB_LOST_MESSAGE]]

@@ -64,3 +64,23 @@ def test_negative_options_documented_as_negative():
         in text
     assert ".B \\-\\-no\\-name\\-check\nDo not resolve and check the" \
         " instance's name\n" in text
+
+
+def test_titles_and_exit_codes_come_from_the_code():
+    import importlib
+
+    from ganeti import constants
+    for name in ("gnt-cluster", "gnt-backup", "gnt-instance"):
+        module = importlib.import_module("ganeti.client." +
+                                         name.replace("-", "_"))
+        title = module.__doc__.split(":")[0]
+        text = _ReadPage(name + ".8")
+        assert ".SH NAME\n%s \\- %s\n" % (name.replace("-", "\\-"), title) \
+            in text
+        status = text.split(".SH EXIT STATUS\n")[1]
+        assert "%d for unknown fields" % constants.EXIT_UNKNOWN_FIELD \
+            in status
+        assert "%d when it is not the master" % constants.EXIT_NOTMASTER \
+            in status
+    assert "%d when it must run on the master node" % \
+        constants.EXIT_NOTMASTER in _ReadPage("ganeti-rapi.8")

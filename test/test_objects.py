@@ -100,6 +100,36 @@ def test_equality_sees_differences():
     assert inst != _Cluster()
 
 
+def test_fields_are_the_annotations():
+    """A class's annotated public names are its slots and its fields."""
+    class Probe(objects.TaggableObject):
+        size: int
+        label: str | None
+        _note: str = "class attribute, not a field"
+        _FIELD_CHECKS = {"size": ht.TNonNegativeInt}
+
+    assert Probe.__slots__ == ("size", "label")
+    assert Probe._ALL_SLOTS == ("tags", "size", "label")
+    probe = Probe(size=3)
+    assert probe.label is None and probe.tags is None
+    assert not hasattr(probe, "__dict__")
+    with pytest.raises(AttributeError):
+        probe.unknown = 1
+    assert probe.ToDict() == {"size": 3}
+    assert Probe.FromDict({"size": 3, "label": "x"}).label == "x"
+    probe.size = -1
+    with pytest.raises(errors.ConfigurationError, match="size"):
+        probe.Validate()
+
+
+def test_real_objects_have_no_instance_dict():
+    """Every config object keeps the memory layout of __slots__."""
+    for obj in (_Cluster(), _Instance(), objects.Disk(dev_type="plain")):
+        assert not hasattr(obj, "__dict__")
+    assert "primary_node" in objects.Instance.__slots__
+    assert objects.ConfigObject.__slots__ == ()
+
+
 def test_none_fields_are_not_serialized():
     disk = objects.Disk(dev_type="plain", size=10, logical_id=["vg", "lv"])
     assert disk.ToDict() == {"dev_type": "plain", "size": 10,

@@ -16,26 +16,24 @@ from ganeti.cmdlib import operating_system
 
 import testutils_node
 
-pytestmark = pytest.mark.integration
-
 SHIPPED_OS = os.path.join(testutils_node.REPO_DIR, "os", "tinyimage")
 DISK_VPATH = "/srv/ganeti/file-storage/inst1.example.test/disk0"
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with testutils_node.TestCluster(2) as test_cluster:
-        node1 = test_cluster.nodes[0]
-        search_dir = node1.Path(pathutils.OS_SEARCH_PATH[0])
-        os.makedirs(search_dir)
-        os.symlink(SHIPPED_OS, os.path.join(search_dir, "tinyimage"))
-        broken = os.path.join(search_dir, "broken")
-        os.makedirs(broken)
-        with open(os.path.join(broken, constants.OS_API_FILE), "w",
-                  encoding="ascii") as fobj:
-            fobj.write("20\n")
-        test_cluster.StartNoded()
-        yield test_cluster
+def _InstallOses(cluster):
+    """tinyimage and a broken OS in node1's search path (node2 has none)."""
+    search_dir = cluster.nodes[0].Path(pathutils.OS_SEARCH_PATH[0])
+    os.makedirs(search_dir)
+    os.symlink(SHIPPED_OS, os.path.join(search_dir, "tinyimage"))
+    broken = os.path.join(search_dir, "broken")
+    os.makedirs(broken)
+    with open(os.path.join(broken, constants.OS_API_FILE), "w",
+              encoding="ascii") as fobj:
+        fobj.write("20\n")
+
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.noded_cluster(prepare=_InstallOses)]
 
 
 def _Instance(dev_path=DISK_VPATH, **extra):
@@ -54,8 +52,8 @@ def _Instance(dev_path=DISK_VPATH, **extra):
     return result
 
 
-def test_diagnose_per_node(cluster):
-    runner = cluster.Runner()
+def test_diagnose_per_node(noded_cluster):
+    runner = noded_cluster.Runner()
     results = runner.call_os_diagnose(["node1", "node2"])
     assert results["node2"].fail_msg is None
     assert results["node2"].payload == []
@@ -80,8 +78,8 @@ def test_diagnose_per_node(cluster):
                                                            "message"]
 
 
-def test_validate_through_noded(cluster):
-    runner = cluster.Runner()
+def test_validate_through_noded(noded_cluster):
+    runner = noded_cluster.Runner()
     checks = [constants.OS_VALIDATE_PARAMETERS]
     results = runner.call_os_validate(["node1", "node2"], False,
                                       "tinyimage", checks,
@@ -93,13 +91,13 @@ def test_validate_through_noded(cluster):
     assert "invalid value 'bad!' for parameter hostname" in bad.fail_msg
 
 
-def test_create_through_noded(cluster):
-    node1 = cluster.nodes[0]
+def test_create_through_noded(noded_cluster):
+    node1 = noded_cluster.nodes[0]
     disk = node1.root + DISK_VPATH
     os.makedirs(os.path.dirname(disk), exist_ok=True)
     with open(disk, "wb") as fobj:
         fobj.truncate(16 << 20)
-    runner = cluster.Runner()
+    runner = noded_cluster.Runner()
     result = runner.call_instance_os_add("node1", _Instance(disk), False, 0)
     assert result.fail_msg is None, result.fail_msg
     with open(disk, "rb") as fobj:
@@ -113,19 +111,20 @@ def test_create_through_noded(cluster):
                for name in logs)
 
 
-def test_failure_through_noded_carries_log_tail(cluster):
-    node1 = cluster.nodes[0]
+def test_failure_through_noded_carries_log_tail(noded_cluster):
+    node1 = noded_cluster.nodes[0]
     os.makedirs(node1.root + "/srv/ganeti/file-storage/ro", exist_ok=True)
     instance = _Instance()
     instance["disks"][0]["mode"] = "ro"
-    result = cluster.Runner().call_instance_os_add("node1", instance, False,
-                                                   0)
+    result = noded_cluster.Runner().call_instance_os_add("node1", instance,
+                                                         False,
+                                                         0)
     assert "OS create script failed (exited with exit code 1)" in \
         result.fail_msg
     assert "disk 0 of inst1.example.test is read-only" in result.fail_msg
 
 
-def test_missing_os_on_node(cluster):
-    result = cluster.Runner().call_instance_os_add("node2", _Instance(),
-                                                   False, 0)
+def test_missing_os_on_node(noded_cluster):
+    result = noded_cluster.Runner().call_instance_os_add("node2", _Instance(),
+                                                         False, 0)
     assert "Directory for OS tinyimage not found" in result.fail_msg

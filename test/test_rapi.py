@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import ssl
 import time
 
@@ -680,3 +681,73 @@ def test_ganeti_rapi_client(rapi):
     with pytest.raises(rapi_client.GanetiApiError) as err:
         reader.CreateGroup("never")
     assert err.value.code == 403
+
+
+# Hostile input (issue 12) ----------------------------------------------------
+
+def _LogText(cluster: VirtualCluster) -> str:
+    text = []
+    for dirpath, _, names in os.walk(cluster.NodePath(pathutils.LOG_DIR)):
+        for name in names:
+            with open(os.path.join(dirpath, name), encoding="utf-8",
+                      errors="replace") as fobj:
+                text.append(fobj.read())
+    return "".join(text)
+
+
+def test_private_os_parameters_are_redacted(rapi):
+    """Neither an anonymous GET /2/jobs/N, gnt-job info, the job file nor a
+    log shows private or secret OS parameters."""
+    op = opcodes.OpInstanceReinstall(
+        instance_name="nosuch.example.test",
+        osparams_private={"pw": "hunter2-private"},
+        osparams_secret={"key": "hunter2-secret"})
+    job_id = int(rapi.cluster.Luxi().SubmitJob([op]))
+    assert rapi.WaitJob(job_id) == constants.JOB_STATUS_ERROR
+    status, _, job = rapi.Request("GET", "/2/jobs/%d" % job_id)
+    assert status == 200
+    assert job["ops"][0]["osparams_private"] == {"pw": constants.REDACTED}
+    assert job["ops"][0]["osparams_secret"] == {"key": constants.REDACTED}
+    info = rapi.cluster.Run("gnt-job", "info", str(job_id)).stdout
+    assert constants.REDACTED in info
+    with open(os.path.join(rapi.cluster.queue_dir, "job-%d" % job_id),
+              encoding="utf-8") as fobj:
+        job_file = fobj.read()
+    for text in (json.dumps(job), info, job_file, _LogText(rapi.cluster)):
+        assert "hunter2" not in text
+
+
+def test_hostile_json_is_a_client_error(rapi):
+    """Deep nesting and infinite numbers: 400 from RAPI, an encoded error
+    from LUXI, and no traceback in the logs."""
+    deep = b"[" * 5000 + b"]" * 5000
+    for body in (deep, b'{"name": 1e400}', b'{"name": NaN}'):
+        assert rapi.Error(400, "POST", "/2/groups", raw=body, headers={
+            "Content-Type": "application/json"}) == \
+            "Unable to parse JSON data"
+    for msg in (b'{"method": "QueryJobs", "args": ' + deep + b"}",
+                b'{"method": "QueryJobs", "args": [[1e400], []]}'):
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(30)
+            sock.connect(rapi.cluster.master_socket)
+            sock.sendall(msg + constants.LUXI_EOM)
+            answer = b""
+            while not answer.endswith(constants.LUXI_EOM):
+                chunk = sock.recv(65536)
+                assert chunk, "LUXI closed without a reply"
+                answer += chunk
+        reply = json.loads(answer[:-1])
+        assert reply["success"] is False
+    assert "Traceback" not in _LogText(rapi.cluster)
+
+
+def test_names_are_checked_at_the_opcode(rapi):
+    """A name that is a path never reaches the storage layer."""
+    for name in ("../../etc", "a/b", ".."):
+        message = rapi.Error(400, "POST", "/2/groups", {"name": name})
+        assert "group_name" in message
+    message = rapi.Error(400, "POST", "/2/instances", {
+        "__version__": 1, "instance_name": "../../etc", "mode": "create",
+        "disk_template": "file", "disks": [{"size": 64}], "nics": [],
+        "os_type": "debootstrap", "pnode": NODE2})
+    assert "instance_name" in message

@@ -11,32 +11,16 @@ import time
 import pycurl
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ganeti import constants, errors, pathutils, rpc_defs
+from ganeti import serializer, backend
+from ganeti.http import server as http_server
+from ganeti.rpc import client as rpc_client
+from ganeti.rpc import node as rpc_node
+from ganeti.utils import process, x509
 
-import testutils_node  # noqa: E402
+import testutils_node
 
-from ganeti import constants, errors, pathutils, rpc_defs  # noqa: E402
-from ganeti import serializer, backend  # noqa: E402
-from ganeti.http import server as http_server  # noqa: E402
-from ganeti.rpc import client as rpc_client  # noqa: E402
-from ganeti.rpc import node as rpc_node  # noqa: E402
-from ganeti.utils import process, x509  # noqa: E402
-
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with testutils_node.TestCluster(3) as test_cluster:
-        test_cluster.StartNoded()
-        yield test_cluster
-
-
-@pytest.fixture
-def runner(cluster):
-    rpc = cluster.Runner()
-    yield rpc
-    rpc.close()
+pytestmark = [pytest.mark.integration, pytest.mark.noded_cluster(nodes=3)]
 
 
 def _Names(cluster):
@@ -77,9 +61,9 @@ def test_rpc_defs_match_backend():
         assert callable(getattr(rpc_node.RpcRunner, "call_" + call.name))
 
 
-def test_version(cluster, runner):
-    results = runner.call_version(_Names(cluster))
-    assert set(results) == set(_Names(cluster))
+def test_version(noded_cluster, noded_runner):
+    results = noded_runner.call_version(_Names(noded_cluster))
+    assert set(results) == set(_Names(noded_cluster))
     for name, result in results.items():
         assert result.fail_msg is None, result.fail_msg
         assert result.payload == constants.PROTOCOL_VERSION
@@ -88,25 +72,25 @@ def test_version(cluster, runner):
         assert not result.offline
 
 
-def test_calls_run_in_parallel(cluster, runner):
+def test_calls_run_in_parallel(noded_cluster, noded_runner):
     start = time.monotonic()
-    results = runner.call_test_delay(_Names(cluster), 0.6)
+    results = noded_runner.call_test_delay(_Names(noded_cluster), 0.6)
     elapsed = time.monotonic() - start
     assert all(res.fail_msg is None for res in results.values())
-    assert 0.6 <= elapsed < 0.6 * len(cluster.nodes)
+    assert 0.6 <= elapsed < 0.6 * len(noded_cluster.nodes)
 
 
-def test_offline_node_not_contacted(cluster):
+def test_offline_node_not_contacted(noded_cluster):
     trap = socket.socket()
-    trap.bind((testutils_node.RandomLoopbackAddress(), cluster.port))
+    trap.bind((testutils_node.RandomLoopbackAddress(), noded_cluster.port))
     trap.listen(5)
     trap.setblocking(False)
-    node = cluster.nodes[0]
+    node = noded_cluster.nodes[0]
     rpc = rpc_node.RpcRunner(
         rpc_node.StaticResolver({node.name: node.ip,
                                  "down": trap.getsockname()[0]},
                                 offline=["down"]),
-        cert_file=cluster.cert_file, port=cluster.port)
+        cert_file=noded_cluster.cert_file, port=noded_cluster.port)
     try:
         results = rpc.call_version([node.name, "down"])
     finally:
@@ -120,18 +104,18 @@ def test_offline_node_not_contacted(cluster):
     trap.close()
 
 
-def test_unknown_node_address(runner):
-    result = runner.call_version(["no-such-node"])["no-such-node"]
+def test_unknown_node_address(noded_runner):
+    result = noded_runner.call_version(["no-such-node"])["no-such-node"]
     assert not result.offline
     assert "No address" in result.fail_msg
 
 
-def test_single_node_call_and_raise(cluster, runner):
-    node = cluster.nodes[0]
-    result = runner.call_jobqueue_purge(node.name)
+def test_single_node_call_and_raise(noded_cluster, noded_runner):
+    node = noded_cluster.nodes[0]
+    result = noded_runner.call_jobqueue_purge(node.name)
     assert isinstance(result, rpc_client.RpcResult)
     result.Raise("purge")
-    bad = runner.call_test_delay([node.name], -1)[node.name]
+    bad = noded_runner.call_test_delay([node.name], -1)[node.name]
     with pytest.raises(errors.OpExecError, match="^delay: Invalid sleep"):
         bad.Raise("delay")
     with pytest.raises(errors.OpPrereqError) as err:
@@ -139,82 +123,85 @@ def test_single_node_call_and_raise(cluster, runner):
     assert err.value.args[1] == errors.ECODE_INVAL
 
 
-def test_multi_call_needs_list(runner):
+def test_multi_call_needs_list(noded_runner):
     with pytest.raises(errors.ProgrammerError):
-        runner.call_version("node1")
+        noded_runner.call_version("node1")
     with pytest.raises(TypeError):
-        runner.call_test_delay(["node1"])
+        noded_runner.call_test_delay(["node1"])
 
 
-def test_client_with_other_cert_rejected(cluster, tmp_path):
+def test_client_with_other_cert_rejected(noded_cluster, tmp_path):
     other = str(tmp_path / "other.pem")
     x509.GenerateSelfSignedSslCert(other, validity_days=1)
-    node = cluster.nodes[0]
+    node = noded_cluster.nodes[0]
     body = serializer.DumpJsonBytes([True])
     drain_file = node.Path(pathutils.JOB_QUEUE_DRAIN_FILE)
     for cert in (other, None):
-        code, status, _ = _RawPost(cluster, node, "jobqueue_set_drain_flag",
+        code, status, _ = _RawPost(noded_cluster, node,
+                                   "jobqueue_set_drain_flag",
                                    body, cert_file=cert)
         assert code != 0 and status in (None, 0)
         assert not os.path.exists(drain_file)
     # The right certificate gets through with the same request
-    code, status, answer = _RawPost(cluster, node, "jobqueue_set_drain_flag",
-                                    body, cert_file=cluster.cert_file)
+    code, status, answer = _RawPost(noded_cluster, node,
+                                    "jobqueue_set_drain_flag",
+                                    body, cert_file=noded_cluster.cert_file)
     assert (code, status) == (0, 200)
     assert serializer.LoadJson(answer) == [True, None]
     assert os.path.exists(drain_file)
     os.unlink(drain_file)
 
 
-def test_runner_with_other_cert_fails(cluster, tmp_path):
+def test_runner_with_other_cert_fails(noded_cluster, tmp_path):
     other = str(tmp_path / "other.pem")
     x509.GenerateSelfSignedSslCert(other, validity_days=1)
-    rpc = cluster.Runner(cert_file=other)
+    rpc = noded_cluster.Runner(cert_file=other)
     try:
-        results = rpc.call_version(_Names(cluster))
+        results = rpc.call_version(_Names(noded_cluster))
     finally:
         rpc.close()
     for result in results.values():
         assert result.fail_msg and "Error while talking" in result.fail_msg
 
 
-def test_timeout(cluster, runner):
-    node = cluster.nodes[1]
+def test_timeout(noded_cluster, noded_runner):
+    node = noded_cluster.nodes[1]
     start = time.monotonic()
-    result = runner.CallProcedure("test_delay", [node.name], [3],
-                                  read_timeout=0.3)[node.name]
+    result = noded_runner.CallProcedure("test_delay", [node.name], [3],
+                                        read_timeout=0.3)[node.name]
     assert time.monotonic() - start < 1.5
     assert "timed out" in result.fail_msg
     assert node.name in result.fail_msg
 
 
-def test_unknown_procedure(cluster, runner):
-    node = cluster.nodes[0]
-    results = runner.client.Call("no_such_procedure",
-                                 [(node.name, node.name, node.ip, False)],
-                                 cluster.port, b"[]", 10)
+def test_unknown_procedure(noded_cluster, noded_runner):
+    node = noded_cluster.nodes[0]
+    results = noded_runner.client.Call(
+        "no_such_procedure", [(node.name, node.name, node.ip, False)],
+        noded_cluster.port, b"[]", 10)
     assert "HTTP 404" in results[node.name].fail_msg
     with pytest.raises(errors.ProgrammerError):
-        runner.CallProcedure("no_such_procedure", [node.name], [])
+        noded_runner.CallProcedure("no_such_procedure", [node.name], [])
 
 
-def test_wrong_argument_count(cluster, runner):
-    node = cluster.nodes[0]
-    results = runner.client.Call("version",
-                                 [(node.name, node.name, node.ip, False)],
-                                 cluster.port, b"[1, 2]", 10)
+def test_wrong_argument_count(noded_cluster, noded_runner):
+    node = noded_cluster.nodes[0]
+    results = noded_runner.client.Call(
+        "version", [(node.name, node.name, node.ip, False)],
+        noded_cluster.port, b"[1, 2]", 10)
     assert "takes 0 arguments" in results[node.name].fail_msg
 
 
-def test_upload_file_whitelist(cluster, runner):
-    node = cluster.nodes[0]
-    result = runner.call_upload_file([node.name], "/etc/passwd", "evil",
-                                     0o644)[node.name]
+def test_upload_file_whitelist(noded_cluster, noded_runner):
+    node = noded_cluster.nodes[0]
+    result = noded_runner.call_upload_file([node.name], "/etc/passwd", "evil",
+                                           0o644)[node.name]
     assert "Refusing to write /etc/passwd" in result.fail_msg
     assert not os.path.exists(node.root + "/etc/passwd")
     users = pathutils.RAPI_USERS_FILE
-    result = runner.call_upload_file([node.name], users, "admin secret write",
-                                     0o640)[node.name]
+    result = noded_runner.call_upload_file([node.name], users,
+                                           "admin secret write",
+                                           0o640)[node.name]
     assert result.fail_msg is None
     local = node.Path(users)
     with open(local, encoding="utf-8") as fobj:
@@ -222,27 +209,28 @@ def test_upload_file_whitelist(cluster, runner):
     assert stat.S_IMODE(os.stat(local).st_mode) == 0o640
 
 
-def test_jobqueue_update_refuses_traversal(cluster, runner):
-    node = cluster.nodes[0]
+def test_jobqueue_update_refuses_traversal(noded_cluster, noded_runner):
+    node = noded_cluster.nodes[0]
     for vpath in (pathutils.QUEUE_DIR + "/../../../../etc/passwd",
                   pathutils.QUEUE_DIR + "/../config.data",
                   pathutils.QUEUE_DIR, "relative/job-1"):
-        result = runner.call_jobqueue_update([node.name], vpath,
-                                             "x")[node.name]
+        result = noded_runner.call_jobqueue_update([node.name], vpath,
+                                                   "x")[node.name]
         assert "Refusing" in result.fail_msg or "Invalid path" in \
             result.fail_msg, result.fail_msg
     assert not os.path.exists(node.root + "/etc/passwd")
     assert not os.path.exists(node.Path(pathutils.CLUSTER_CONF_FILE))
 
 
-def test_jobqueue_procedures(cluster, runner):
-    names = _Names(cluster)
+def test_jobqueue_procedures(noded_cluster, noded_runner):
+    names = _Names(noded_cluster)
     job = pathutils.JobFileName(17)
     big = "".join("line %d\n" % i for i in range(2000))
-    results = runner.call_jobqueue_update(names, job, big)
+    results = noded_runner.call_jobqueue_update(names, job, big)
     assert all(res.fail_msg is None for res in results.values())
-    runner.call_jobqueue_update(names, pathutils.JOB_QUEUE_SERIAL_FILE, "17")
-    for node in cluster.nodes:
+    noded_runner.call_jobqueue_update(names, pathutils.JOB_QUEUE_SERIAL_FILE,
+                                      "17")
+    for node in noded_cluster.nodes:
         local = node.Path(job)
         with open(local, encoding="utf-8") as fobj:
             assert fobj.read() == big
@@ -250,48 +238,49 @@ def test_jobqueue_procedures(cluster, runner):
             constants.JOB_QUEUE_FILES_PERMS
 
     archived = pathutils.JobFileName(17, archived=True)
-    results = runner.call_jobqueue_rename(names, [[job, archived]])
+    results = noded_runner.call_jobqueue_rename(names, [[job, archived]])
     assert all(res.fail_msg is None for res in results.values())
-    node = cluster.nodes[0]
+    node = noded_cluster.nodes[0]
     assert os.path.exists(node.Path(archived))
     assert not os.path.exists(node.Path(job))
-    result = runner.call_jobqueue_rename([node.name],
-                                         [[archived, "/etc/x"]])[node.name]
+    result = noded_runner.call_jobqueue_rename(
+        [node.name], [[archived, "/etc/x"]])[node.name]
     assert "Refusing" in result.fail_msg
 
     lock = node.Path(pathutils.JOB_QUEUE_LOCK_FILE)
     open(lock, "w", encoding="ascii").close()
-    assert runner.call_jobqueue_purge(node.name).fail_msg is None
+    assert noded_runner.call_jobqueue_purge(node.name).fail_msg is None
     assert sorted(os.listdir(node.Path(pathutils.QUEUE_DIR))) == \
         ["archive", "lock"]
     assert os.listdir(node.Path(pathutils.JOB_QUEUE_ARCHIVE_DIR)) == []
 
     drain = node.Path(pathutils.JOB_QUEUE_DRAIN_FILE)
-    runner.call_jobqueue_set_drain_flag([node.name], True)
+    noded_runner.call_jobqueue_set_drain_flag([node.name], True)
     assert os.path.exists(drain)
-    runner.call_jobqueue_set_drain_flag([node.name], False)
+    noded_runner.call_jobqueue_set_drain_flag([node.name], False)
     assert not os.path.exists(drain)
 
 
-def test_write_ssconf_files(cluster, runner):
-    node = cluster.nodes[2]
+def test_write_ssconf_files(noded_cluster, noded_runner):
+    node = noded_cluster.nodes[2]
     values = {"cluster_name": "cluster.example.test",
               "node_list": "node1\nnode2\n"}
-    result = runner.call_write_ssconf_files([node.name], values)[node.name]
+    result = noded_runner.call_write_ssconf_files([node.name],
+                                                  values)[node.name]
     assert result.fail_msg is None
     for key, value in values.items():
         with open(node.Path(pathutils.SsconfFileName(key)),
                   encoding="utf-8") as fobj:
             assert fobj.read() == value
-    result = runner.call_write_ssconf_files(
+    result = noded_runner.call_write_ssconf_files(
         [node.name], {"ok_key": "x", "../evil": "y"})[node.name]
     assert "Invalid ssconf key" in result.fail_msg
     assert not os.path.exists(node.Path(pathutils.SsconfFileName("ok_key")))
 
 
-def test_node_info(cluster, runner):
-    node = cluster.nodes[0]
-    result = runner.call_node_info([node.name], [], [constants.HT_FAKE])
+def test_node_info(noded_cluster, noded_runner):
+    node = noded_cluster.nodes[0]
+    result = noded_runner.call_node_info([node.name], [], [constants.HT_FAKE])
     info = result[node.name].payload
     assert info["name"] == node.name
     assert info["memory_total"] > 0 and info["memory_free"] >= 0
@@ -301,30 +290,31 @@ def test_node_info(cluster, runner):
     storage = info["storage"][0]
     assert storage["name"] == pathutils.DEFAULT_FILE_STORAGE_DIR
     os.makedirs(node.Path(pathutils.DEFAULT_FILE_STORAGE_DIR), exist_ok=True)
-    storage = runner.call_node_info([node.name], [], [])[node.name] \
+    storage = noded_runner.call_node_info([node.name], [], [])[node.name] \
         .payload["storage"][0]
     assert storage["storage_size"] > 0 and storage["storage_free"] >= 0
-    bad = runner.call_node_info([node.name], [], ["xen"])[node.name]
+    bad = noded_runner.call_node_info([node.name], [], ["xen"])[node.name]
     assert "Unknown hypervisor" in bad.fail_msg
 
 
-def test_keepalive_reuses_connections(cluster):
-    rpc = cluster.Runner()
+def test_keepalive_reuses_connections(noded_cluster):
+    rpc = noded_cluster.Runner()
     try:
         for _ in range(5):
-            results = rpc.call_version(_Names(cluster))
+            results = rpc.call_version(_Names(noded_cluster))
             assert all(res.fail_msg is None for res in results.values())
-        assert rpc.client.connections_opened == len(cluster.nodes)
+        assert rpc.client.connections_opened == len(noded_cluster.nodes)
     finally:
         rpc.close()
 
 
-def test_concurrent_threads(cluster, runner):
+def test_concurrent_threads(noded_cluster, noded_runner):
     failures = []
 
     def _Worker():
         for _ in range(10):
-            for res in runner.call_version(_Names(cluster)).values():
+            results = noded_runner.call_version(_Names(noded_cluster))
+            for res in results.values():
                 if res.payload != constants.PROTOCOL_VERSION:
                     failures.append(res.fail_msg)
 
@@ -336,8 +326,8 @@ def test_concurrent_threads(cluster, runner):
     assert failures == []
 
 
-def test_pid_file_lock_refuses_second_noded(cluster):
-    node = cluster.nodes[0]
+def test_pid_file_lock_refuses_second_noded(noded_cluster):
+    node = noded_cluster.nodes[0]
     pid = node.NodedPid()
     result = node.Run([sys.executable, testutils_node.NODED, "-p",
                        str(testutils_node.RandomPort())])
@@ -394,7 +384,7 @@ def test_daemon_util():
             constants.EXIT_USAGE
 
 
-def test_client_verifies_server_certificate(cluster, tmp_path):
+def test_client_verifies_server_certificate(noded_cluster, tmp_path):
     other = str(tmp_path / "other.pem")
     x509.GenerateSelfSignedSslCert(other, validity_days=1)
     # A server that accepts any client but has a foreign certificate
@@ -403,7 +393,7 @@ def test_client_verifies_server_certificate(cluster, tmp_path):
         ssl_cert_file=other)
     srv.start()
     try:
-        client = rpc_client.RpcClient(cluster.cert_file)
+        client = rpc_client.RpcClient(noded_cluster.cert_file)
         result = client.Call("version", [("n", "n", "127.0.0.1", False)],
                              srv.server_address[1], b"[]", 5)["n"]
         client.close()
@@ -430,3 +420,34 @@ def test_stopped_noded_children_stop_serving():
                 pycurl.E_COULDNT_CONNECT in result.fail_msg
         finally:
             rpc.close()
+
+
+def test_hostile_json_bodies_are_client_errors(noded_cluster, noded_runner):
+    """Nesting thousands deep and infinite numbers: a 400, not a 500."""
+    node = noded_cluster.nodes[0]
+    for body in (b"[" * 5000 + b"]" * 5000, b"[1e400]", b"[NaN]"):
+        results = noded_runner.client.Call(
+            "version", [(node.name, node.name, node.ip, False)],
+            noded_cluster.port, body, 10)
+        assert "HTTP 400" in results[node.name].fail_msg, body[:20]
+
+
+def test_upload_file_keeps_config_private(noded_cluster, noded_runner):
+    """config.data holds private OS parameters: 0600 whatever is asked."""
+    node = noded_cluster.nodes[0]
+    local = node.Path(pathutils.CLUSTER_CONF_FILE)
+    existed = os.path.exists(local)
+    old = open(local, "rb").read() if existed else None
+    try:
+        result = noded_runner.call_upload_file(
+            [node.name], pathutils.CLUSTER_CONF_FILE, "{}",
+            0o644)[node.name]
+        assert result.fail_msg is None
+        assert stat.S_IMODE(os.stat(local).st_mode) == 0o600
+        assert constants.CONFIG_FILE_MODE == 0o600
+    finally:
+        if existed:
+            with open(local, "wb") as fobj:
+                fobj.write(old)
+        else:
+            os.unlink(local)

@@ -6,7 +6,8 @@ does to the config and locks and record what it would push to nodes. RPCs
 to nodes go to ``FakeRpc``, which records them and answers as told.
 """
 
-from ganeti import constants, locking, mcpu, objects
+from ganeti import constants, locking, mcpu, objects, rpc_defs
+from ganeti.rpc import node as rpc_node
 from ganeti.rpc.client import RpcResult
 
 from testutils_config import MakeConfig
@@ -20,57 +21,53 @@ def Failed(call, node, msg="connection refused"):
     return RpcResult(data=msg, failed=True, call=call, node=node)
 
 
-class FakeRpc:
+class FakeRpc(rpc_node.RpcRunner):
     """The context's RPC runner: records calls, answers from ``answers``.
 
+    Every ``call_<name>`` of rpc_defs exists, with the real runner's
+    signature (it is inherited); only the transport is replaced, so a new
+    RPC procedure needs nothing here. A call is recorded in ``calls`` as
+    ``(procedure, node, *args)`` for a single-node call and ``(procedure,
+    (node, ...), *args)`` for a multi-node one, with the arguments as the
+    LU passed them.
+
     ``answers[(procedure, node)]`` is a payload, or an RpcResult to return
-    as is; other calls succeed with a None payload. Nodes are whatever the
-    LU passed (UUIDs, as with the real resolver).
+    as is; other calls succeed with the procedure's default payload (see
+    ``_DEFAULT_PAYLOADS``; None for most). Nodes are whatever the LU passed
+    (UUIDs, as with the real resolver, or names of nodes being added); an
+    offline node answers offline.
     """
 
+    # hooks_runner: nodes run no scripts unless told otherwise
+    _DEFAULT_PAYLOADS = {"hooks_runner": []}
+
     def __init__(self, cfg):
+        # No resolver, port or client: nothing is sent
         self.cfg = cfg
         self.calls = []
         self.answers = {}
 
+    def close(self):
+        pass
+
+    def CallProcedure(self, procedure, nodes, args, read_timeout=None):
+        call = rpc_defs.CALLS_BY_NAME[procedure]
+        nodes = list(nodes)
+        target = nodes[0] if call.kind == rpc_defs.CALL_SINGLE \
+            else tuple(nodes)
+        self.calls.append((procedure, target) + tuple(args))
+        return {node: self._Answer(procedure, node) for node in nodes}
+
     def _Answer(self, procedure, node):
-        name = self.cfg.GetNodeInfo(node).name
-        answer = self.answers.get((procedure, node))
+        answer = self.answers.get((procedure, node),
+                                  self._DEFAULT_PAYLOADS.get(procedure))
         if isinstance(answer, RpcResult):
             return answer
-        if self.cfg.GetNodeInfo(node).offline:
+        info = self.cfg.GetNodeInfo(self.cfg.ExpandNodeName(node) or node)
+        name = info.name if info is not None else node
+        if info is not None and info.offline:
             return RpcResult(offline=True, call=procedure, node=name)
         return Ok(procedure, name, answer)
-
-    def call_node_demote_from_mc(self, node):
-        self.calls.append(("node_demote_from_mc", node))
-        return self._Answer("node_demote_from_mc", node)
-
-    def call_node_info(self, node_list, storage_dirs, hv_names):
-        self.calls.append(("node_info", tuple(node_list)))
-        return {node: self._Answer("node_info", node) for node in node_list}
-
-    def call_hooks_runner(self, node_list, hpath, phase, env):
-        """Nodes run no scripts unless ``answers[("hooks_runner", node)]``
-        lists results; nodes may be given by name (a node being added)."""
-        self.calls.append(("hooks_runner", tuple(node_list), hpath, phase,
-                           env))
-        result = {}
-        for node in node_list:
-            uuid = self.cfg.ExpandNodeName(node) or node
-            answer = self.answers.get(("hooks_runner", node), [])
-            if isinstance(answer, RpcResult):
-                result[node] = answer
-            elif self.cfg.GetNodeInfo(uuid) is not None and \
-                    self.cfg.GetNodeInfo(uuid).offline:
-                result[node] = RpcResult(offline=True, call="hooks_runner",
-                                         node=node)
-            else:
-                result[node] = Ok("hooks_runner",
-                                  self.cfg.GetNodeNames([uuid])[0]
-                                  if self.cfg.GetNodeInfo(uuid) else node,
-                                  answer)
-        return result
 
 
 class FakeDirectRunner:

@@ -136,19 +136,6 @@ def TinyImageDisk(path: str, name: str, size_mib: int = 32) -> None:
                    check=True, capture_output=True)
 
 
-@pytest.fixture
-def guest_env():
-    """A KVM hypervisor in a short root; every QEMU killed at the end."""
-    vmlinux, initrd = RequireGuest()
-    root = GuestRoot()
-    kvm = hv_kvm.KVMHypervisor(root_dir=os.path.join(root, "kvm"))
-    try:
-        yield kvm, root, vmlinux, initrd
-    finally:
-        KillGuests(kvm)
-        shutil.rmtree(root, ignore_errors=True)
-
-
 def WaitFor(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

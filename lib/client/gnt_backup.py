@@ -1,5 +1,5 @@
-"""gnt-backup: export instances, import them again, list and remove
-exports."""
+"""Ganeti instance import/export: export instances, import them again,
+list and remove exports."""
 
 from typing import Any
 

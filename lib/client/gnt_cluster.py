@@ -1,15 +1,15 @@
-"""gnt-cluster: cluster-wide administration."""
+"""Ganeti cluster administration: cluster-wide commands."""
 
 import os
 import stat
 import sys
 from typing import Any
 
-from ganeti import (backend, bootstrap, cli, constants, errors, hypervisor,
-                    objects, opcodes, serializer, ssconf)
+from ganeti import (backend, bootstrap, cli, constants, errors, objects,
+                    opcodes, serializer, ssconf)
 from ganeti.cli_opts import (
     ArgChoice, ArgCommand, ArgFile, ArgUnknown, CONFIRM_OPT,
-    NODE_LIST_OPT, VERBOSE_OPT, OpcodeOption, SplitKeyVal,
+    NODE_LIST_OPT, VERBOSE_OPT, OpcodeOption, ParamsOption, SplitKeyVal,
     PRIORITY_OPT, DRY_RUN_OPT, SUBMIT_OPT, PRINT_JOBID_OPT, TAG_SRC_OPT,
     YES_DOIT_OPT, cli_option)
 from ganeti.rpc import node as rpc_node
@@ -44,29 +44,14 @@ MAINTAIN_NODE_HEALTH_OPT = OpcodeOption(_SetParams, "maintain_node_health",
                                         type="bool", action="store")
 DEFAULT_IALLOCATOR_OPT = OpcodeOption(_SetParams, "default_iallocator",
                                       "--default-iallocator")
-NICPARAMS_OPT = OpcodeOption(_SetParams, "nicparams", "-N",
-                             "--nic-parameters", default={})
-NDPARAMS_OPT = OpcodeOption(_SetParams, "ndparams", "--node-parameters",
-                            default={})
+NICPARAMS_OPT = ParamsOption(_SetParams, "nicparams", "nic")
+NDPARAMS_OPT = ParamsOption(_SetParams, "ndparams", "node")
 DEFAULT_HV_OPT = OpcodeOption(_SetParams, "default_hypervisor",
                               "--default-hypervisor")
-# -H with the parameters of each hypervisor in the help, from their tables;
 # --hypervisor-defaults and --defaults are design-2.0's names
-HVPARAMS_OPT = cli_option(
-    "-H", "--hypervisor-parameters", "--hypervisor-defaults",
-    dest="hvparams", type="identkeyval", action="append", default=[],
-    metavar="HV:PARAM=VALUE,...",
-    help="Hypervisor parameters, hypervisor:param=value,... (\"default\" or"
-    " -param resets a parameter). %s" % " ".join(
-        "Parameters of %s: %s." % (name,
-                                   hypervisor.GetHypervisorClass(name)
-                                   .ParameterHelp())
-        for name in hypervisor.GetHypervisorNames()))
-BEPARAMS_OPT = cli_option("-B", "--backend-parameters", "--defaults",
-                          dest="beparams", type="keyval", default={},
-                          metavar="PARAM=VALUE,...",
-                          help="Backend parameters (%s)" % ", ".join(
-                              sorted(objects.BE_PARAMETERS)))
+HVPARAMS_OPT = ParamsOption(_SetParams, "hvparams", "hypervisor",
+                            "--hypervisor-defaults")
+BEPARAMS_OPT = ParamsOption(_SetParams, "beparams", "backend", "--defaults")
 IPOLICY_BOUNDS_OPT = cli_option(
     "--ipolicy-bounds-specs", dest="ipolicy_bounds_specs", default=None,
     metavar="min:SPEC=N,...//max:SPEC=N,...",

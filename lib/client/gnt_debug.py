@@ -1,4 +1,5 @@
-"""gnt-debug: tools for testing and debugging the cluster."""
+"""Ganeti debugging and testing commands: tools for testing and debugging
+the cluster."""
 
 import time
 from typing import Any

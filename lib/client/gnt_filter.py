@@ -1,4 +1,5 @@
-"""gnt-filter: manage the job queue's filter rules (design-optables).
+"""Ganeti job filter rule administration: the job queue's filter rules
+(design-optables).
 
 The commands talk to the master daemon directly (QueryFilters,
 ReplaceFilter, DeleteFilter) instead of submitting jobs, so that rules can

@@ -1,4 +1,5 @@
-"""gnt-group: add, remove, rename, list and change node groups."""
+"""Ganeti node group administration: add, remove, rename, list and change
+node groups."""
 
 from typing import Any
 
@@ -6,7 +7,8 @@ from ganeti import cli, constants, opcodes
 from ganeti.cli_opts import (
     ARGS_MANY_GROUPS, ARGS_ONE_GROUP, ArgGroup, ArgNode, ArgUnknown,
     DRY_RUN_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, NOHDR_OPT,
-    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SUBMIT_OPT,
+    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, ParamsOption, SEP_OPT,
+    SUBMIT_OPT,
     TAG_SRC_OPT, VERBOSE_OPT)
 
 _SetParams = opcodes.OpGroupSetParams
@@ -22,12 +24,8 @@ ALLOC_POLICY_OPT = OpcodeOption(_SetParams, "alloc_policy", "--alloc-policy",
                                 type="choice",
                                 choices=list(constants.VALID_ALLOC_POLICIES),
                                 metavar="<policy>")
-NDPARAMS_OPT = OpcodeOption(_SetParams, "ndparams", "--node-parameters",
-                            default={})
-DISKPARAMS_OPT = OpcodeOption(_SetParams, "diskparams", "-D",
-                              "--disk-parameters", type="identkeyval",
-                              action="append", default=[],
-                              metavar="TEMPLATE:KEY=VALUE,...")
+NDPARAMS_OPT = ParamsOption(_SetParams, "ndparams", "node")
+DISKPARAMS_OPT = ParamsOption(_SetParams, "diskparams", "disk")
 
 _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
 

@@ -1,19 +1,21 @@
-"""gnt-instance: create, remove, start, stop, reboot, list and show
-instances."""
+"""Ganeti instance administration: create, remove, start, stop, reboot,
+list and show instances."""
 
 import shlex
 from typing import Any
 
 from ganeti import cli, constants, errors, opcodes
+from ganeti.parameters.hypervisors import HVC_GLOBALS
 from ganeti.cli_opts import (
     ALL_OPT, ARGS_MANY_INSTANCES, ARGS_ONE_INSTANCE, ArgInstance, ArgUnknown,
     BACKEND_OPT, DISK_OPT, DISK_TEMPLATE_OPT, DRY_RUN_OPT, DST_NODE_OPT,
     COMPRESS_OPT, SINGLE_NODE_OPT,
-    FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, HVOPTS_OPT, HYPERVISOR_OPT,
+    FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, HYPERVISOR_OPT,
     IALLOCATOR_OPT, IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
     MigrationModeFromOpts, NET_OPT, NODE_PLACEMENT_OPT, NOHDR_OPT, NONLIVE_OPT,
     NORUNTIME_CHGS_OPT, NWSYNC_OPT, OSPARAMS_OPT, OSPARAMS_PRIVATE_OPT, OS_OPT,
-    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, ParseUnit, SEP_OPT,
+    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, ParamsOption, ParseUnit,
+    SEP_OPT,
     SHUTDOWN_TIMEOUT_OPT, SUBMIT_OPT, TAG_SRC_OPT, TO_GROUP_OPT, UNITS_OPT,
     VERBOSE_OPT, cli_option)
 
@@ -53,10 +55,12 @@ NOREMEMBER_OPT = OpcodeOption(_Startup, "no_remember", "--no-remember")
 STARTUP_PAUSED_OPT = OpcodeOption(_Startup, "startup_paused", "--paused")
 SHUTDOWN_TIMEOUT_STOP_OPT = OpcodeOption(_Shutdown, "timeout", "--timeout",
                                          metavar="<SECONDS>")
-REBOOT_TYPE_OPT = cli_option(
-    "-t", "--type", dest="reboot_type", default=constants.INSTANCE_REBOOT_HARD,
-    choices=sorted(constants.REBOOT_TYPES), metavar="<REBOOT>",
-    help="Type of reboot: soft/hard/full")
+STARTUP_HVPARAMS_OPT = ParamsOption(_Startup, "hvparams", "hypervisor",
+                                    per_ident=False, exclude=HVC_GLOBALS)
+STARTUP_BEPARAMS_OPT = ParamsOption(_Startup, "beparams", "backend")
+REBOOT_TYPE_OPT = OpcodeOption(_Reboot, "reboot_type", "-t", "--type",
+                               default=constants.INSTANCE_REBOOT_HARD,
+                               metavar="<REBOOT>")
 IGNORE_SECONDARIES_OPT = OpcodeOption(_Reboot, "ignore_secondaries",
                                       "--ignore-secondaries")
 IGNORE_FAILURES_OPT = OpcodeOption(_Remove, "ignore_failures",
@@ -283,17 +287,17 @@ def GrowDisk(opts: Any, args: list[str]) -> int:
     """Grow disk DISK of an instance by (or, --absolute, to) AMOUNT."""
     instance, disk, amount = args
     try:
-        disk = int(disk)
+        disk_index = int(disk)
     except ValueError as err:
         raise errors.OpPrereqError("Invalid disk index: %s" % err,
                                    errors.ECODE_INVAL) from None
     try:
-        amount = ParseUnit(amount)
+        size = ParseUnit(amount)
     except errors.UnitParseError:
         raise errors.OpPrereqError("Can't parse the given amount '%s'" %
                                    amount, errors.ECODE_INVAL) from None
-    op = opcodes.OpInstanceGrowDisk(instance_name=instance, disk=disk,
-                                    amount=amount,
+    op = opcodes.OpInstanceGrowDisk(instance_name=instance, disk=disk_index,
+                                    amount=size,
                                     wait_for_sync=opts.wait_for_sync,
                                     absolute=opts.absolute,
                                     ignore_ipolicy=opts.ignore_ipolicy)
@@ -314,6 +318,9 @@ ONLINE_INST_OPT = cli_option("--online", dest="online_inst", default=False,
 RUNTIME_MEM_OPT = OpcodeOption(_SetParams, "runtime_mem", "-m",
                                "--runtime-memory", type="unit",
                                metavar="<size>")
+MODIFY_HVPARAMS_OPT = ParamsOption(_SetParams, "hvparams", "hypervisor",
+                                   per_ident=False, exclude=HVC_GLOBALS)
+MODIFY_BEPARAMS_OPT = ParamsOption(_SetParams, "beparams", "backend")
 NEW_PRIMARY_OPT = OpcodeOption(_SetParams, "pnode", "--new-primary",
                                metavar="<node>")
 _DEVICE_ACTIONS = (constants.DDM_ADD, constants.DDM_MODIFY,
@@ -725,8 +732,9 @@ commands = {
                "[-f] <instance-name>",
                "Shuts down the instance and removes it"),
     "startup": (StartupInstance, ARGS_MANY_INSTANCES,
-                [FORCE_OPT, IGNORE_OFFLINE_OPT, HVOPTS_OPT, BACKEND_OPT,
-                 NOREMEMBER_OPT, STARTUP_PAUSED_OPT] + _JOB_OPTS,
+                [FORCE_OPT, IGNORE_OFFLINE_OPT, STARTUP_HVPARAMS_OPT,
+                 STARTUP_BEPARAMS_OPT, NOREMEMBER_OPT, STARTUP_PAUSED_OPT] +
+                _JOB_OPTS,
                 "<instance-name>...", "Starts one or more instances"),
     "shutdown": (ShutdownInstance, ARGS_MANY_INSTANCES,
                  [FORCE_OPT, IGNORE_OFFLINE_OPT, SHUTDOWN_TIMEOUT_STOP_OPT,
@@ -759,7 +767,8 @@ commands = {
                   " <size>",
                   "Grow an instance's disk"),
     "modify": (SetInstanceParams, ARGS_ONE_INSTANCE,
-               [BACKEND_OPT, DISK_OPT, FORCE_OPT, HVOPTS_OPT, NET_OPT,
+               [MODIFY_BEPARAMS_OPT, DISK_OPT, FORCE_OPT,
+                MODIFY_HVPARAMS_OPT, NET_OPT,
                 OS_OPT, FORCE_VARIANT_OPT, OSPARAMS_OPT, OFFLINE_INST_OPT,
                 ONLINE_INST_OPT, IGNORE_IPOLICY_OPT, RUNTIME_MEM_OPT,
                 NEW_PRIMARY_OPT] + _JOB_OPTS,

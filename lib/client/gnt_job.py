@@ -1,4 +1,5 @@
-"""gnt-job: inspect and manage jobs in the queue."""
+"""Ganeti job queue administration: inspect and manage jobs in the
+queue."""
 
 from typing import Any, Callable
 
@@ -49,7 +50,7 @@ def _FormatTimestamps(value: list) -> str:
     return ", ".join(cli.FormatTimestamp(ts) for ts in value)
 
 
-_JOB_LIST_FORMAT = {
+_JOB_LIST_FORMAT: dict[str, tuple[Callable[[Any], str], bool]] = {
     "summary": (_FormatSummary, False),
     "waiting_for": (lambda value: value or "-", False),
 }
@@ -169,7 +170,7 @@ def ChangePriority(opts: Any, args: list[str]) -> int:
     if opts.priority is None:
         cli.ToStderr("--priority option must be given.")
         return constants.EXIT_FAILURE
-    priority = constants.OP_PRIO_NAMES[opts.priority]
+    priority = opts.priority
     return _MultiJobAction(opts, args, None,
                            "Change priority of job(s) listed above?",
                            lambda cl, job_id: cl.ChangeJobPriority(job_id,

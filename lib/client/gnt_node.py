@@ -1,4 +1,4 @@
-"""gnt-node: add, remove, list and change nodes."""
+"""Ganeti node administration: add, remove, list and change nodes."""
 
 from typing import Any
 
@@ -9,8 +9,8 @@ from ganeti.cli_opts import (
     FORCE_FILTER_OPT, FORCE_OPT,
     IALLOCATOR_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
     MigrationModeFromOpts, NOHDR_OPT, NONLIVE_OPT, NORUNTIME_CHGS_OPT,
-    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SUBMIT_OPT,
-    TAG_SRC_OPT, UNITS_OPT, VERBOSE_OPT, cli_option)
+    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, ParamsOption, SEP_OPT,
+    SUBMIT_OPT, TAG_SRC_OPT, UNITS_OPT, VERBOSE_OPT, cli_option)
 
 _Add = opcodes.OpNodeAdd
 _SetParams = opcodes.OpNodeSetParams
@@ -31,8 +31,7 @@ READD_OPT = OpcodeOption(_Add, "readd", "--readd")
 NODEGROUP_OPT = OpcodeOption(_Add, "group", "-g", "--node-group",
                              metavar="GROUP")
 JOIN_KEY_OPT = OpcodeOption(_Add, "join_key", "--join-key", metavar="KEY")
-ADD_NDPARAMS_OPT = OpcodeOption(_Add, "ndparams", "--node-parameters",
-                                default={})
+ADD_NDPARAMS_OPT = ParamsOption(_Add, "ndparams", "node")
 CAPAB_MASTER_OPT = OpcodeOption(_SetParams, "master_capable",
                                 "--master-capable", type="bool",
                                 action="store", metavar=_YES_NO)
@@ -49,8 +48,7 @@ AUTO_PROMOTE_OPT = OpcodeOption(_SetParams, "auto_promote",
                                 "--auto-promote")
 NEW_SECONDARY_IP_OPT = OpcodeOption(_SetParams, "secondary_ip", "-s",
                                     "--secondary-ip", metavar="ADDRESS")
-NDPARAMS_OPT = OpcodeOption(_SetParams, "ndparams", "--node-parameters",
-                            default={})
+NDPARAMS_OPT = ParamsOption(_SetParams, "ndparams", "node")
 NODE_POWERED_OPT = OpcodeOption(_SetParams, "powered", "--node-powered",
                                 type="bool", action="store", metavar=_YES_NO)
 EVAC_NODE_OPT = OpcodeOption(opcodes.OpNodeEvacuate, "remote_node", "-n",

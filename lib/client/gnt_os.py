@@ -1,13 +1,20 @@
-"""gnt-os: list, show, diagnose and modify the cluster's OS definitions."""
+"""Ganeti OS definition administration: list, show, diagnose and modify
+the cluster's OS definitions."""
 
 from typing import Any
 
 from ganeti import cli, config, constants, objects, opcodes
 from ganeti.cli_opts import (
-    ArgOs, DRY_RUN_OPT, HVLIST_OPT, NOHDR_OPT, OSPARAMS_OPT, PRINT_JOBID_OPT,
-    PRIORITY_OPT, SUBMIT_OPT, cli_option)
+    ArgOs, DRY_RUN_OPT, NOHDR_OPT, OSPARAMS_OPT, PRINT_JOBID_OPT,
+    PRIORITY_OPT, SUBMIT_OPT, ParamsOption, cli_option)
+from ganeti.parameters.hypervisors import HVC_GLOBALS
 
 _YORNO = "yes|no"
+
+# The OS's own hypervisor parameters (of os_hvp), per hypervisor
+OS_HVPARAMS_OPT = ParamsOption(opcodes.OpClusterSetParams, "os_hvp",
+                               "hypervisor", dest="hvparams",
+                               exclude=HVC_GLOBALS)
 
 HID_OS_OPT = cli_option("--hidden", dest="hidden", type="bool",
                         default=None, metavar=_YORNO,
@@ -25,7 +32,7 @@ def _Diagnose(opts: Any, fields: list[str]) -> list[list]:
 
 def ListOS(opts: Any, args: list[str]) -> int:
     """List the valid, visible OSes (one line per variant)."""
-    rows = []
+    rows: list[list[str]] = []
     for name, variants in _Diagnose(opts, ["name", "variants"]):
         rows.extend([os_name] for os_name
                     in objects.OS.NamesWithVariants(name, variants))
@@ -170,7 +177,7 @@ commands = {
     "info": (ShowOSInfo, [ArgOs()], [PRIORITY_OPT], "[<os>...]",
              "Show detailed information about operating systems"),
     "modify": (ModifyOS, [ArgOs(min=1, max=1)],
-               [HVLIST_OPT, OSPARAMS_OPT, DRY_RUN_OPT, PRIORITY_OPT,
+               [OS_HVPARAMS_OPT, OSPARAMS_OPT, DRY_RUN_OPT, PRIORITY_OPT,
                 HID_OS_OPT, BLK_OS_OPT, SUBMIT_OPT, PRINT_JOBID_OPT],
                "<os>", "Modify the OS parameters"),
 }

@@ -12,7 +12,6 @@ Disk) whose hvparams and beparams the master has already filled.
 """
 
 import abc
-import logging
 import os
 import re
 from typing import Any, Callable
@@ -163,11 +162,6 @@ class BaseHypervisor(abc.ABC):
                     (self._What(), name, problem))
 
     @classmethod
-    def AssessParameters(cls, hvparams: dict) -> list[str]:
-        """Warnings about valid but questionable combinations."""
-        return []
-
-    @classmethod
     def ParameterHelp(cls) -> str:
         """One line per parameter: name, default and doc (CLI, man pages)."""
         return "; ".join("%s (default %r): %s" % (name, spec.default,
@@ -196,14 +190,6 @@ class BaseHypervisor(abc.ABC):
     def RebootInstance(self, instance: objects.Instance) -> None:
         """Soft reboot: ask the running instance to reboot."""
 
-    def VerifyInstance(self, instance: objects.Instance) -> bool:
-        """Whether the instance runs as the configuration says."""
-        return self.GetInstanceInfo(instance.name,
-                                    instance.hvparams) is not None
-
-    def RestoreInstance(self, instance: objects.Instance) -> None:
-        """Recreate runtime state lost e.g. by a node daemon restart."""
-
     # Listing -----------------------------------------------------------
 
     @abc.abstractmethod
@@ -230,15 +216,14 @@ class BaseHypervisor(abc.ABC):
         """Memory and CPUs of the node as this hypervisor sees them."""
         return GetLinuxNodeInfo()
 
-    @classmethod
-    def GetInstanceConsole(cls, instance: objects.Instance,
+    def GetInstanceConsole(self, instance: objects.Instance,
                            primary_node: objects.Node,
                            node_group: objects.NodeGroup | None,
                            hvparams: dict, beparams: dict) -> dict:
         """How to reach the instance's console (InstanceConsole fields)."""
         return {"instance": instance.name, "kind": constants.CONS_MESSAGE,
                 "message": "Console not available for %s hypervisor" %
-                cls.NAME}
+                self.NAME}
 
     def Verify(self, hvparams: dict | None = None) -> str | None:
         """Problems of the hypervisor on this node, None if usable."""
@@ -287,7 +272,7 @@ class BaseHypervisor(abc.ABC):
         """Whether the hypervisor versions allow migration."""
         return src == target
 
-    # Memory, power and disks -------------------------------------------
+    # Memory and power --------------------------------------------------
 
     def BalloonInstanceMemory(self, instance: objects.Instance,
                               mem: int) -> None:
@@ -297,21 +282,3 @@ class BaseHypervisor(abc.ABC):
     def PowercycleNode(self, hvparams: dict | None = None) -> None:
         """Hard-reset the node (gnt-node powercycle)."""
         raise self._Unsupported("Node power-cycling")
-
-    def ResizeDisk(self, instance: objects.Instance, disk: objects.Disk,
-                   new_size: int) -> None:
-        """Tell a running instance that a disk grew."""
-        logging.info("Hypervisor %s: disk of %s resized to %d MiB, the"
-                     " instance sees it at its next start", self.NAME,
-                     instance.name, new_size)
-
-    # Hotplug -----------------------------------------------------------
-
-    def HotplugSupported(self, instance: objects.Instance) -> bool:
-        """Whether devices of the running instance can be hot-plugged."""
-        return False
-
-    def VerifyHotplugSupport(self, instance: objects.Instance, action: str,
-                             dev_type: str) -> None:
-        """Refuse a hotplug action this hypervisor can't do."""
-        raise self._Unsupported("Hotplug")

@@ -15,7 +15,7 @@ id, in order. Results are keyed by the caller's ids.
 import base64
 import inspect
 import zlib
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ganeti import constants, errors, netutils, pathutils, rpc_defs
 from ganeti import serializer, vcluster
@@ -98,23 +98,15 @@ class StaticResolver:
                 for name in names]
 
 
-def NameResolver(names: list[str]) -> list[tuple[str, str | None, bool]]:
-    """Resolver using name resolution (hosts file, DNS); never offline."""
-    result = []
-    for name in names:
-        try:
-            address = netutils.GetHostIP(name)
-        except errors.ResolverError:
-            address = None
-        result.append((name, address, False))
-    return result
-
-
 class RpcRunner:
     """Calls node procedures; one instance may be shared by many threads.
 
     Without ``port``, noded's cluster-wide port (netutils.GetDaemonPort).
     """
+
+    if TYPE_CHECKING:
+        # The call_<procedure> methods, added below from rpc_defs
+        def __getattr__(self, name: str) -> Callable[..., Any]: ...
 
     def __init__(self, resolver: Resolver,
                  cert_file: str = pathutils.NODED_CERT_FILE,
@@ -187,7 +179,9 @@ def _MakeCallMethod(call: rpc_defs.RpcCall) -> Callable:
 
     _Method.__name__ = "call_" + call.name
     _Method.__qualname__ = "RpcRunner." + _Method.__name__
-    _Method.__signature__ = signature
+    # For help() and IDEs; functions take any attribute, but the type
+    # checker knows only the declared ones
+    setattr(_Method, "__signature__", signature)
     _Method.__doc__ = "%s (%s-node call)." % (call.doc, call.kind)
     return _Method
 

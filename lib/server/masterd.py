@@ -1,4 +1,4 @@
-"""The master daemon: LUXI server, job queue and lock manager in one process.
+"""Ganeti master daemon: LUXI server, job queue and locks in one process.
 
 Clients (CLI, RAPI) talk LUXI over the Unix sockets ``ganeti-master`` and
 ``ganeti-query``; each connection gets a thread and may carry several
@@ -13,9 +13,9 @@ import socketserver
 import threading
 from typing import Any
 
-from ganeti import (bootstrap, config, constants, daemon, errors, locking, luxi, mcpu,
-                    netutils, objects, opcodes, pathutils, qlang, query,
-                    utils)
+from ganeti import (bootstrap, config, constants, daemon, errors, locking,
+                    luxi, mcpu, netutils, objects, opcodes, pathutils, qlang,
+                    query, utils)
 from ganeti import jqueue, queryfields
 from ganeti.cmdlib import cluster as cmdlib_cluster
 from ganeti.jqueue import filters as jqueue_filters
@@ -53,7 +53,7 @@ class GanetiContext:
             result.append((node.name, node.primary_ip, node.offline))
         return result
 
-    # Node membership (called by the node LUs, which hold the BGL) -------------
+    # Node membership (called by the node LUs, which hold the BGL) ---------
     def AddNode(self, node: objects.Node) -> None:
         """Add a node to the config and locks, and bring its copies up."""
         self.cfg.AddNode(node)
