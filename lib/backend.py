@@ -94,7 +94,7 @@ def _FileStorageInfo(vpath: str) -> dict[str, Any]:
     rather than failing the whole node_info call.
     """
     path = _LocalPath(vpath)
-    info = {"type": constants.DT_FILE, "name": vpath}
+    info: dict[str, Any] = {"type": constants.DT_FILE, "name": vpath}
     try:
         stat = os.statvfs(path)
     except OSError as err:
@@ -141,8 +141,15 @@ def test_delay(duration: float) -> None:
 
 
 def jobqueue_update(file_name: str, content: list) -> None:
-    """Replicate a job queue file written by the master."""
+    """Replicate a job queue file written by the master.
+
+    Creates the file's directory if it is missing: a purge removes the
+    archive's subdirectories, and a resynchronisation then sends archived
+    jobs into them.
+    """
     path = _QueuePath(file_name)
+    os.makedirs(os.path.dirname(path), mode=constants.JOB_QUEUE_DIRS_PERMS,
+                exist_ok=True)
     io.WriteFile(path, data=_DecodeContent(content),
                  mode=constants.JOB_QUEUE_FILES_PERMS)
 
@@ -216,6 +223,10 @@ def upload_file(file_name: str, content: list, mode: int) -> None:
     if isinstance(mode, bool) or not isinstance(mode, int) or \
             not 0 <= mode <= 0o7777:
         _Fail("Invalid file mode %r", mode)
+    if path == pathutils.CLUSTER_CONF_FILE:
+        # It holds private OS parameters: never readable by more than root,
+        # whatever mode an older master asks for
+        mode &= constants.CONFIG_FILE_MODE
     io.WriteFile(path, data=_DecodeContent(content), mode=mode)
 
 
@@ -808,8 +819,8 @@ def _TryOSFromDisk(name: str, base_dir: str | None = None
 
 def OSFromDisk(name: str, base_dir: str | None = None) -> objects.OS:
     """The OS definition ``name`` (variant ignored); fails if invalid."""
-    valid, result = _TryOSFromDisk(objects.OS.GetName(name), base_dir)
-    if not valid:
+    _, result = _TryOSFromDisk(objects.OS.GetName(name), base_dir)
+    if not isinstance(result, objects.OS):
         _Fail("%s", result)
     return result
 
@@ -834,9 +845,9 @@ def DiagnoseOS(top_dirs: list[str] | None = None) -> list[list]:
         for name in names:
             if not os.path.isdir(os.path.join(top, name)):
                 continue
-            valid, os_obj = _TryOSFromDisk(name, base_dir=top)
+            _, os_obj = _TryOSFromDisk(name, base_dir=top)
             path = vcluster.MakeVirtualPath(os.path.join(top, name))
-            if valid:
+            if isinstance(os_obj, objects.OS):
                 result.append([name, path, True, "",
                                os_obj.supported_variants,
                                os_obj.supported_parameters,
@@ -901,11 +912,13 @@ def OSEnvironment(instance: dict, inst_os: objects.OS,
 
     ``instance`` is the instance as the master sends it: Instance.ToDict()
     with filled ``hvparams``, ``beparams``, ``osparams`` (and
-    ``osparams_private``), the disk objects (with ``dev_path``) in
-    ``disks`` and the NICs with filled ``nicparams`` in ``nics``.
+    ``osparams_private``, and for one run ``osparams_secret``), the disk
+    objects (with ``dev_path``) in ``disks`` and the NICs with filled
+    ``nicparams`` in ``nics``.
     """
     params = dict(instance.get("osparams") or {})
     params.update(instance.get("osparams_private") or {})
+    params.update(instance.get("osparams_secret") or {})
     result = OSCoreEnv(instance["os"], inst_os, params, debug)
     hvparams = instance.get("hvparams") or {}
     result.update({
@@ -1080,8 +1093,8 @@ def os_validate(required: bool, name: str, checks: list[str], params: dict,
         _Fail("Unknown OS validation check(s) in %r", checks)
     if not isinstance(params, dict):
         _Fail("Invalid OS parameters %r", params)
-    valid, inst_os = _TryOSFromDisk(objects.OS.GetName(name))
-    if not valid:
+    _, inst_os = _TryOSFromDisk(objects.OS.GetName(name))
+    if not isinstance(inst_os, objects.OS):
         if required:
             _Fail("%s", inst_os)
         return False
@@ -1567,7 +1580,7 @@ def blockdev_getdimensions(disks: list) -> list:
     """[size in bytes, spindles] per disk; None where it is unavailable."""
     if not isinstance(disks, list):
         _Fail("Invalid disks %r, expected a list", disks)
-    result = []
+    result: list[list[int | None] | None] = []
     for data in disks:
         disk = _DiskFromDict(data)
         try:
@@ -1954,7 +1967,8 @@ def _RunHookScript(path: str, env: dict[str, str],
             output, _ = proc.communicate(timeout=_HOOK_KILL_WAIT)
         except subprocess.TimeoutExpired:
             # Something left the session and kept the pipe: drop the output
-            proc.stdout.close()
+            if proc.stdout is not None:
+                proc.stdout.close()
             proc.wait()
             output = b""
         text = output.decode("utf-8", "replace").strip()

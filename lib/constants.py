@@ -61,7 +61,10 @@ JOB_QUEUE_FILES_PERMS = 0o640
 JOB_QUEUE_DIRS_PERMS = 0o750
 RUN_DIRS_MODE = 0o775
 SOCKET_MODE = 0o660
-CONFIG_FILE_MODE = 0o640
+# config.data holds private OS parameters in clear: readable by root only
+CONFIG_FILE_MODE = 0o600
+# Shown instead of the value of a private or secret opcode parameter
+REDACTED = "<redacted>"
 
 # Job queue ------------------------------------------------------------------
 JOB_STATUS_QUEUED = "queued"
@@ -173,7 +176,7 @@ VALID_TAG_TYPES = frozenset([TAG_CLUSTER, TAG_NODEGROUP, TAG_NODE,
 MAX_TAG_LEN = 128
 MAX_TAGS_PER_OBJ = 4096
 
-# Hypervisors and storage ------------------------------------------------------
+# Hypervisors and storage -----------------------------------------------------
 HT_FAKE = "fake"
 HT_KVM = "kvm"
 HYPER_TYPES = frozenset([HT_FAKE, HT_KVM])
@@ -233,7 +236,7 @@ DISK_TEMPLATES = frozenset([DT_DISKLESS, DT_FILE, DT_SHARED_FILE, DT_PLAIN,
                             DT_DRBD8, DT_BLOCK, DT_EXT])
 DEFAULT_ENABLED_DISK_TEMPLATES = [DT_FILE, DT_DISKLESS]
 
-# Nodes ------------------------------------------------------------------------
+# Nodes -----------------------------------------------------------------------
 # Node group allocation policies
 ALLOC_POLICY_PREFERRED = "preferred"
 ALLOC_POLICY_LAST_RESORT = "last_resort"
@@ -250,7 +253,7 @@ NR_OFFLINE = "O"
 # Key of the cluster-wide group in beparams/nicparams ("default")
 PP_DEFAULT = "default"
 
-# Cluster defaults ---------------------------------------------------------------
+# Cluster defaults ------------------------------------------------------------
 MASTER_POOL_SIZE_DEFAULT = 10
 DEFAULT_MAX_RUNNING_JOBS = 20
 DEFAULT_MAX_TRACKED_JOBS = 25
@@ -272,7 +275,7 @@ CLUSTER_NAME_RE = r"^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$"
 X509_CERT_DEFAULT_VALIDITY = 365 * 5
 X509_CERT_SIGN_DIGEST = "SHA256"
 
-# RPC ----------------------------------------------------------------------------
+# RPC -------------------------------------------------------------------------
 RPC_CONNECT_TIMEOUT = 5
 RPC_TMO_URGENT = 60
 RPC_TMO_FAST = 5 * 60
@@ -281,7 +284,7 @@ RPC_TMO_SLOW = 3600
 RPC_ENCODING_NONE = 0
 RPC_ENCODING_ZLIB_BASE64 = 1
 
-# Exit codes of the command line tools --------------------------------------------
+# Exit codes of the command line tools ----------------------------------------
 EXIT_SUCCESS = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -301,7 +304,7 @@ LOCK_ATTEMPTS_MINWAIT = 1.0
 VALUE_DEFAULT = "default"
 VALUE_NONE = "none"
 
-# Cluster verification ---------------------------------------------------------
+# Cluster verification --------------------------------------------------------
 # Severity of a finding; only errors make the verification fail
 CV_ERROR = "ERROR"
 CV_WARNING = "WARNING"
@@ -338,12 +341,13 @@ CV_ENODEFILESTORAGEPATHUNUSABLE = (CV_TNODE, "ENODEFILESTORAGEPATHUNUSABLE",
 CV_ENODESHAREDFILESTORAGEPATHUNUSABLE = (
     CV_TNODE, "ENODESHAREDFILESTORAGEPATHUNUSABLE",
     "Shared file storage path unusable")
+CV_ENODESETUP = (CV_TNODE, "ENODESETUP", "Node setup error")
 CV_ALL_ECODES = frozenset([
     CV_ECLUSTERCFG, CV_ECLUSTERCERT, CV_ECLUSTERFILECHECK,
     CV_ECLUSTERDANGLINGNODES, CV_ECLUSTERDANGLINGINST, CV_ENODEFILECHECK,
     CV_ENODERPC, CV_ENODEVERSION, CV_ENODETIME,
     CV_ENODEHV, CV_ENODEFILESTORAGEPATHS, CV_ENODEFILESTORAGEPATHUNUSABLE,
-    CV_ENODESHAREDFILESTORAGEPATHUNUSABLE,
+    CV_ENODESHAREDFILESTORAGEPATHUNUSABLE, CV_ENODESETUP,
 ])
 CV_ALL_ECODES_STRINGS = frozenset(code for _, code, _ in CV_ALL_ECODES)
 
@@ -494,7 +498,7 @@ ES_PARAMETERS_FILE = "parameters.list"
 # Longest run of one ExtStorage script, in seconds
 ES_SCRIPT_TIMEOUT = 5 * 60
 
-# Instances --------------------------------------------------------------------
+# Instances -------------------------------------------------------------------
 # Creation modes of OpInstanceCreate ("remote-import" is not implemented)
 INSTANCE_CREATE = "create"
 INSTANCE_IMPORT = "import"

@@ -40,6 +40,21 @@ def WithDesc(desc: str, kind: str | None = None) -> Callable:
     return wrap
 
 
+class PrivateCheck(Check):
+    """The check of a parameter whose value must not be shown.
+
+    Declaring a parameter with it is what makes the value redacted in job
+    files, job queries, logs and error messages (see opcodes).
+    """
+
+    __slots__ = ()
+
+
+def TPrivate(check: Check) -> PrivateCheck:
+    """``check``, on a private or secret parameter (e.g. osparams_private)."""
+    return PrivateCheck(check, "private %s" % check, check.kind)
+
+
 class _NoDefault:
     def __repr__(self) -> str:
         return "NoDefault"
@@ -166,3 +181,13 @@ TJobId = WithDesc("job id", "integer")(
     TOr(TPositiveInt, TRegex(r"^\d+$")))
 TRelativeJobId = WithDesc("relative job id", "integer")(
     Check(lambda v: TInt(v) and v < 0, "negative integer"))
+# Names become file and directory names on the nodes, so they are checked
+# at the opcode, before anything can use them. Host names (instances) follow
+# Ganeti's rule (netutils.Hostname), case-insensitively: letters, digits,
+# ".", "_" and "-", at most 255, no empty label.
+THostname = TRegex(r"(?!\.)(?!.*\.\.)[A-Za-z0-9._-]{1,255}\Z",
+                   "host name (letters, digits, '.', '_', '-')")
+# Group names are free text, but never a path: no "/", no control
+# character, not "." or ".."
+TObjectName = TRegex(r"(?!\.\.?\Z)[^/\x00-\x1f\x7f]{1,255}\Z",
+                     "name without '/' or control characters")

@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable
 
 from ganeti import cmdlib, constants, errors, locking
-from ganeti.cmdlib.base import ResultWithJobs
+from ganeti.cmdlib.base import LogicalUnit, ResultWithJobs
 from ganeti.hooksmaster import HooksMaster
 
 
@@ -60,10 +60,6 @@ class OpExecCbBase:
         raise errors.ProgrammerError("Job submission not supported here")
 
 
-def _LUNameForOpName(opname: str) -> str:
-    return "LU" + opname[2:]
-
-
 class Processor:
     """Runs opcodes for one job (one worker thread)."""
 
@@ -72,7 +68,14 @@ class Processor:
         self._ec_id = ec_id
         self._cbs: OpExecCbBase | None = None
 
-    # Feedback -----------------------------------------------------------------
+    @property
+    def _callbacks(self) -> OpExecCbBase:
+        """The callbacks of the opcode being executed."""
+        if self._cbs is None:
+            raise errors.ProgrammerError("No opcode is being executed")
+        return self._cbs
+
+    # Feedback ----------------------------------------------------------------
     def _Feedback(self, *args: Any) -> None:
         if self._cbs is not None:
             self._cbs.Feedback(*args)
@@ -89,27 +92,38 @@ class Processor:
     def LogStep(self, current: int, total: int, message: str) -> None:
         self._Feedback("STEP %d/%d %s" % (current, total, message))
 
-    # Execution ----------------------------------------------------------------
+    # Execution ---------------------------------------------------------------
     def ExecOpCode(self, op: Any, cbs: OpExecCbBase | None = None) -> Any:
         """Execute ``op``, retrying lock acquisition with growing timeouts."""
         lu_class = cmdlib.GetLUClass(op.OP_ID)
-        self._cbs = cbs or OpExecCbBase()
+        if not issubclass(lu_class, LogicalUnit):
+            raise errors.ProgrammerError("%s is not a logical unit" %
+                                         lu_class.__name__)
+        redacted = op.RedactedParams()
+        if redacted:
+            # Job files never hold private values: a job read back after a
+            # restart has "<redacted>" in their place
+            raise errors.OpPrereqError(
+                "The values of %s were not kept across a restart of the"
+                " master daemon; please re-submit the job" %
+                ", ".join(redacted), errors.ECODE_INVAL)
+        callbacks = self._cbs = cbs or OpExecCbBase()
         try:
             for timeout in LOCK_ATTEMPT_TIMEOUTS:
-                self._cbs.CheckCancel()
+                callbacks.CheckCancel()
                 try:
                     return self._ExecAttempt(lu_class, op, timeout)
                 except LockAcquireTimeout:
-                    priority = self._cbs.CurrentPriority()
+                    priority = callbacks.CurrentPriority()
                     if priority > constants.OP_PRIO_HIGHEST:
-                        self._cbs.ChangePriority(priority - 1)
+                        callbacks.ChangePriority(priority - 1)
                     logging.debug("Lock attempt for %s timed out after %s s",
                                   op.OP_ID, timeout)
             raise errors.ProgrammerError("Blocking lock attempt returned")
         finally:
             self._cbs = None
 
-    def _ExecAttempt(self, lu_class: type, op: Any,
+    def _ExecAttempt(self, lu_class: type[LogicalUnit], op: Any,
                      timeout: float | None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
         glm = self.context.glm
@@ -142,7 +156,7 @@ class Processor:
             timeout = max(deadline - time.monotonic(), 0)
         acquired = self.context.glm.acquire(
             level, names, timeout=timeout, shared=shared,
-            priority=self._cbs.CurrentPriority(),
+            priority=self._callbacks.CurrentPriority(),
             opportunistic=opportunistic)
         if acquired is None:
             raise LockAcquireTimeout()
@@ -165,7 +179,7 @@ class Processor:
                          self._Feedback, None)
         if op.dry_run:
             return lu.dry_run_result
-        self._cbs.NotifyStart()
+        self._callbacks.NotifyStart()
         result = lu.Exec(self._Feedback)
         if isinstance(result, ResultWithJobs):
             result = self._SubmitResultJobs(op, result)
@@ -185,7 +199,7 @@ class Processor:
         priority, comment and reason trail (Ganeti's _SetBaseOpParams)."""
         jobs = [[_InheritBaseParams(op, child) for child in job]
                 for job in result.jobs]
-        jobs = self._cbs.SubmitManyJobs(jobs)
+        jobs = self._callbacks.SubmitManyJobs(jobs)
         out = dict(result.other)
         out["jobs"] = jobs
         return out

@@ -8,11 +8,14 @@ description all derive from that declaration.
 
 import copy
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ganeti import constants, errors, ht, impexp
 
 _OPID_RE = re.compile("([a-z])([A-Z])")
+
+# (name, default, check, description) of an opcode parameter
+_OpParam = tuple[str, Any, ht.Check, str]
 
 # Parameters shared by many opcodes (declared once, reused by name)
 _PDryRun = ("dry_run", None, ht.TMaybeBool,
@@ -32,8 +35,9 @@ _PDependencies = (
     " relative to the job's own position in a batch submission")
 _PComment = ("comment", None, ht.TMaybe(ht.TString),
              "Comment describing the purpose of the opcode")
-_PReason = ("reason", [], ht.TListOf(ht.TAny),
-            "Reason trail: list of [source, text, timestamp_ns]")
+_PReason: _OpParam = (
+    "reason", [], ht.TListOf(ht.TAny),
+    "Reason trail: list of [source, text, timestamp_ns]")
 
 _PForce = ("force", False, ht.TBool, "Whether to force the operation")
 _PTagKind = ("kind", ht.NoDefault, ht.TElemOf(constants.VALID_TAG_TYPES),
@@ -47,15 +51,17 @@ _PUseLocking = ("use_locking", False, ht.TBool,
 _PNodeName = ("node_name", ht.NoDefault, ht.TNonEmptyString, "Node name")
 _PNodeUuid = ("node_uuid", None, ht.TMaybeString,
               "Node UUID (filled in from node_name)")
-_PGroupName = ("group_name", ht.NoDefault, ht.TNonEmptyString,
+_PGroupName = ("group_name", ht.NoDefault, ht.TObjectName,
                "Node group name")
 _PErrorCodes = ("error_codes", False, ht.TBool,
                 "Report findings in the machine-readable form"
                 " (severity:code:kind:item:message)")
-_PSkipChecks = ("skip_checks", [], ht.TListOf(ht.TNonEmptyString),
-                "Verification checks to skip")
-_PIgnoreErrors = ("ignore_errors", [], ht.TListOf(ht.TNonEmptyString),
-                  "Error codes to report as warnings")
+_PSkipChecks: _OpParam = (
+    "skip_checks", [], ht.TListOf(ht.TNonEmptyString),
+    "Verification checks to skip")
+_PIgnoreErrors: _OpParam = (
+    "ignore_errors", [], ht.TListOf(ht.TNonEmptyString),
+    "Error codes to report as warnings")
 _PVerbose = ("verbose", False, ht.TBool, "Verbose mode")
 _PDebugSimulateErrors = ("debug_simulate_errors", False, ht.TBool,
                          "Report every check as failed (testing aid)")
@@ -113,7 +119,14 @@ class _AutoOpParamSlots(type):
 class BaseOpCode(metaclass=_AutoOpParamSlots):
     """Parameter container that validates against its declaration."""
 
+    OP_ID: str
     OP_PARAMS: list = []
+
+    if TYPE_CHECKING:
+        # The parameters are declared in OP_PARAMS, not as attributes
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __init__(self, **kwargs: Any):
         known = self._ParamNames()
@@ -143,6 +156,40 @@ class BaseOpCode(metaclass=_AutoOpParamSlots):
                 state[name] = getattr(self, name)
         return state
 
+    def RedactedState(self) -> dict:
+        """``__getstate__`` with private parameters' values hidden.
+
+        The form for everything outside the running job (job files, job
+        queries, logs): a dict keeps its keys, each value <redacted>.
+        """
+        state = self.__getstate__()
+        for name in self._PrivateParamNames():
+            value = state.get(name)
+            if isinstance(value, dict):
+                state[name] = dict.fromkeys(value, constants.REDACTED)
+            elif value is not None:
+                state[name] = constants.REDACTED
+        return state
+
+    def RedactedParams(self) -> list[str]:
+        """The private parameters whose values were redacted.
+
+        An opcode read back from its job file (after a masterd restart) has
+        lost them and must not run with ``<redacted>`` as values.
+        """
+        result = []
+        for name in self._PrivateParamNames():
+            value = getattr(self, name, None)
+            values = value.values() if isinstance(value, dict) else [value]
+            if constants.REDACTED in values:
+                result.append(name)
+        return result
+
+    @classmethod
+    def _PrivateParamNames(cls) -> list[str]:
+        return [name for name, _, check, _ in cls.GetAllParams()
+                if isinstance(check, ht.PrivateCheck)]
+
     def __setstate__(self, state: dict) -> None:
         if not isinstance(state, dict):
             raise ValueError("Invalid data to __setstate__: expected dict,"
@@ -169,9 +216,12 @@ class BaseOpCode(metaclass=_AutoOpParamSlots):
                 continue
             value = getattr(self, name)
             if not check(value):
+                shown = (constants.REDACTED
+                         if isinstance(check, ht.PrivateCheck) else
+                         repr(value))
                 raise errors.OpPrereqError(
-                    "Parameter '%s.%s' fails validation: got %r, expected"
-                    " %s" % (self.OP_ID, name, value, check),
+                    "Parameter '%s.%s' fails validation: got %s, expected"
+                    " %s" % (self.OP_ID, name, shown, check),
                     errors.ECODE_INVAL)
 
     def __eq__(self, other: object) -> bool:
@@ -180,7 +230,7 @@ class BaseOpCode(metaclass=_AutoOpParamSlots):
 
     def __repr__(self) -> str:
         return "%s(%s)" % (self.__class__.__name__, ", ".join(
-            "%s=%r" % item for item in sorted(self.__getstate__().items())))
+            "%s=%r" % item for item in sorted(self.RedactedState().items())))
 
 
 class OpCode(BaseOpCode):
@@ -208,7 +258,7 @@ class OpCode(BaseOpCode):
                                        type(data).__name__,
                                        errors.ECODE_INVAL)
         op_id = data.get("OP_ID")
-        op_class = OP_MAPPING.get(op_id)
+        op_class = OP_MAPPING.get(op_id) if isinstance(op_id, str) else None
         if op_class is None:
             raise errors.OpPrereqError("Unknown opcode '%s'" % (op_id,),
                                        errors.ECODE_INVAL)
@@ -371,7 +421,7 @@ class OpClusterDeactivateMasterIp(OpCode):
     OP_RESULT = ht.TNone
 
 
-# Nodes ------------------------------------------------------------------------
+# Nodes -----------------------------------------------------------------------
 
 class OpNodeAdd(OpCode):
     """Add a node to the cluster (or re-add a known one)."""
@@ -486,7 +536,7 @@ class OpNodeEvacuate(OpCode):
     OP_RESULT = _TJobIdListOnly
 
 
-# Node groups --------------------------------------------------------------------
+# Node groups -----------------------------------------------------------------
 
 _GROUP_PARAMS = [
     ("alloc_policy", None, ht.TMaybe(_TAllocPolicy),
@@ -538,12 +588,12 @@ class OpGroupRename(OpCode):
     """Rename a node group."""
     OP_PARAMS = [
         _PGroupName,
-        ("new_name", ht.NoDefault, ht.TNonEmptyString, "New group name"),
+        ("new_name", ht.NoDefault, ht.TObjectName, "New group name"),
     ]
     OP_RESULT = ht.TNonEmptyString
 
 
-# Tags --------------------------------------------------------------------------
+# Tags ------------------------------------------------------------------------
 
 class OpTagsGet(OpCode):
     """Return the tags of an object."""
@@ -573,7 +623,7 @@ class OpTagsDel(OpCode):
     OP_RESULT = ht.TNone
 
 
-# Queries -------------------------------------------------------------------------
+# Queries ---------------------------------------------------------------------
 
 class OpQuery(OpCode):
     """Query a resource with the query language."""
@@ -599,7 +649,7 @@ class OpQueryFields(OpCode):
     OP_RESULT = ht.TDict
 
 
-# Operating systems ---------------------------------------------------------------
+# Operating systems -----------------------------------------------------------
 
 class OpOsDiagnose(OpCode):
     """Report the OS definitions of the cluster's nodes."""
@@ -612,9 +662,9 @@ class OpOsDiagnose(OpCode):
     OP_RESULT = ht.TListOf(ht.TListOf(ht.TAny))
 
 
-# Instances -----------------------------------------------------------------------
+# Instances -------------------------------------------------------------------
 
-_PInstanceName = ("instance_name", ht.NoDefault, ht.TNonEmptyString,
+_PInstanceName = ("instance_name", ht.NoDefault, ht.THostname,
                   "Instance name")
 _PInstanceUuid = ("instance_uuid", None, ht.TMaybeString,
                   "Instance UUID (filled in from instance_name)")
@@ -771,7 +821,7 @@ class OpInstanceQueryData(OpCode):
     OP_RESULT = ht.TDictOf(ht.TNonEmptyString, ht.TDict)
 
 
-# Instance modification (modify, rename, reinstall, console) ---------------------
+# Instance modification (modify, rename, reinstall, console) ------------------
 
 _TDeviceModIdent = ht.TOr(ht.TInt, ht.TNonEmptyString)
 # [[add|modify|remove, index (-1: the last) or name, {params}], ...], or
@@ -834,7 +884,7 @@ class OpInstanceRename(OpCode):
     """Rename a stopped instance (configuration, storage, OS)."""
     OP_PARAMS = [
         _PInstanceName, _PInstanceUuid,
-        ("new_name", ht.NoDefault, ht.TNonEmptyString, "New instance name"),
+        ("new_name", ht.NoDefault, ht.THostname, "New instance name"),
         ("name_check", True, ht.TBool,
          "Whether to resolve the new name (and use the resolved one)"),
         ("ip_check", True, ht.TBool,
@@ -856,9 +906,12 @@ class OpInstanceReinstall(OpCode):
          "Whether to accept an OS variant the OS does not list"),
         ("osparams", None, ht.TMaybeDict,
          "OS parameters changed for the instance (\"default\" removes one)"),
-        ("osparams_private", None, ht.TMaybeDict,
+        ("osparams_private", None, ht.TPrivate(ht.TMaybeDict),
          "Private OS parameters changed for the instance (\"default\""
          " removes one)"),
+        ("osparams_secret", None, ht.TPrivate(ht.TMaybeDict),
+         "Secret OS parameters: given to the OS scripts of this reinstall"
+         " only, never stored"),
     ]
     OP_RESULT = ht.TNone
 
@@ -870,7 +923,7 @@ class OpInstanceConsole(OpCode):
     OP_RESULT = ht.TDict
 
 
-# Instance disks (grow, activate, deactivate, recreate) ----------------------------
+# Instance disks (grow, activate, deactivate, recreate) -----------------------
 
 class OpInstanceActivateDisks(OpCode):
     """Assemble an instance's disks on its primary node."""
@@ -935,7 +988,7 @@ class OpInstanceGrowDisk(OpCode):
 
 
 
-# Instance placement (failover, migrate, move, change-group) -----------------------
+# Instance placement (failover, migrate, move, change-group) ------------------
 
 _PIgnoreConsistency = ("ignore_consistency", False, ht.TBool,
                        "Whether to ignore disk consistency (and a source"
@@ -1010,7 +1063,7 @@ class OpInstanceChangeGroup(OpCode):
     OP_RESULT = _TJobIdListOnly
 
 
-# Backups (export, import, list, remove) -------------------------------------------
+# Backups (export, import, list, remove) --------------------------------------
 
 _PExportMode = ("mode", constants.EXPORT_MODE_LOCAL,
                 ht.TElemOf(constants.EXPORT_MODES),
@@ -1065,7 +1118,7 @@ class OpBackupRemove(OpCode):
     OP_RESULT = ht.TNone
 
 
-# Testing -------------------------------------------------------------------------
+# Testing ---------------------------------------------------------------------
 
 class OpTestDelay(OpCode):
     """Sleep for a while on the master and/or nodes (tests, benchmarks)."""
@@ -1088,7 +1141,7 @@ class OpTestDelay(OpCode):
     OP_RESULT = ht.TNone
 
 
-def _BuildMapping() -> dict[str, type]:
+def _BuildMapping() -> dict[str, type[OpCode]]:
     mapping = {}
     for obj in list(globals().values()):
         if (isinstance(obj, type) and issubclass(obj, OpCode) and

@@ -4,6 +4,7 @@ One place decides the JSON dialect so that job files, config.data, LUXI and
 RPC bodies stay byte-compatible with each other.
 """
 
+import math
 from typing import Any
 
 import simplejson
@@ -34,7 +35,7 @@ def _Encode(encoder: simplejson.JSONEncoder, data: Any) -> str:
 
 
 def DumpJson(data: Any, indent: bool = False) -> str:
-    """Serialize ``data``; compact unless ``indent`` (for files admins read)."""
+    """Serialize ``data``; compact unless ``indent`` (files admins read)."""
     if indent:
         return _Encode(_INDENTED, data) + "\n"
     return _Encode(_COMPACT, data)
@@ -45,16 +46,78 @@ def DumpJsonBytes(data: Any) -> bytes:
     return _Encode(_COMPACT, data).encode("utf-8")
 
 
+JSONDecodeError = simplejson.JSONDecodeError
+"""What LoadJson raises for any input it refuses (a ValueError, which
+LUXI, RAPI and noded answer as the client's error)."""
+
+# Deepest nesting LoadJson accepts: far more than any document of ours has
+# (config, job files, query filters), little enough that code walking a
+# parsed value recursively stays clear of Python's recursion limit
+MAX_DEPTH = 100
+
+
+class _Refused(Exception):
+    """A value the JSON grammar allows but Python cannot hold exactly."""
+
+
+def _ParseFloat(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused("Number out of range: %s" % text[:40])
+    return value
+
+
+def _ParseConstant(name: str) -> float:
+    raise _Refused("%s is not a JSON number" % name)
+
+
+def _CheckDepth(data: Any, text: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH.
+
+    Level by level rather than recursively (the value may be deep), and
+    with exact type tests: the parser only makes plain lists and dicts.
+    """
+    level = [data]
+    for _ in range(MAX_DEPTH):
+        below: list = []
+        for value in level:
+            below += [item for item in
+                      (value.values() if type(value) is dict else value)
+                      if type(item) is list or type(item) is dict]
+        if not below:
+            return
+        level = below
+    raise JSONDecodeError("Nesting deeper than %d levels" % MAX_DEPTH,
+                          text, 0)
+
+
 def LoadJson(text: str | bytes) -> Any:
-    """Parse JSON text (str or UTF-8 bytes)."""
+    """Parse JSON text (str or UTF-8 bytes).
+
+    Raises JSONDecodeError (or UnicodeDecodeError, also a ValueError) for
+    anything but strict JSON: nesting deeper than MAX_DEPTH, and numbers
+    that would become infinite or NaN, are refused here, before they can
+    reach code that fails on them with an internal error.
+    """
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     # A large answer (e.g. a query over all instances) is a big tree of new
     # containers, which the cyclic collector would go over again and again
     with gcpause.CyclicGcPaused():
-        return simplejson.loads(text)
+        try:
+            data = simplejson.loads(text, parse_float=_ParseFloat,
+                                    parse_constant=_ParseConstant)
+        except _Refused as err:
+            raise JSONDecodeError(str(err), text, 0) from None
+        except RecursionError:
+            raise JSONDecodeError("Nesting deeper than %d levels" % MAX_DEPTH,
+                                  text, 0) from None
+        # Without that many brackets the nesting cannot be too deep, and
+        # counting them is much cheaper than walking a large answer
+        if text.count("[") + text.count("{") > MAX_DEPTH:
+            _CheckDepth(data, text)
+        return data
 
 
 Dump = DumpJson
 Load = LoadJson
-JSONDecodeError = simplejson.JSONDecodeError

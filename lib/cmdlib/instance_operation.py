@@ -189,12 +189,14 @@ class LUInstanceReinstall(InstanceLU):
         self.osparams_private = operating_system.UpdateParams(
             instance.osparams_private or {}, self.op.osparams_private or {})
         if not self.os_name:
-            if self.op.osparams or self.op.osparams_private:
+            if self.op.osparams or self.op.osparams_private or \
+                    self.op.osparams_secret:
                 raise errors.OpPrereqError("OS parameters given without an"
                                            " OS", errors.ECODE_INVAL)
             return
         filled = self.cfg.GetClusterInfo().SimpleFillOS(
             self.os_name, self.osparams, self.osparams_private)
+        filled.update(self.op.osparams_secret or {})
         operating_system.CheckOSParams(
             self, True, self.cfg.GetInstanceNodes(instance.uuid),
             self.os_name, filled, self.op.force_variant)
@@ -215,6 +217,8 @@ class LUInstanceReinstall(InstanceLU):
         with AssembledForOS(self, instance,
                             self.cfg.GetInstanceDisks(instance.uuid)
                             ) as os_instance:
+            # Secrets reach the OS scripts, never the configuration
+            os_instance["osparams_secret"] = self.op.osparams_secret or {}
             result = self.rpc.call_instance_os_add(
                 instance.primary_node, os_instance, True,
                 self.op.debug_level or 0)

@@ -35,6 +35,9 @@ class InvalidOpCode:
     def __getstate__(self) -> Any:
         return self._data
 
+    # Read from a job file, which holds no private value
+    RedactedState = __getstate__
+
     def Summary(self) -> str:
         return "INVALID_OP"
 
@@ -79,7 +82,8 @@ class QueuedOpCode:
 
     def Serialize(self) -> dict:
         return {
-            "input": self.input.__getstate__(),
+            # Private parameters stay in memory for the run, out of files
+            "input": self.input.RedactedState(),
             "status": self.status,
             "result": self.result,
             "log": [list(entry) for entry in self.log],
@@ -135,6 +139,20 @@ class QueuedJob:
             "start_timestamp": self.start_timestamp,
             "end_timestamp": self.end_timestamp,
         }
+
+    # State snapshots (the job lock must be held) -----------------------------
+    def SaveState(self) -> tuple:
+        """What a state change may alter, for ``RestoreState``."""
+        return (self.start_timestamp, self.end_timestamp,
+                [(op.status, op.result, op.priority, op.start_timestamp,
+                  op.exec_timestamp, op.end_timestamp) for op in self.ops])
+
+    def RestoreState(self, state: tuple) -> None:
+        """Undo a change whose write failed: memory must equal the file."""
+        self.start_timestamp, self.end_timestamp, ops = state
+        for op, saved in zip(self.ops, ops):
+            (op.status, op.result, op.priority, op.start_timestamp,
+             op.exec_timestamp, op.end_timestamp) = saved
 
     # Change notification (the job lock must be held) -------------------------
     def Notify(self) -> None:

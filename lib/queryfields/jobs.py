@@ -51,7 +51,7 @@ JOB_FIELDS: dict[str, tuple] = {
     "archived": ("Archived", constants.QFT_BOOL, lambda job: job.archived,
                  "Whether job is archived"),
     "ops": ("OpCodes", constants.QFT_OTHER,
-            lambda job: [op.input.__getstate__() for op in job.ops],
+            lambda job: [op.input.RedactedState() for op in job.ops],
             "List of all opcodes"),
     "opresult": ("OpCode_result", constants.QFT_OTHER, _OpsField("result"),
                  "List of opcodes results"),
