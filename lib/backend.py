@@ -455,7 +455,8 @@ _NV_CHECKS = frozenset([constants.NV_FILELIST, constants.NV_TIME,
                         constants.NV_VERSION, constants.NV_HYPERVISOR,
                         constants.NV_ACCEPTED_STORAGE_PATHS,
                         constants.NV_FILE_STORAGE_PATH,
-                        constants.NV_SHARED_FILE_STORAGE_PATH])
+                        constants.NV_SHARED_FILE_STORAGE_PATH,
+                        constants.NV_FILE_STORAGE_FILES])
 
 
 def _FileChecksum(path: str) -> str | None:
@@ -516,6 +517,33 @@ def node_verify(checks: dict, cluster_name: str) -> dict[str, Any]:
             problem = _CheckFileStorageDir(checks[key], template)
             if problem:
                 result[key] = problem
+    if constants.NV_FILE_STORAGE_FILES in checks:
+        result[constants.NV_FILE_STORAGE_FILES] = _ListFileStorage(
+            checks[constants.NV_FILE_STORAGE_FILES])
+    return result
+
+
+def _ListFileStorage(vdirs: Any) -> dict[str, list[list]]:
+    """What the file storage directories hold, for the orphan check:
+    ``{directory: [[relative path, is a directory], ...]}`` (missing
+    directories list nothing; at most NV_FILE_STORAGE_FILES_MAX each)."""
+    if not isinstance(vdirs, list):
+        _Fail("The %s check expects a list of directories",
+              constants.NV_FILE_STORAGE_FILES)
+    result: dict[str, list[list]] = {}
+    for vdir in vdirs:
+        local = _LocalPath(vdir)
+        entries: list[list] = []
+        for root, dirs, files in os.walk(local):
+            rel = os.path.relpath(root, local)
+            entries.extend([os.path.normpath(os.path.join(rel, name)), True]
+                           for name in dirs)
+            entries.extend([os.path.normpath(os.path.join(rel, name)), False]
+                           for name in files)
+            if len(entries) >= constants.NV_FILE_STORAGE_FILES_MAX:
+                del entries[constants.NV_FILE_STORAGE_FILES_MAX:]
+                break
+        result[vdir] = entries
     return result
 
 

@@ -21,6 +21,11 @@ def RunDaemonUtil(*args: str) -> None:
                                  (" ".join(args), result.output.strip()))
 
 
+# Exists from an init's first write until its daemons run: a config.data
+# beside it is the leftover of an init that was interrupted
+_INIT_MARKER = os.path.join(pathutils.DATA_DIR, "cluster-init.incomplete")
+
+
 def _InitCertificates(cluster_name: str) -> None:
     for path in (pathutils.NODED_CERT_FILE, pathutils.RAPI_CERT_FILE):
         x509.GenerateSelfSignedSslCert(path, common_name=cluster_name)
@@ -44,12 +49,15 @@ def InitCluster(cluster_name: str, master_netdev: str,
                 ipolicy: dict | None = None) -> None:
     """Create the cluster on this node and start its daemons.
 
-    Everything is checked before the first file is written; the config is
-    written last (atomically), so a failed init leaves no cluster behind.
+    Everything is checked before the first file is written, and a failed
+    init is undone (see _UndoInit): it leaves nothing that blocks the next.
     """
     if os.path.exists(pathutils.CLUSTER_CONF_FILE):
-        raise errors.OpPrereqError("Cluster is already initialised",
-                                   errors.ECODE_STATE)
+        if not os.path.exists(_INIT_MARKER):
+            raise errors.OpPrereqError("Cluster is already initialised",
+                                       errors.ECODE_STATE)
+        logging.warning("Removing what an interrupted init left")
+        _UndoInit(stop_noded=False)
     hostname = netutils.Hostname()
     if not netutils.IsValidIP4(hostname.ip):
         raise errors.OpPrereqError("This node's address %s is not IPv4" %
@@ -96,6 +104,55 @@ def InitCluster(cluster_name: str, master_netdev: str,
 
     utils.EnsureDirs(pathutils.GetNodeDirectories() +
                      [(vcluster.LocalizeVirtualPath(file_storage_dir), 0o750)])
+    noded_ran = process.IsProcessAlive(process.ReadPidFile(
+        pathutils.DaemonPidFileName(constants.NODED)))
+    utils.WriteFile(_INIT_MARKER, data="", mode=constants.SECURE_FILE_MODE)
+    try:
+        _InitFiles(cluster_name, master_ip, master_netdev, master_netmask,
+                   hostname, secondary_ip, hypervisors, templates,
+                   file_storage_dir, shared_file_storage_dir, hvparams,
+                   beparams, nicparams, ndparams, ipolicy,
+                   candidate_pool_size, mac_prefix, max_running_jobs)
+    except BaseException:
+        logging.error("Cluster init failed, removing what it wrote")
+        _UndoInit(stop_noded=not noded_ran)
+        raise
+    utils.RemoveFile(_INIT_MARKER)
+
+
+def _UndoInit(stop_noded: bool) -> None:
+    """Stop what a failed init started and remove the files that would
+    block the next (configuration, ssconf), the marker last.
+
+    Certificates and the storage allow-list stay: the next init replaces
+    the former and keeps the latter anyway.
+    """
+    daemons = list(constants.MASTER_DAEMONS[::-1])
+    if stop_noded:
+        daemons.append(constants.NODED)
+    for name in daemons:
+        result = process.RunCmd([pathutils.DAEMON_UTIL, "stop", name])
+        if result.failed:
+            logging.warning("Could not stop %s: %s", name,
+                            result.output.strip())
+    utils.RemoveFile(pathutils.CLUSTER_CONF_FILE)
+    prefix = os.path.basename(pathutils.SSCONF_PREFIX)
+    for name in os.listdir(pathutils.DATA_DIR):
+        if name.startswith(prefix):
+            utils.RemoveFile(os.path.join(pathutils.DATA_DIR, name))
+    utils.RemoveFile(_INIT_MARKER)
+
+
+def _InitFiles(cluster_name: str, master_ip: str, master_netdev: str,
+               master_netmask: int | None, hostname: netutils.Hostname,
+               secondary_ip: str, hypervisors: list[str],
+               templates: list[str], file_storage_dir: str,
+               shared_file_storage_dir: str, hvparams: dict,
+               beparams: dict, nicparams: dict, ndparams: dict,
+               ipolicy: dict | None, candidate_pool_size: int | None,
+               mac_prefix: str | None,
+               max_running_jobs: int | None) -> None:
+    """Write the cluster's files and start its daemons (checks done)."""
     _InitCertificates(cluster_name)
     if not os.path.exists(pathutils.FILE_STORAGE_PATHS_FILE):
         # What Ganeti's configure installs: the cluster's own storage
@@ -155,6 +212,9 @@ def FinalizeClusterDestroy(master_name: str) -> None:
     except errors.GenericError as err:
         logging.warning("Could not remove the master IP: %s", err)
     node = cfg.GetNodeInfoByName(master_name)
+    if node is None:
+        raise errors.ConfigurationError("Master node %s is not in the"
+                                        " configuration" % master_name)
     runner = rpc_node.RpcRunner(rpc_node.StaticResolver(
         {node.name: node.primary_ip}))
     result = runner.call_node_leave_cluster(node.name)
@@ -282,6 +342,11 @@ def CheckMasterVotes(cfg: config.ConfigWriter, my_name: str,
                         if info and info.get("master_node") == my_name)
         if 2 * votes > total:
             return
+        # Waiting helps only while nodes that did not answer (still
+        # booting after a cluster-wide restart) could still make a majority
+        silent = sum(1 for info in others.values() if info is None)
+        if 2 * (votes + silent) <= total:
+            break
         if attempt + 1 < retries:
             time.sleep(retry_delay)
     elsewhere = sorted({info["master_node"] for info in others.values()

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable
 from ganeti import constants, errors, netutils, objects, pathutils, ssconf
 from ganeti import utils
 from ganeti.utils import gcpause
-from ganeti.objects import (Cluster, ConfigData, ConfigObject, Disk,
+from ganeti.objects import (Cluster, ConfigData, Disk,
                             FilterRule, Instance, Network, Node, NodeGroup)
 
 # stdlib json is about twice as fast as simplejson here, and both produce
@@ -39,6 +39,8 @@ _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 _CONTAINERS = ("disks", "filters", "instances", "networks", "nodegroups",
                "nodes")
 _NAMED_CONTAINERS = ("instances", "networks", "nodegroups", "nodes")
+# The objects stored in config.data, each under its UUID
+_Stored = Cluster | Disk | FilterRule | Instance | Network | NodeGroup | Node
 _CONTAINER_OF_CLASS: dict[type, str] = {
     Disk: "disks", FilterRule: "filters", Instance: "instances",
     Network: "networks", NodeGroup: "nodegroups", Node: "nodes",
@@ -294,7 +296,7 @@ class _Validator:
 
 
 # Reference checks of added or changed objects (after obj.Validate())
-_CHECK_CHANGED = {
+_CHECK_CHANGED: dict[str, Callable[[_Validator, Any], None]] = {
     "nodes": _Validator.CheckNode,
     "nodegroups": _Validator.CheckNodeGroup,
     "instances": _Validator.CheckInstance,
@@ -348,16 +350,16 @@ def _Verify(snap: _Snapshot) -> list[str]:
     return problems
 
 
-def _CopyIdentity(source: ConfigObject, target: ConfigObject) -> None:
+def _CopyIdentity(source: _Stored, target: _Stored) -> None:
     """Give the caller's object the UUID and stamps of the stored copy."""
     for name in ("uuid", "serial_no", "ctime", "mtime"):
         if name in source._SLOT_SET:
             setattr(target, name, getattr(source, name))
 
 
-def _Stamp(obj: ConfigObject, now: float, new: bool) -> None:
+def _Stamp(obj: _Stored, now: float, new: bool) -> None:
     """Set serial number and timestamps of an object about to be stored."""
-    if "serial_no" not in obj._SLOT_SET:
+    if isinstance(obj, FilterRule):
         return
     if new:
         obj.serial_no = 1
@@ -390,8 +392,7 @@ class ConfigWriter:
         # containers; used and replaced only under self._lock
         self._cluster_text: tuple[Cluster, bytes] | None = None
         self._texts: dict[str, _ContainerText] = {}
-        self._snap: _Snapshot | None = None
-        self._snap = self._Load(accept_foreign)
+        self._snap: _Snapshot = self._Load(accept_foreign)
 
     # Loading ---------------------------------------------------------------
 
@@ -448,6 +449,11 @@ class ConfigWriter:
     def GetConfigSerial(self) -> int:
         """Serial number of the whole configuration."""
         return self._snap.data.serial_no
+
+    def GetConfigFileName(self) -> str:
+        """The file this configuration is kept in (state that belongs to
+        the configuration lives beside it)."""
+        return self._cfg_file
 
     def GetView(self) -> ConfigView:
         """The current configuration, uncopied and not to be modified."""
@@ -795,7 +801,7 @@ class ConfigWriter:
         """Write the configuration again, with a new serial number."""
         self._Modify(lambda snap, now: ({}, None), feedback_fn)
 
-    def Update(self, target: ConfigObject,
+    def Update(self, target: _Stored,
                feedback_fn: FeedbackFn = None) -> None:
         """Replace a stored object by ``target``, a modified copy of it.
 
@@ -803,9 +809,10 @@ class ConfigWriter:
         (nobody else changed it since it was read); on success its
         ``serial_no`` and ``mtime`` are updated like the stored copy's.
         """
-        stored: list[ConfigObject] = []
+        stored: list[_Stored] = []
 
         def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            current: _Stored | None
             if isinstance(target, Cluster):
                 current = snap.data.cluster
                 container = None
@@ -820,15 +827,15 @@ class ConfigWriter:
                     raise errors.ConfigurationError(
                         "Cannot update %s: it is not in the configuration" %
                         target.Describe())
-            if (getattr(target, "serial_no", None) !=
-                    getattr(current, "serial_no", None)):
+            serial = getattr(target, "serial_no", None)
+            current_serial = getattr(current, "serial_no", None)
+            if serial != current_serial:
                 raise errors.ConfigurationError(
                     "Cannot update %s: it was modified since it was read"
                     " (serial %s, now %s)" %
-                    (target.Describe(), target.serial_no, current.serial_no))
+                    (target.Describe(), serial, current_serial))
             new = target.Copy()
-            for name in new._DERIVED:
-                setattr(new, name, None)
+            new.ClearDerived()
             _Stamp(new, now, new=False)
             stored.append(new)
             if container is None:
@@ -836,15 +843,13 @@ class ConfigWriter:
             return {container: {new.uuid: new}}, None
 
         self._Modify(prepare, feedback_fn)
-        if "serial_no" in target._SLOT_SET:
-            target.serial_no = stored[0].serial_no
-            target.mtime = stored[0].mtime
+        if not isinstance(target, FilterRule):
+            _CopyIdentity(stored[0], target)
 
-    def _AddObject(self, obj: ConfigObject, container: str,
+    def _AddObject(self, obj: _Stored, container: str,
                    feedback_fn: FeedbackFn) -> None:
         new = obj.Copy()
-        for name in new._DERIVED:
-            setattr(new, name, None)
+        new.ClearDerived()
 
         def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
             if new.uuid is None:
@@ -1012,8 +1017,9 @@ class ConfigWriter:
                     "disks": added}, None
 
         self._Modify(prepare, feedback_fn)
-        for orig, new in zip([instance] + list(disks or ()),
-                             [new_inst] + new_disks):
+        originals: list[_Stored] = [instance, *(disks or ())]
+        copies: list[_Stored] = [new_inst, *new_disks]
+        for orig, new in zip(originals, copies):
             _CopyIdentity(new, orig)
         for orig, new in zip(disks or (), new_disks):
             orig.iv_name = new.iv_name
@@ -1370,9 +1376,9 @@ class ConfigWriter:
                         "%s is stored under UUID %s" % (obj.Describe(), uuid))
                 validator.CheckUniqueUUID(container, uuid)
                 obj.Validate()
-                check = _CHECK_CHANGED.get(container)
-                if check is not None:
-                    check(validator, obj)
+                check_changed = _CHECK_CHANGED.get(container)
+                if check_changed is not None:
+                    check_changed(validator, obj)
 
     def _AssembleFile(self, snap: _Snapshot,
                       changes: dict[str, dict[str, Any]]
@@ -1401,7 +1407,7 @@ class ConfigWriter:
             value = getattr(data, key)
             if value is not None:
                 values[key] = [_ENCODE(value).encode("ascii")]
-        parts = []
+        parts: list[bytes] = []
         for key in _TOP_LEVEL_KEYS:
             if key in values:
                 parts.append(b"%s%s:" % (b"," if parts else b"{",
@@ -1430,8 +1436,9 @@ class ConfigWriter:
             return ("%s:%s" % (_ENCODE(uuid), _ENCODE(objs[uuid].ToDict()))
                     ).encode("ascii")
 
-        base = None if self._snap is None else self._snap.Container(container)
-        if old is None or items is None or old.objs is not base:
+        # No cache exists (old is None) while the first snapshot loads
+        if (old is None or items is None or
+                old.objs is not self._snap.Container(container)):
             entries = [encode(uuid) for uuid in order]
             pos = {uuid: idx for idx, uuid in enumerate(order)}
         elif all(uuid in old.pos and obj is not None
@@ -1495,7 +1502,7 @@ def InitConfig(version: int, cluster_config: Cluster,
     cluster_config.master_node = master_node_config.uuid
     for obj in (cluster_config, master_node_config, nodegroup):
         obj.UpgradeConfig()
-    nodegroup.members = None
+    nodegroup.ClearDerived()
     data = ConfigData(version=version, cluster=cluster_config,
                       nodes={master_node_config.uuid: master_node_config},
                       nodegroups={nodegroup.uuid: nodegroup}, instances={},

@@ -342,12 +342,15 @@ CV_ENODESHAREDFILESTORAGEPATHUNUSABLE = (
     CV_TNODE, "ENODESHAREDFILESTORAGEPATHUNUSABLE",
     "Shared file storage path unusable")
 CV_ENODESETUP = (CV_TNODE, "ENODESETUP", "Node setup error")
+# Ganeti's code and title; here also disk files and instance directories
+# in the file storage directories that no disk of the config accounts for
+CV_ENODEORPHANLV = (CV_TNODE, "ENODEORPHANLV", "Unknown LVM logical volume")
 CV_ALL_ECODES = frozenset([
     CV_ECLUSTERCFG, CV_ECLUSTERCERT, CV_ECLUSTERFILECHECK,
     CV_ECLUSTERDANGLINGNODES, CV_ECLUSTERDANGLINGINST, CV_ENODEFILECHECK,
     CV_ENODERPC, CV_ENODEVERSION, CV_ENODETIME,
     CV_ENODEHV, CV_ENODEFILESTORAGEPATHS, CV_ENODEFILESTORAGEPATHUNUSABLE,
-    CV_ENODESHAREDFILESTORAGEPATHUNUSABLE, CV_ENODESETUP,
+    CV_ENODESHAREDFILESTORAGEPATHUNUSABLE, CV_ENODESETUP, CV_ENODEORPHANLV,
 ])
 CV_ALL_ECODES_STRINGS = frozenset(code for _, code, _ in CV_ALL_ECODES)
 
@@ -362,6 +365,11 @@ NV_ACCEPTED_STORAGE_PATHS = "allowed-file-storage-paths"
 # The cluster's (shared) file storage directory, checked for usability
 NV_FILE_STORAGE_PATH = "file-storage-path"
 NV_SHARED_FILE_STORAGE_PATH = "shared-file-storage-path"
+# File storage directories whose content the node lists (orphan check):
+# answered as {directory: [[path relative to it, is a directory], ...]}
+NV_FILE_STORAGE_FILES = "file-storage-files"
+# Most entries listed per directory (a runaway tree can't flood the answer)
+NV_FILE_STORAGE_FILES_MAX = 10000
 
 # Largest clock difference between a node and the master, in seconds
 NODE_MAX_CLOCK_SKEW = 150

@@ -218,5 +218,6 @@ def GenericMain(daemon_name: str, parser: optparse.OptionParser,
         logging.info("%s stopped", daemon_name)
     finally:
         io.RemoveFile(pidfile)
-        os.close(_pid_fd)
-        _pid_fd = None
+        if _pid_fd is not None:
+            os.close(_pid_fd)
+            _pid_fd = None

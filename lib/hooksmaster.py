@@ -104,6 +104,9 @@ class HooksMaster:
         """The complete environment hook scripts of ``phase`` get."""
         if phase not in _PREFIXES:
             raise errors.ProgrammerError("Unknown hooks phase %r" % phase)
+        if self.hooks_path is None:
+            raise errors.ProgrammerError("Operation %s runs no hooks" %
+                                         self.opcode)
         env = self._BaseEnv(self.hooks_path, phase)
         phase_env = (self.pre_env if phase == constants.HOOKS_PHASE_PRE
                      else self._BuildEnv(phase))

@@ -285,7 +285,7 @@ class SharedLock:
         """Values of the lock query fields ``fields`` (name, mode, owner,
         pending), read consistently under the internal lock."""
         with self._lock:
-            result = []
+            result: list[Any] = []
             for field in fields:
                 if field == "name":
                     result.append(self.name)
@@ -607,7 +607,7 @@ class LockSet:
             locks = [(name, self._lockdict.get(name)) for name in names]
         for (name, lock) in locks:
             if name in owned:
-                if not lock.is_owned(shared=0):
+                if lock is None or not lock.is_owned(shared=0):
                     raise errors.ProgrammerError(
                         "Lock %s in set %s must be owned exclusively to be"
                         " removed" % (name, self.name))

@@ -92,7 +92,8 @@ def _Serialize(data: dict) -> bytes:
 def FormatRequest(method: str, args: Sequence | None,
                   version: int | None = None) -> bytes:
     """Encode a request (without the ETX terminator)."""
-    request = {KEY_METHOD: method, KEY_ARGS: list(args or [])}
+    request: dict[str, Any] = {KEY_METHOD: method,
+                               KEY_ARGS: list(args or [])}
     if version is not None:
         request[KEY_VERSION] = version
     return _Serialize(request)
@@ -354,6 +355,8 @@ class Client:
         ``select`` is used because a socket with a timeout waits for data
         in recv() even with MSG_DONTWAIT.
         """
+        if stream.sock is None:
+            return False
         try:
             readable, _, _ = select.select([stream.sock], [], [], 0)
         except (OSError, ValueError):
@@ -366,19 +369,20 @@ class Client:
                           self.address)
             self.Close()
         fresh = self._stream is None
-        if fresh:
-            self._stream = self._Connect()
+        stream = self._stream
+        if stream is None:
+            stream = self._stream = self._Connect()
         try:
             try:
-                self._stream.WriteMessage(request)
+                stream.WriteMessage(request)
             except errors.ConnectionClosedError:
                 if fresh:
                     raise
                 # The server dropped the old connection; nothing was read
                 self.Close()
-                self._stream = self._Connect()
-                self._stream.WriteMessage(request)
-            response = self._stream.ReadMessage()
+                stream = self._stream = self._Connect()
+                stream.WriteMessage(request)
+            response = stream.ReadMessage()
         except BaseException:
             self.Close()
             raise

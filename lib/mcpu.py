@@ -96,9 +96,6 @@ class Processor:
     def ExecOpCode(self, op: Any, cbs: OpExecCbBase | None = None) -> Any:
         """Execute ``op``, retrying lock acquisition with growing timeouts."""
         lu_class = cmdlib.GetLUClass(op.OP_ID)
-        if not issubclass(lu_class, LogicalUnit):
-            raise errors.ProgrammerError("%s is not a logical unit" %
-                                         lu_class.__name__)
         redacted = op.RedactedParams()
         if redacted:
             # Job files never hold private values: a job read back after a

@@ -107,7 +107,7 @@ def GetHostIP(name: str) -> str:
     except (socket.gaierror, socket.herror, UnicodeError) as err:
         raise errors.ResolverError(name, getattr(err, "errno", errno.EINVAL),
                                    "Cannot resolve %s: %s" % (name, err))
-    return infos[0][4][0]
+    return str(infos[0][4][0])
 
 
 def GetMyName() -> str:

@@ -25,7 +25,7 @@ _PDebugLevel = ("debug_level", None, ht.TMaybe(ht.TNonNegativeInt),
 _POpPriority = ("priority", constants.OP_PRIO_DEFAULT,
                 ht.TInRange(constants.OP_PRIO_HIGHEST,
                             constants.OP_PRIO_LOWEST),
-                "Opcode priority (lower number is higher priority)")
+                "Priority for opcode processing")
 _PDependencies = (
     "depends", None,
     ht.TMaybe(ht.TListOf(ht.TTupleOf(

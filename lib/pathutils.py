@@ -11,7 +11,8 @@ import os
 from ganeti import vcluster
 
 try:
-    from ganeti import _autoconf  # written by configure/setup.py at build time
+    # Written by configure/setup.py at build time, absent from the checkout
+    from ganeti import _autoconf  # type: ignore[attr-defined,unused-ignore]
     LOCALSTATEDIR = _autoconf.LOCALSTATEDIR
     SYSCONFDIR = _autoconf.SYSCONFDIR
     PREFIX = _autoconf.PREFIX
@@ -97,7 +98,7 @@ def GetLogFilename(daemon_log_base: str) -> str:
 
 
 def DaemonPidFileName(daemon: str) -> str:
-    """Pid file of a daemon (``ganeti-masterd`` -> RUN_DIR/ganeti-masterd.pid)."""
+    """Pid file of a daemon: RUN_DIR/<daemon>.pid."""
     return "%s/%s.pid" % (RUN_DIR, daemon)
 
 

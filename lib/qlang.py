@@ -118,7 +118,9 @@ class _Parser:
     # Tokens
 
     def _SkipSpace(self) -> int:
-        self.pos = _SPACE_RE.match(self.text, self.pos).end()
+        match = _SPACE_RE.match(self.text, self.pos)
+        assert match is not None, "matches the empty string"
+        self.pos = match.end()
         return self.pos
 
     def _Lex(self) -> _Token:
@@ -147,7 +149,7 @@ class _Parser:
     def _LexString(self, start: int) -> _Token:
         """A quoted string; a backslash takes the next character as is."""
         quote = self.text[start]
-        chars = []
+        chars: list[str] = []
         idx = start + 1
         while idx < len(self.text):
             char = self.text[idx]
@@ -243,6 +245,7 @@ class _Parser:
         if token.kind not in ("string", "number"):
             self._Expect(token, "a quoted string or a number")
         self._Take()
+        assert token.value is not None, "strings and numbers have values"
         return token.value
 
     def _Condition(self) -> list:
@@ -299,6 +302,7 @@ class _Parser:
             self.Fail("unterminated regular expression", start)
         flags_start = idx + 1
         match = _FLAGS_RE.match(text, flags_start)
+        assert match is not None, "matches the empty string"
         flags = match.group(0)
         unknown = sorted(set(flags) - _REGEXP_FLAGS)
         if unknown:

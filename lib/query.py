@@ -16,12 +16,23 @@ import json
 import math
 import operator
 import re
-from typing import Any, Callable, Collection, ContextManager, Iterable
+from typing import (Any, Callable, Collection, ContextManager, Iterable,
+                    Protocol)
 
 from ganeti import constants, errors, objects, qlang
 from ganeti.utils import gcpause
 
-FieldTable = dict[str, tuple[str, str, Callable[[Any], Any], str]]
+FieldDef = tuple[str, str, Callable[[Any], Any], str]
+FieldTable = dict[str, FieldDef]
+
+
+class FieldLookup(Protocol):
+    """What a filter needs of a field table: a table, or an object making
+    up definitions for names not known in advance."""
+
+    def __contains__(self, name: object, /) -> bool: ...
+
+    def __getitem__(self, name: str, /) -> FieldDef: ...
 
 
 class FieldStatus:
@@ -119,7 +130,8 @@ def _Seconds(value: Any) -> Any:
 class _FilterCompiler:
     """Compiles wire-form filters over one field table (CompileFilter)."""
 
-    def __init__(self, table: FieldTable, hostname_fields: Collection[str]):
+    def __init__(self, table: FieldLookup,
+                 hostname_fields: Collection[str]):
         self.table = table
         self.hostname_fields = hostname_fields
 
@@ -221,7 +233,7 @@ class _FilterCompiler:
         """
         kind, value = self._Kind(part), part[2]
         value_class = _ValueClass(value)
-        if value_class not in allowed:
+        if value_class is None or value_class not in allowed:
             raise errors.ParameterError(
                 "Invalid value %s in filter %s: expected %s" %
                 (_Json(value), _Json(part),
@@ -305,7 +317,7 @@ class _FilterCompiler:
         return test
 
 
-def CompileFilter(table: FieldTable, qfilter: Any,
+def CompileFilter(table: FieldLookup, qfilter: Any,
                   hostname_fields: Collection[str] = ()
                   ) -> Callable[[Any], bool]:
     """Turn a wire-form filter (§5.1) into a predicate over items.

@@ -38,12 +38,20 @@ class RpcCall(NamedTuple):
 
     ``timeout`` is a read timeout in seconds (a ``constants.RPC_TMO_*``)
     or a function computing it from the argument values.
+
+    ``repeatable`` says the call only reads, so running it twice is
+    harmless: only such calls go over kept-alive connections, where
+    libcurl silently sends the request again if the connection dies
+    before an answer (the node may already be running it). Any other
+    call gets a fresh connection and a broken connection is reported as
+    the call's failure.
     """
     name: str
     args: tuple[RpcArg, ...]
     timeout: int | Callable[..., float]
     kind: str
     doc: str
+    repeatable: bool = False
 
     def GetTimeout(self, args: list[Any]) -> float:
         """Read timeout for a call with these argument values."""
@@ -74,12 +82,14 @@ def _A(name: str, encoding: str | None = None) -> RpcArg:
 CALLS: tuple[RpcCall, ...] = (
     RpcCall("version", (), constants.RPC_TMO_URGENT, CALL_MULTI,
             "Protocol version of the node daemon"
-            " (constants.PROTOCOL_VERSION)"),
+            " (constants.PROTOCOL_VERSION)",
+            repeatable=True),
     RpcCall("node_info", (_A("storage_dirs"), _A("hv_names")),
             constants.RPC_TMO_URGENT, CALL_MULTI,
             "Memory, storage and hypervisor information of the node;"
             " storage_dirs lists (virtual) file storage directories, empty"
-            " for the default one, hv_names the hypervisors to report on"),
+            " for the default one, hv_names the hypervisors to report on",
+            repeatable=True),
     RpcCall("test_delay", (_A("duration"),), _TestDelayTimeout, CALL_MULTI,
             "Sleep for duration seconds on the node (testing aid)"),
     RpcCall("jobqueue_update",
@@ -109,7 +119,8 @@ CALLS: tuple[RpcCall, ...] = (
             " from the node, then stop the node daemon"),
     RpcCall("master_info", (), constants.RPC_TMO_URGENT, CALL_MULTI,
             "What the node knows of the master role: the master it believes"
-            " in, its config serial and its highest job id (master voting)"),
+            " in, its config serial and its highest job id (master voting)",
+            repeatable=True),
     RpcCall("node_stop_master", (), constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Stop the master daemon on the node (master failover)"),
     RpcCall("node_start_master", (), constants.RPC_TMO_NORMAL, CALL_SINGLE,
@@ -129,7 +140,8 @@ CALLS: tuple[RpcCall, ...] = (
             constants.RPC_TMO_NORMAL, CALL_MULTI,
             "Collect what cluster verification compares: checks maps"
             " constants.NV_* keys to their parameters (the virtual paths"
-            " to checksum for NV_FILELIST)"),
+            " to checksum for NV_FILELIST)",
+            repeatable=True),
     RpcCall("run_command", (_A("command"),), _RunCommandTimeout,
             CALL_MULTI,
             "Run a shell command on the node (gnt-cluster command); returns"
@@ -143,14 +155,16 @@ CALLS: tuple[RpcCall, ...] = (
     RpcCall("os_diagnose", (), constants.RPC_TMO_FAST, CALL_MULTI,
             "The OS definitions in the node's search path: [name, path,"
             " valid, reason, variants, parameters, api_versions, trusted]"
-            " per OS directory"),
+            " per OS directory",
+            repeatable=True),
     RpcCall("os_validate",
             (_A("required"), _A("name"), _A("checks"), _A("params"),
              _A("force_variant")),
             constants.RPC_TMO_FAST, CALL_MULTI,
             "Check that an OS (name+variant) is valid and that its verify"
             " script accepts the filled parameters; false if it is missing"
-            " and not required"),
+            " and not required",
+            repeatable=True),
     RpcCall("instance_os_add", (_A("instance"), _A("reinstall"), _A("debug")),
             _OSScriptTimeout, CALL_SINGLE,
             "Run the OS create script for a filled instance dict (disks with"
@@ -193,15 +207,18 @@ CALLS += (
                               _A("hvparams")),
             constants.RPC_TMO_URGENT, CALL_SINGLE,
             "Runtime information of one instance (memory, vcpus, state,"
-            " time), or an empty dict if it is not running"),
+            " time), or an empty dict if it is not running",
+            repeatable=True),
     RpcCall("all_instances_info", (_A("hv_names"), _A("all_hvparams")),
             constants.RPC_TMO_URGENT, CALL_MULTI,
             "Runtime information of every instance of the given"
             " hypervisors, keyed by instance name; all_hvparams maps"
-            " hypervisor to its cluster parameters"),
+            " hypervisor to its cluster parameters",
+            repeatable=True),
     RpcCall("instance_list", (_A("hv_names"), _A("all_hvparams")),
             constants.RPC_TMO_URGENT, CALL_MULTI,
-            "Names of the instances running on the node"),
+            "Names of the instances running on the node",
+            repeatable=True),
     RpcCall("instance_balloon_memory", (_A("instance"), _A("memory")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Change the memory (MiB) of a running instance"),
@@ -209,15 +226,18 @@ CALLS += (
             (_A("instance"), _A("primary_node"), _A("node_group")),
             constants.RPC_TMO_URGENT, CALL_SINGLE,
             "How to reach an instance's console (InstanceConsole fields);"
-            " primary_node and node_group are config dicts"),
+            " primary_node and node_group are config dicts",
+            repeatable=True),
     RpcCall("hypervisor_validate_params", (_A("hvname"), _A("hvparams")),
             constants.RPC_TMO_NORMAL, CALL_MULTI,
             "Check filled hypervisor parameters against the node itself"
-            " (files, devices); fails naming the bad parameter"),
+            " (files, devices); fails naming the bad parameter",
+            repeatable=True),
     RpcCall("migration_info", (_A("instance"),), constants.RPC_TMO_NORMAL,
             CALL_SINGLE,
             "Source side, first step of a migration: data the target"
-            " needs to accept the instance"),
+            " needs to accept the instance",
+            repeatable=True),
     RpcCall("accept_instance",
             (_A("instance"), _A("info"), _A("target"), _A("block_devices")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
@@ -229,7 +249,8 @@ CALLS += (
             "Source side: send the running instance to the target"),
     RpcCall("instance_get_migration_status", (_A("instance"),),
             constants.RPC_TMO_URGENT, CALL_SINGLE,
-            "Source side: {status, ...} of the running migration"),
+            "Source side: {status, ...} of the running migration",
+            repeatable=True),
     RpcCall("finalize_migration_dst",
             (_A("instance"), _A("info"), _A("success")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
@@ -266,7 +287,8 @@ CALLS += (
     RpcCall("blockdev_getdimensions", (_A("disks"),),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "[size in bytes, spindles] of each disk, None for a disk that"
-            " is not available"),
+            " is not available",
+            repeatable=True),
     RpcCall("blockdev_setinfo", (_A("disk"), _A("info")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Store metadata (the owner instance) with a disk"),
@@ -276,7 +298,8 @@ CALLS += (
             "List storage units: su_name a constants.ST_* type (file,"
             " sharedfile), su_args [virtual directory], name a unit name"
             " or None for all, fields constants.SF_* names; rows of values"
-            " (sizes in MiB)"),
+            " (sizes in MiB)",
+            repeatable=True),
     RpcCall("file_storage_dir_rename",
             (_A("old_file_storage_dir"), _A("new_file_storage_dir"),
              _A("template")),
@@ -290,11 +313,13 @@ CALLS += (
 # import/export transfers (ganeti.impexp)
 CALLS += (
     RpcCall("export_list", (), constants.RPC_TMO_FAST, CALL_MULTI,
-            "Names of the complete exports on the node, sorted"),
+            "Names of the complete exports on the node, sorted",
+            repeatable=True),
     RpcCall("export_info", (_A("path", ENC_VPATH),),
             constants.RPC_TMO_FAST, CALL_SINGLE,
             "The description (config.ini text) of the export in path, an"
-            " export directory of the node"),
+            " export directory of the node",
+            repeatable=True),
     RpcCall("export_remove", (_A("export"),), constants.RPC_TMO_FAST,
             CALL_SINGLE, "Remove an export (by name) from the node"),
     RpcCall("export_discard", (_A("instance_name"),),
@@ -337,7 +362,8 @@ CALLS += (
     RpcCall("impexp_status", (_A("names"),), constants.RPC_TMO_FAST,
             CALL_SINGLE,
             "Status of each named transfer (impexp.STATUS_FIELDS: progress,"
-            " done, success, checksum, error), None for an unknown one"),
+            " done, success, checksum, error), None for an unknown one",
+            repeatable=True),
     RpcCall("impexp_abort", (_A("name"),), constants.RPC_TMO_NORMAL,
             CALL_SINGLE,
             "Stop a transfer; an import also discards the file it wrote,"

@@ -13,6 +13,7 @@ module-level marker (``pytestmark``), registered below:
 
 import errno
 import os
+import random
 import shutil
 import subprocess
 
@@ -38,6 +39,22 @@ _FIXTURE_MARKERS = (
     " arguments, file storage allow-list, setup(cluster) run before the kvm"
     " parameters are set, hvparams(cluster) their extra values",
 )
+
+
+def pytest_addoption(parser):
+    """Options of the crash test (test_crash): CI runs the fixed defaults,
+    longer runs pick another seed or more rounds."""
+    parser.addoption("--seed", type=int, default=12,
+                     help="random seed of the crash test's kill points")
+    parser.addoption("--rounds", type=int, default=2,
+                     help="kill rounds of each crash test scenario")
+
+
+@pytest.fixture
+def crash_rng(request):
+    """The crash test's random generator (--seed) and rounds (--rounds)."""
+    return (random.Random(request.config.getoption("seed")),
+            request.config.getoption("rounds"))
 
 
 def pytest_configure(config):

@@ -57,8 +57,9 @@ def _Cert(tmp_path, days):
 
 
 def test_certificate_expiry_levels(tmp_path):
-    assert cluster_verify.VerifyCertificate(_Cert(tmp_path, 365)) == \
-        (None, None)
+    severity, msg = cluster_verify.VerifyCertificate(_Cert(tmp_path, 365))
+    assert severity is None
+    assert "cert-365.pem: Certificate expires in about 364 days" in msg
     severity, msg = cluster_verify.VerifyCertificate(_Cert(tmp_path, 20))
     assert severity == constants.CV_WARNING
     assert "cert-20.pem: Certificate expires in about 19 days" in msg

@@ -405,7 +405,7 @@ def _FullQueueWithFinishedOpcode(qenv, small_tmpfs):
     return disk, queue, job_id
 
 
-def test_full_disk_state_stays_equal_to_files(qenv, small_tmpfs):
+def test_full_disk_state_stays_equal_to_files(qenv, small_tmpfs, caplog):
     disk, queue, job_id = _FullQueueWithFinishedOpcode(qenv, small_tmpfs)
     # Reported as its file has it, not as a success nobody can read back
     assert queue.QueryJobs([job_id], ["status"]) == [["running"]]
@@ -429,6 +429,10 @@ def test_full_disk_state_stays_equal_to_files(qenv, small_tmpfs):
         constants.OP_STATUS_SUCCESS
     assert _Wait(queue, queue.SubmitJob([_Delay()])) == \
         constants.JOB_STATUS_SUCCESS
+    # Logged clearly, without a traceback
+    assert not [record for record in caplog.records if record.exc_info]
+    assert any("No space left on device" in record.getMessage()
+               for record in caplog.records)
 
 
 def test_full_disk_shutdown_leaves_job_as_its_file_says(qenv, small_tmpfs):

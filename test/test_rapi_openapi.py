@@ -74,7 +74,7 @@ def test_opcode_bodies_follow_the_declarations():
     assert "preferred" in props["alloc_policy"]["description"]
     assert props["priority"] == {
         "type": "integer", "default": 0,
-        "description": "Opcode priority (lower number is higher priority)"
+        "description": "Priority for opcode processing"
         " (integer in range [-20, 19])"}
     # group_name may also be given as name, so neither is required
     assert "required" not in schema

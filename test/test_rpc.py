@@ -308,6 +308,49 @@ def test_keepalive_reuses_connections(noded_cluster):
         rpc.close()
 
 
+def _ChildPids(pid):
+    """The processes whose parent is ``pid`` (noded's connection children)."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as stat_file:
+                fields = stat_file.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(entry))
+    return children
+
+
+def test_broken_call_is_reported_not_repeated(noded_cluster):
+    """Issue 12, fault 1: a call not safe to repeat whose noded child dies
+    fails at once; libcurl must not send it again on a new connection (it
+    did when the call went over a kept-alive connection)."""
+    node = noded_cluster.nodes[0]
+    assert not rpc_defs.CALLS_BY_NAME["test_delay"].repeatable
+    rpc = noded_cluster.Runner()
+    try:
+        # A kept-alive connection the next call could reuse
+        assert rpc.call_version([node.name])[node.name].fail_msg is None
+        results = {}
+        caller = threading.Thread(target=lambda: results.update(
+            rpc.call_test_delay([node.name], 3)))
+        start = time.monotonic()
+        caller.start()
+        time.sleep(0.7)
+        for child in _ChildPids(node.NodedPid()):
+            os.kill(child, 9)
+        caller.join(10)
+        elapsed = time.monotonic() - start
+    finally:
+        rpc.close()
+    result = results[node.name]
+    assert result.fail_msg and "was not repeated" in result.fail_msg
+    assert elapsed < 2.5
+
+
 def test_concurrent_threads(noded_cluster, noded_runner):
     failures = []
 

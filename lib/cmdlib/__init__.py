@@ -11,8 +11,8 @@ from ganeti import errors
 from ganeti.cmdlib.base import LogicalUnit
 
 
-def _CollectLUs() -> dict[str, type]:
-    result = {}
+def _CollectLUs() -> dict[str, type[LogicalUnit]]:
+    result: dict[str, type[LogicalUnit]] = {}
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module("%s.%s" % (__name__, info.name))
         for name, obj in vars(module).items():
@@ -26,7 +26,7 @@ def _CollectLUs() -> dict[str, type]:
 _LU_CLASSES = _CollectLUs()
 
 
-def GetLUClass(op_id: str) -> type:
+def GetLUClass(op_id: str) -> type[LogicalUnit]:
     """The LU running an opcode, by Ganeti's naming rule (Op -> LU)."""
     from ganeti import opcodes
     op_class = opcodes.OP_MAPPING.get(op_id)

@@ -349,7 +349,8 @@ class LUBackupExport(InstanceLU):
             result.Raise("Could not shutdown instance %s on node %s" %
                          (instance.name, self.pnode.name))
         keep_running = was_up and not op.shutdown
-        fin_ok, dresults = False, []
+        fin_ok = False
+        dresults: list[bool] = []
         try:
             fin_ok, dresults = self._ExportDisks(
                 feedback_fn, keep_running or instance.disks_active)
@@ -453,11 +454,11 @@ class ImportSource:
             raise errors.OpPrereqError(
                 "Unsupported compression '%s' of the export in %s" %
                 (self.compression, self.path), errors.ECODE_INVAL)
-        self.dumps = []
+        self.dumps: list[str] = []
         while self.info.has_option(constants.INISECT_INS,
                                    "disk%d_dump" % len(self.dumps)):
-            self.dumps.append(self._Get(constants.INISECT_INS,
-                                        "disk%d_dump" % len(self.dumps)))
+            self.dumps.append(self.info.get(constants.INISECT_INS,
+                                            "disk%d_dump" % len(self.dumps)))
         self._ApplyParams(lu)
 
     @staticmethod
@@ -490,8 +491,9 @@ class ImportSource:
     def _CheckVersion(self) -> None:
         version = self._Get(constants.INISECT_EXP, "version")
         try:
-            valid = int(version) == constants.EXPORT_VERSION
-        except (TypeError, ValueError):
+            valid = (version is not None and
+                     int(version) == constants.EXPORT_VERSION)
+        except ValueError:
             valid = False
         if not valid:
             raise errors.OpPrereqError("Wrong export version %s (wanted %d)" %
@@ -508,7 +510,7 @@ class ImportSource:
 
     def _ExportedDisks(self) -> list[dict]:
         ins = constants.INISECT_INS
-        disks = []
+        disks: list[dict] = []
         while self.info.has_option(ins, "disk%d_size" % len(disks)):
             idx = len(disks)
             try:
@@ -524,7 +526,7 @@ class ImportSource:
 
     def _ExportedNics(self, keep_macs: bool) -> list[dict]:
         ins = constants.INISECT_INS
-        nics = []
+        nics: list[dict] = []
         while self.info.has_option(ins, "nic%d_mac" % len(nics)):
             prefix = "nic%d_" % len(nics)
             keys = ["ip", "name"] + sorted(objects.NIC_PARAMETERS)

@@ -38,7 +38,9 @@ class LogicalUnit:
         self.cfg = context.cfg
         self.rpc = context.rpc
         self.glm = context.glm
-        self.needed_locks: dict | None = None
+        # None until ExpandNames declares the locks (mcpu refuses an LU
+        # that does not); typed for what the LU code reads after that
+        self.needed_locks: dict[int, Any] = None  # type: ignore[assignment]
         self.share_locks = dict.fromkeys(locking.LEVELS, 0)
         self.opportunistic_locks = dict.fromkeys(locking.LEVELS, False)
         # Locks to remove after Exec (objects the LU deleted)

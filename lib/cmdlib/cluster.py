@@ -331,7 +331,8 @@ class LUClusterSetParams(LogicalUnit):
                 osparams[os_name] = new
             else:
                 osparams.pop(os_name, None)
-        result = {"os_hvp": os_hvp, "osparams": osparams}
+        result: dict[str, dict | list[str]] = {"os_hvp": os_hvp,
+                                               "osparams": osparams}
         for key, desc in (("hidden_os", "hidden OS list"),
                           ("blacklisted_os", "blacklisted OS list")):
             mods = getattr(self.op, key)

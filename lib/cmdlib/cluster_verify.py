@@ -10,6 +10,7 @@ an LU's result is False when it found an error.
 
 import datetime
 import hashlib
+import os
 import time
 from typing import Any, Callable, NamedTuple
 
@@ -56,14 +57,14 @@ def _FormatTime(value: float) -> str:
 
 
 def VerifyCertificate(filename: str,
-                      now: float | None = None) -> tuple[str | None,
-                                                         str | None]:
+                      now: float | None = None) -> tuple[str | None, str]:
     """Check one of the cluster certificate files.
 
     Returns ``(severity, message)``: an error when the file can't be read
     or parsed, the certificate has expired or expires within
     SSL_CERT_EXPIRATION_ERROR days, a warning when it is not yet valid or
-    expires within SSL_CERT_EXPIRATION_WARN days, else ``(None, None)``.
+    expires within SSL_CERT_EXPIRATION_WARN days, else severity None (the
+    message, shown only when simulating errors, says when it expires).
     The other nodes' clocks may be ahead by NODE_MAX_CLOCK_SKEW, so the
     check looks that far into the future.
     """
@@ -98,8 +99,6 @@ def VerifyCertificate(filename: str,
             severity = constants.CV_ERROR
         elif remaining <= constants.SSL_CERT_EXPIRATION_WARN:
             severity = constants.CV_WARNING
-    if severity is None:
-        return None, None
     return severity, "While verifying %s: %s" % (vpath, msg)
 
 
@@ -182,7 +181,7 @@ class LUClusterVerify(NoHooksLU):
         self.needed_locks = {}
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
-        jobs = []
+        jobs: list[list[opcodes.OpCode]] = []
         if self.op.group_name:
             groups = [self.op.group_name]
         else:
@@ -293,6 +292,15 @@ def ComputeVerifyFiles(cluster: objects.Cluster,
         files[pathutils.SsconfFileName(key)] = _FileSpec(
             expected=_Checksum(value))
     return files
+
+
+def _FileStorageDirs(cluster: objects.Cluster) -> list[str]:
+    """The storage directories of the enabled file templates."""
+    templates = cluster.enabled_disk_templates
+    return sorted({path for template, path in (
+        (constants.DT_FILE, cluster.file_storage_dir),
+        (constants.DT_SHARED_FILE, cluster.shared_file_storage_dir))
+        if template in templates and path})
 
 
 def _NodeNames(nodes: dict[str, objects.Node], uuids: Any) -> str:
@@ -406,6 +414,9 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                  cluster.shared_file_storage_dir)):
             if template in templates:
                 checks[key] = path
+        file_dirs = _FileStorageDirs(cluster)
+        if file_dirs:
+            checks[constants.NV_FILE_STORAGE_FILES] = file_dirs
         return checks
 
     def _VerifyNodeHypervisors(self, ninfo: objects.Node,
@@ -440,6 +451,42 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                           constants.CV_ENODEFILESTORAGEPATHS, ninfo.name,
                           "Node should not have returned forbidden file"
                           " storage paths")
+
+    def _VerifyOrphanFiles(self, ninfo: objects.Node, nresult: dict) -> None:
+        """Report disk files and instance directories in the file storage
+        directories that no disk of the configuration accounts for, as
+        Ganeti reports orphan volumes (a warning: left by an interrupted
+        creation or by hand, used by no instance)."""
+        listing = nresult.get(constants.NV_FILE_STORAGE_FILES)
+        if not isinstance(listing, dict):
+            return
+        known = set()
+        for disk in self.cfg.GetAllDisksInfo().values():
+            if disk.dev_type == constants.DT_SHARED_FILE or (
+                    disk.dev_type == constants.DT_FILE and
+                    (not disk.nodes or ninfo.uuid in disk.nodes)):
+                known.add(os.path.normpath(disk.logical_id[1]))
+        known_dirs = set()
+        for path in known:
+            parent = os.path.dirname(path)
+            while parent not in known_dirs and parent != "/":
+                known_dirs.add(parent)
+                parent = os.path.dirname(parent)
+        for base, entries in sorted(listing.items()):
+            reported: list[str] = []
+            for relpath, is_dir in sorted(entries):
+                path = os.path.normpath(os.path.join(base, relpath))
+                if any(utils.IsBelowDir(top, path) for top in reported):
+                    continue
+                if is_dir and path not in known_dirs:
+                    reported.append(path)
+                    self._Error(constants.CV_ENODEORPHANLV, ninfo.name,
+                                "instance directory %s is unknown", path,
+                                code=constants.CV_WARNING)
+                elif not is_dir and path not in known:
+                    self._Error(constants.CV_ENODEORPHANLV, ninfo.name,
+                                "volume %s is unknown", path,
+                                code=constants.CV_WARNING)
 
     def _VerifyStoragePaths(self, ninfo: objects.Node, nresult: dict) -> None:
         """The storage directories of enabled file templates must be usable
@@ -514,13 +561,14 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                 ignore_nodes.add(node.uuid)
                 continue
             result = nvinfo[node.uuid]
-            node_files = None
+            node_files: dict[str, str] = {}
             if not result.fail_msg and isinstance(result.payload, dict):
-                node_files = result.payload.get(constants.NV_FILELIST)
-            test = not (node_files and isinstance(node_files, dict))
-            self._ErrorIf(test, constants.CV_ENODEFILECHECK, node.name,
-                          "Node did not return file checksum data")
-            if test:
+                reported = result.payload.get(constants.NV_FILELIST)
+                if isinstance(reported, dict):
+                    node_files = reported
+            self._ErrorIf(not node_files, constants.CV_ENODEFILECHECK,
+                          node.name, "Node did not return file checksum data")
+            if not node_files:
                 ignore_nodes.add(node.uuid)
                 continue
             for vpath, checksum in node_files.items():
@@ -606,6 +654,8 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                           master_uuid, vf_nvinfo, files)
 
         feedback_fn("* Verifying node status")
+        replicator = getattr(self.context, "replicator", None)
+        behind = replicator.GetBehind() if replicator is not None else {}
         n_offline = n_drained = 0
         for node in nodes:
             if node.offline:
@@ -624,6 +674,12 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                 ntype = "regular"
             if verbose:
                 feedback_fn("* Verifying node %s (%s)" % (node.name, ntype))
+            self._ErrorIf(node.uuid in behind, constants.CV_ENODESETUP,
+                          node.name, "copy of the %s is behind the master's,"
+                          " resynchronisation failing: %s",
+                          "configuration and job queue"
+                          if node.master_candidate else "ssconf files",
+                          behind.get(node.uuid))
             msg = nvinfo[node.uuid].fail_msg
             self._ErrorIf(msg, constants.CV_ENODERPC, node.name,
                           "while contacting node: %s", msg)
@@ -636,6 +692,7 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                 self._VerifyAcceptedFileStoragePaths(
                     node, nresult, node.uuid == master_uuid)
                 self._VerifyStoragePaths(node, nresult)
+                self._VerifyOrphanFiles(node, nresult)
 
         i_offline = sum(
             1 for inst in self.cfg.GetAllInstancesInfo().values()

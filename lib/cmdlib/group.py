@@ -192,7 +192,8 @@ class LUGroupAssignNodes(NoHooksLU):
         those split before that stay split."""
         nodes = self.cfg.GetAllNodesInfo()
         moved = set(self.op.node_uuids)
-        new_splits, previous_splits = [], []
+        new_splits: list[str] = []
+        previous_splits: list[str] = []
         for uuid, inst in self.cfg.GetAllInstancesInfo().items():
             if self.cfg.GetInstanceDiskTemplate(uuid) != constants.DT_DRBD8:
                 continue

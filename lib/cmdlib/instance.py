@@ -3,7 +3,8 @@
 OS calls get the instance through operating_system.InstanceOsRpcDict.
 Instance creation is all-or-nothing: when any step after the first disk
 was created fails, the disks are removed again and the configuration keeps
-no trace of the instance.
+no trace of the instance; when the master daemon dies meanwhile, its next
+start removes them (see creation_intents).
 """
 
 import logging
@@ -12,7 +13,7 @@ import socket
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, netutils, objects
-from ganeti.cmdlib import backup, operating_system
+from ganeti.cmdlib import backup, creation_intents, operating_system
 from ganeti.cmdlib.base import ExpandNodeUuidAndName, LogicalUnit
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
 from ganeti.cmdlib.instance_policy import CheckIPolicySpec, CheckNodeVcpuRatio
@@ -244,9 +245,9 @@ class LUInstanceCreate(LogicalUnit):
                               nicparams=spec["nicparams"], name=spec["name"])
                   for spec in self._nics],
             tags=set(op.tags))
-        disks = [objects.Disk(dev_type=op.disk_template, size=spec["size"] or 0,
-                              mode=spec["mode"], name=spec["name"],
-                              nodes=[op.pnode_uuid])
+        disks = [objects.Disk(dev_type=op.disk_template,
+                              size=spec["size"] or 0, mode=spec["mode"],
+                              name=spec["name"], nodes=[op.pnode_uuid])
                  for spec in self._disks]
         env = BuildInstanceHookEnv(self, instance, disks)
         env["INSTANCE_ADD_MODE"] = op.mode
@@ -461,6 +462,11 @@ class LUInstanceCreate(LogicalUnit):
         instance = self._BuildInstance(cluster, disks)
         created: list[objects.Disk] = []
         added = False
+        # Adopted devices are the administrator's: never removed on recovery
+        recorded = bool(disks) and \
+            self.op.disk_template not in constants.DTS_MUST_ADOPT
+        if recorded:
+            creation_intents.Record(self.cfg, instance, disks)
         try:
             if disks:
                 feedback_fn("* creating instance disks...")
@@ -482,8 +488,13 @@ class LUInstanceCreate(LogicalUnit):
                             " was created", instance.name)
             if added:
                 self.cfg.RemoveInstance(instance.uuid)
-            RemoveDisks(self, instance.name, created)
+            # A record whose disks could not all be removed stays for the
+            # clean-up at the next master daemon start
+            if RemoveDisks(self, instance.name, created) and recorded:
+                creation_intents.Clear(self.cfg, instance.uuid)
             raise
+        if recorded:
+            creation_intents.Clear(self.cfg, instance.uuid)
         self.glm.add(locking.LEVEL_INSTANCE, instance.uuid)
         logging.info("Created instance %s on node %s", instance.name,
                      self.op.pnode)

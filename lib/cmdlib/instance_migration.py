@@ -126,9 +126,10 @@ class TLMigrateInstance:
         self.ignore_ipolicy = ignore_ipolicy
         self.ignore_hvversions = ignore_hvversions
         self.live = False
-        self.instance: objects.Instance | None = None
-        self.source_node_uuid: str | None = None
-        self.target_node_uuid: str | None = None
+        # Set by CheckPrereq, which runs before anything reads them
+        self.instance: objects.Instance
+        self.source_node_uuid: str
+        self.target_node_uuid: str
         self.current_mem = 0
         self.tgt_free_mem = 0
         self.migration_info: Any = None
@@ -730,10 +731,13 @@ class LUInstanceChangeGroup(InstanceLU):
 
     def ExpandNames(self) -> None:
         super().ExpandNames()
-        self.target_uuids = None
+        # The groups asked for (None: any other group); CheckPrereq turns
+        # them into target_uuids, the groups actually considered
+        self.requested_uuids: list[str] | None = None
+        self.target_uuids: list[str] = []
         if self.op.target_groups:
-            self.target_uuids = sorted({self.cfg.LookupNodeGroup(name)
-                                        for name in self.op.target_groups})
+            self.requested_uuids = sorted({self.cfg.LookupNodeGroup(name)
+                                           for name in self.op.target_groups})
         self.needed_locks[locking.LEVEL_NODEGROUP] = []
         # Only looks: the follow-up job takes its own locks
         for level in (locking.LEVEL_INSTANCE, locking.LEVEL_NODEGROUP,
@@ -747,7 +751,7 @@ class LUInstanceChangeGroup(InstanceLU):
     def DeclareLocks(self, level: int) -> None:
         if level == locking.LEVEL_NODEGROUP:
             # Not locked yet, so checked again in CheckPrereq
-            groups = (set(self.target_uuids) if self.target_uuids
+            groups = (set(self.requested_uuids) if self.requested_uuids
                       else set(self.cfg.GetAllNodeGroupsInfo()))
             self.needed_locks[level] = sorted(groups |
                                               self._InstanceGroups())
@@ -769,15 +773,15 @@ class LUInstanceChangeGroup(InstanceLU):
                 " retry the operation" %
                 (instance.name, ", ".join(sorted(inst_groups)),
                  ", ".join(sorted(owned_groups))), errors.ECODE_STATE)
-        if self.target_uuids:
-            conflicts = inst_groups & set(self.target_uuids)
+        if self.requested_uuids:
+            conflicts = inst_groups & set(self.requested_uuids)
             if conflicts:
                 raise errors.OpPrereqError(
                     "Can't use group(s) '%s' as targets, they are used by"
                     " the instance '%s'" %
                     (", ".join(self._GroupNames(conflicts)), instance.name),
                     errors.ECODE_INVAL)
-            targets = set(self.target_uuids)
+            targets = set(self.requested_uuids)
         else:
             targets = owned_groups - inst_groups
         if not targets:
@@ -897,6 +901,7 @@ class LUInstanceChangeGroup(InstanceLU):
         feedback_fn("Moving instance %s to node %s (group %s)" %
                     (instance.name, target.name,
                      self.cfg.GetNodeGroup(target.group).name))
+        op: opcodes.OpCode
         if self.template in constants.DTS_EXT_MIRROR:
             op = opcodes.OpInstanceMigrate(instance_name=instance.name,
                                            target_node=target.name,

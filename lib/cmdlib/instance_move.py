@@ -145,7 +145,8 @@ class LUInstanceMove(InstanceLU):
             self.rpc, feedback_fn, source.uuid, target.uuid,
             target.secondary_ip or target.primary_ip, self.op.compress,
             instance.name, transfers)
-        errs = [result.error for result in results if not result.success]
+        errs = [result.error or "unknown error" for result in results
+                if not result.success]
         if errs:
             raise errors.OpExecError("Errors during disk copy: %s" %
                                      ", ".join(errs))

@@ -45,14 +45,15 @@ def _ComputeMinMaxSpec(name: str, qualifier: str, minmax: dict,
 
 def ComputeIPolicySpecViolation(ipolicy: dict, mem_size: int | None,
                                 cpu_count: int | None, disk_count: int,
-                                nic_count: int, disk_sizes: list,
+                                nic_count: int | None, disk_sizes: list,
                                 spindle_use: int | None,
                                 disk_template: str) -> list[str]:
     """The policy violations of an instance with these specs.
 
     An instance must fit one of the min/max pairs: the violations reported
-    are those of the pair it misses least. The disk count of a diskless
-    instance is not checked (there is nothing to count).
+    are those of the pair it misses least. A spec given as None is not
+    checked, nor is the disk count of a diskless instance (there is
+    nothing to count).
     """
     if disk_count != len(disk_sizes):
         raise errors.ProgrammerError("Disk count %d does not match the %d"

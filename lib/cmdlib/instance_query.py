@@ -104,8 +104,9 @@ class InstanceQuery:
         live = wrong_node = bad_nodes = consoles = None
         if wanted & INSTANCE_LIVE_FIELDS:
             live, wrong_node, bad_nodes = self._LiveData(view)
-        if "console" in wanted:
-            consoles = self._Consoles(view, instances, live)
+            # A live field: the console is asked of running instances only
+            if "console" in wanted:
+                consoles = self._Consoles(view, instances, live)
         data = InstanceQueryData(instances, view, live, wrong_node,
                                  bad_nodes, consoles)
         return query.Query(self.FIELDS, data.Items(), fields,

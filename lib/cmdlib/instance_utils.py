@@ -467,6 +467,9 @@ class InstanceLU(LogicalUnit):
 
     HTYPE = constants.HTYPE_INSTANCE
     REQ_BGL = False
+    # The last hooks environment built (the pre phase's always is): the
+    # post phase of an operation that removed the instance reuses it
+    _hooks_env: dict[str, Any]
 
     def ExpandNames(self) -> None:
         self.op.instance_uuid, self.op.instance_name = \

@@ -605,6 +605,7 @@ class LUNodeQueryStorage(NoHooksLU):
 
     def ExpandNames(self) -> None:
         self.share_locks = dict.fromkeys(locking.LEVELS, 1)
+        wanted: list[str] | None
         if self.op.nodes:
             wanted = [ExpandNodeUuidAndName(self.cfg, None, name)[0]
                       for name in self.op.nodes]

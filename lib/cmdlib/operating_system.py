@@ -12,7 +12,7 @@ all nodes agree on.
 from typing import Any, Callable
 
 from ganeti import config, constants, errors, qlang, query
-from ganeti.cmdlib.base import NoHooksLU
+from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.queryfields.oses import OS_FIELDS, OsInfo
 
 
@@ -111,7 +111,7 @@ class LUOsDiagnose(NoHooksLU):
                 for info in OsQuery(self).Items() if match(info)]
 
 
-def CheckOSParams(lu: NoHooksLU, required: bool, node_uuids: list[str],
+def CheckOSParams(lu: LogicalUnit, required: bool, node_uuids: list[str],
                   os_name: str, osparams: dict,
                   force_variant: bool = False) -> None:
     """Have the nodes validate an OS and its (filled) parameters.

@@ -23,10 +23,13 @@ fork mode the handler runs in the child, so it can't change the parent's
 state.
 """
 
+import collections
 import email.utils
 import errno
+import functools
 import http.client
 import io
+import itertools
 import logging
 import os
 import select
@@ -34,13 +37,14 @@ import selectors
 import socket
 import threading
 import time
-from typing import Callable
+from typing import Callable, TypeAlias
 
 from cryptography import x509
 from OpenSSL import SSL, crypto
 
 from ganeti import constants, errors, netutils
 from ganeti import http as ghttp
+from ganeti.http import pending
 
 MODE_FORK = "fork"
 MODE_THREAD = "thread"
@@ -49,19 +53,33 @@ MODES = frozenset([MODE_FORK, MODE_THREAD])
 DEFAULT_BACKLOG = 128
 DEFAULT_IDLE_TIMEOUT = 30.0
 DEFAULT_IO_TIMEOUT = 60.0
+# A client gets this long for the TLS handshake, and then for its request
+# line and headers: slow or silent clients must not hold a connection slot
+DEFAULT_HANDSHAKE_TIMEOUT = 5.0
+DEFAULT_HEADER_TIMEOUT = 5.0
+# Connections still in their handshake or headers, over all addresses;
+# beyond it the oldest is dropped
+DEFAULT_MAX_PENDING = 256
 
 _MAX_LINE = 16 * 1024
+# A request head (request line and headers) longer than this is handed to
+# a worker unfinished, which answers it with an error
+_MAX_HEAD = 64 * 1024
 _READ_BUFFER = 64 * 1024
 # How often the accept loop reaps finished children, and how long it waits
 # before re-checking when max_clients is reached
 _REAP_INTERVAL = 1.0
 _BUSY_INTERVAL = 0.05
+# Connections accepted at most per wake-up, so the loop stays responsive
+_ACCEPT_BATCH = 64
 _SERVER_NAME = "Ganeti/%s" % constants.RELEASE_VERSION
 
 Handler = Callable[[str, str, http.client.HTTPMessage, bytes],
                    tuple[int, dict[str, str], bytes]]
 VerifyFn = Callable[[x509.Certificate, bool], bool]
 ErrorFormatter = Callable[[int, str], tuple[dict[str, str], bytes]]
+# What a connection's bytes go through: the socket itself, or TLS over it
+_Connection = socket.socket | SSL.Connection
 
 
 class _ConnectionClosed(Exception):
@@ -89,23 +107,47 @@ class _ConnectionIO(io.RawIOBase):
 
     ``conn`` is an ``OpenSSL.SSL.Connection`` or the plain socket; both are
     driven in non-blocking mode so every wait goes through poll with the
-    current ``timeout`` (pyOpenSSL does not honour socket timeouts).
+    current ``timeout`` (pyOpenSSL does not honour socket timeouts) and,
+    if set, before the absolute ``deadline`` (time.monotonic).
+
+    ``head`` holds the bytes the accept loop already read. While
+    ``SetIdle(True)``, a byte on ``shed_fd`` (the server needs the slot)
+    closes the connection instead of waiting on.
     """
 
-    def __init__(self, sock: socket.socket, conn):
+    def __init__(self, sock: socket.socket, conn: _Connection,
+                 head: bytes = b"", shed_fd: int | None = None):
         super().__init__()
         self._sock = sock
         self._conn = conn
+        self._head = head
+        self._shed_fd = shed_fd
+        self._idle = False
         self._poller = select.poll()
         self._poller.register(sock.fileno())
         self.timeout: float | None = None
+        self.deadline: float | None = None
 
     def readable(self) -> bool:
         return True
 
+    def SetIdle(self, idle: bool) -> None:
+        """Whether waiting for the next request (a shed request ends it)."""
+        if self._shed_fd is None or idle == self._idle:
+            return
+        if idle:
+            self._poller.register(self._shed_fd, select.POLLIN)
+        else:
+            self._poller.unregister(self._shed_fd)
+        self._idle = idle
+
     def _Wait(self, events: int) -> None:
         self._poller.modify(self._sock.fileno(), events)
-        timeout_ms = None if self.timeout is None else int(self.timeout * 1000)
+        timeout = self.timeout
+        if self.deadline is not None:
+            left = max(self.deadline - time.monotonic(), 0.0)
+            timeout = left if timeout is None else min(timeout, left)
+        timeout_ms = None if timeout is None else int(timeout * 1000)
         while True:
             try:
                 ready = self._poller.poll(timeout_ms)
@@ -113,8 +155,10 @@ class _ConnectionIO(io.RawIOBase):
                 continue
             break
         if not ready:
-            raise _ConnectionClosed("timed out after %s seconds" %
-                                    self.timeout)
+            raise _ConnectionClosed("timed out after %s seconds" % timeout)
+        # A request that arrived anyway is served
+        if all(fd == self._shed_fd for fd, _ in ready):
+            raise _ConnectionClosed("closed while idle to make room")
 
     def Retry(self, fn: Callable, *args):
         """Call a non-blocking connection method until it stops wanting I/O."""
@@ -127,6 +171,11 @@ class _ConnectionIO(io.RawIOBase):
                 self._Wait(select.POLLOUT)
 
     def readinto(self, buf) -> int:
+        if self._head:
+            size = min(len(buf), len(self._head))
+            buf[:size] = self._head[:size]
+            self._head = self._head[size:]
+            return size
         while True:
             try:
                 return self.Retry(self._conn.recv_into, buf)
@@ -152,6 +201,38 @@ class _ConnectionIO(io.RawIOBase):
             view = view[sent:]
 
 
+class _Worker:
+    """The accept loop's handle on a thread or child serving a connection.
+
+    Writing to ``shed_w`` asks the worker to close its connection if idle
+    (waiting for the next request); a busy worker closes it after the
+    request at hand.
+    """
+
+    def __init__(self, shed_w: int):
+        self._shed_w: int | None = shed_w
+        self._shed = False
+
+    def Shed(self) -> None:
+        if self._shed or self._shed_w is None:
+            return
+        self._shed = True
+        try:
+            os.write(self._shed_w, b"x")
+        except OSError:
+            pass
+
+    def Close(self) -> None:
+        if self._shed_w is not None:
+            os.close(self._shed_w)
+            self._shed_w = None
+
+
+# Buffered reads over a connection (a string: io.BufferedReader is generic
+# only in the type stubs)
+_Reader: TypeAlias = "io.BufferedReader[_ConnectionIO]"
+
+
 class HttpServer:
     """An HTTP/1.1 server, over TLS if given a certificate.
 
@@ -163,8 +244,14 @@ class HttpServer:
     ``verify_fn(cert, openssl_ok)`` decides whether to accept it (cert is the
     client's own certificate, openssl_ok OpenSSL's verdict against
     ``ca_file``); rejected clients fail the TLS handshake.
-    ``max_clients`` (0: unlimited) bounds the connections handled at once;
-    further clients wait in the listen backlog.
+    ``max_clients`` (0: unlimited) bounds the connections handled at once
+    (by a thread or forked child); further complete requests wait, and
+    idle keep-alive connections are closed to make room for them. A
+    client has ``handshake_timeout`` seconds for the TLS handshake and
+    then ``header_timeout`` for each request line and headers.
+    Connections that have not sent their request yet are limited to
+    ``max_pending`` and to ``max_pending_per_address`` per client address
+    (0: no limit); see ganeti.http.pending.
     """
 
     def __init__(self, bind_address: str, port: int, handler: Handler,
@@ -179,6 +266,10 @@ class HttpServer:
                  idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                  io_timeout: float = DEFAULT_IO_TIMEOUT,
                  max_clients: int = 0,
+                 handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+                 header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+                 max_pending: int = DEFAULT_MAX_PENDING,
+                 max_pending_per_address: int = 0,
                  backlog: int = DEFAULT_BACKLOG,
                  error_formatter: ErrorFormatter = FormatPlainError,
                  access_logger: logging.Logger | None = None):
@@ -190,9 +281,10 @@ class HttpServer:
         self._idle_timeout = idle_timeout
         self._io_timeout = io_timeout
         self._max_clients = max_clients
+        self._handshake_timeout = handshake_timeout
+        self._header_timeout = header_timeout
         self._error_formatter = error_formatter
         self._access_logger = access_logger
-        self._verify_fn = verify_fn
         self._ssl_ctx = None
         if ssl_cert_file is not None:
             self._ssl_ctx = self._MakeSslContext(
@@ -201,9 +293,19 @@ class HttpServer:
             if ssl_chain_file is not None:
                 self._AddChain(self._ssl_ctx, ssl_chain_file)
 
-        self._children: set[int] = set()
+        self._pending = pending.PendingSet(max_pending,
+                                           max_pending_per_address)
+        # Connections with a complete request, waiting for a worker
+        self._ready: collections.deque[pending.PendingConnection] = \
+            collections.deque()
+        # Workers by child pid or thread number
+        self._workers: dict[int, _Worker] = {}
+        self._worker_ids = itertools.count()
+        # Protects what handler threads report back: finished workers, and
+        # whether the loop (and its wake-up pipe) is gone
         self._active_lock = threading.Lock()
-        self._active_threads = 0
+        self._finished: list[int] = []
+        self._loop_done = False
         self._shutdown_request = False
         self._stopped = threading.Event()
         self._stopped.set()
@@ -252,7 +354,8 @@ class HttpServer:
             mode = SSL.VERIFY_PEER | SSL.VERIFY_CLIENT_ONCE
             if require_client_cert:
                 mode |= SSL.VERIFY_FAIL_IF_NO_PEER_CERT
-            ctx.set_verify(mode, self._VerifyCallback if verify_fn else None)
+            ctx.set_verify(mode, None if verify_fn is None else
+                           functools.partial(self._VerifyCallback, verify_fn))
         return ctx
 
     @staticmethod
@@ -266,14 +369,14 @@ class HttpServer:
         for cert in chain:
             ctx.add_extra_chain_cert(crypto.X509.from_cryptography(cert))
 
-    def _VerifyCallback(self, _conn, cert, _errnum: int, depth: int,
-                        preverify_ok: int) -> bool:
+    @staticmethod
+    def _VerifyCallback(verify_fn: VerifyFn, _conn, cert, _errnum: int,
+                        depth: int, preverify_ok: int) -> bool:
         # Intermediate certificates keep OpenSSL's verdict; the decision is
         # about the client's own certificate (depth 0)
         if depth > 0:
             return bool(preverify_ok)
-        return bool(self._verify_fn(cert.to_cryptography(),
-                                    bool(preverify_ok)))
+        return bool(verify_fn(cert.to_cryptography(), bool(preverify_ok)))
 
     # Accept loop ----------------------------------------------------------
 
@@ -285,33 +388,38 @@ class HttpServer:
         self._thread.start()
 
     def serve_forever(self) -> None:
-        """Accept and dispatch connections until shutdown() is called."""
+        """Accept and dispatch connections until shutdown() is called.
+
+        This loop also does each connection's TLS handshake and reads its
+        request head (ganeti.http.pending), so only clients that sent a
+        complete request take one of the ``max_clients`` workers.
+        """
         self._stopped.clear()
         selector = selectors.DefaultSelector()
         try:
             selector.register(self._wakeup_r, selectors.EVENT_READ)
-            listening = False
+            selector.register(self._socket, selectors.EVENT_READ)
             while not self._shutdown_request:
-                self._ReapChildren()
-                busy = self._IsBusy()
-                if listening and busy:
-                    selector.unregister(self._socket)
-                    listening = False
-                elif not listening and not busy:
-                    selector.register(self._socket, selectors.EVENT_READ)
-                    listening = True
-                if busy:
-                    timeout = _BUSY_INTERVAL
-                elif self._children:
-                    timeout = _REAP_INTERVAL
-                else:
-                    timeout = None
-                for key, _ in selector.select(timeout):
+                self._ReapWorkers()
+                self._Dispatch()
+                for key, _ in selector.select(self._NextWait()):
                     if key.fileobj == self._wakeup_r:
                         self._DrainWakeup()
-                    elif not self._shutdown_request:
-                        self._Accept()
+                    elif self._shutdown_request:
+                        break
+                    elif key.fileobj is self._socket:
+                        self._Accept(selector)
+                    else:
+                        self._Advance(selector, key.data)
+                for conn in self._pending.TakeExpired(time.monotonic()):
+                    self._Drop(selector, conn, "no request in time")
         finally:
+            with self._active_lock:
+                self._loop_done = True
+            for conn in [*self._pending, *self._ready]:
+                conn.Close()
+            for worker in self._workers.values():
+                worker.Shed()
             selector.close()
             self._socket.close()
             os.close(self._wakeup_r)
@@ -322,9 +430,8 @@ class HttpServer:
         """Stop accepting connections and close the listening socket.
 
         Connections being handled are not interrupted: forked children and
-        handler threads finish on their own (at the latest after the idle
-        timeout), so a reply already being computed still reaches its
-        client.
+        handler threads finish their request, so a reply already being
+        computed still reaches its client; idle connections are closed.
         """
         if self._shutdown_request:
             return
@@ -335,14 +442,17 @@ class HttpServer:
             os.close(self._wakeup_r)
             os.close(self._wakeup_w)
             return
+        self._WakeUp()
+        self._stopped.wait()
+        if self._thread is not None:
+            self._thread.join()
+        self._ReapWorkers()
+
+    def _WakeUp(self) -> None:
         try:
             os.write(self._wakeup_w, b"x")
         except BlockingIOError:
             pass
-        self._stopped.wait()
-        if self._thread is not None:
-            self._thread.join()
-        self._ReapChildren()
 
     def _DrainWakeup(self) -> None:
         try:
@@ -351,132 +461,208 @@ class HttpServer:
         except BlockingIOError:
             pass
 
-    def _IsBusy(self) -> bool:
-        if not self._max_clients:
-            return False
-        with self._active_lock:
-            active = len(self._children) + self._active_threads
-        return active >= self._max_clients
+    def _NextWait(self) -> float | None:
+        """How long the loop may sleep: until the next pending deadline,
+        and briefly while children (no wake-up when they exit) run."""
+        waits = []
+        deadline = self._pending.NextDeadline()
+        if deadline is not None:
+            waits.append(max(deadline - time.monotonic(), 0.0))
+        if self._ready and self._mode == MODE_FORK:
+            waits.append(_BUSY_INTERVAL)
+        elif self._workers and self._mode == MODE_FORK:
+            waits.append(_REAP_INTERVAL)
+        return min(waits, default=None)
 
-    def _ReapChildren(self) -> None:
-        for pid in list(self._children):
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                done = pid
-            if done:
-                self._children.discard(pid)
-
-    def _Accept(self) -> None:
-        try:
-            sock, client_address = self._socket.accept()
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as err:
-            # Out of file descriptors and the like: keep serving others
-            logging.error("Accepting a connection failed: %s", err)
-            if err.errno in (errno.EMFILE, errno.ENFILE):
-                time.sleep(_BUSY_INTERVAL)
-            return
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.setblocking(False)
+    def _ReapWorkers(self) -> None:
+        """Forget workers that ended (children exited, threads returned)."""
         if self._mode == MODE_FORK:
-            self._ForkConnection(sock, client_address)
+            for pid in list(self._workers):
+                try:
+                    done, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    self._workers.pop(pid).Close()
         else:
-            self._ThreadConnection(sock, client_address)
+            with self._active_lock:
+                finished, self._finished = self._finished, []
+            for key in finished:
+                self._workers.pop(key).Close()
 
-    def _ForkConnection(self, sock: socket.socket, client_address) -> None:
+    def _Accept(self, selector: selectors.BaseSelector) -> None:
+        for _ in range(_ACCEPT_BATCH):
+            try:
+                sock, client_address = self._socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as err:
+                # Out of file descriptors and the like: keep serving others
+                logging.error("Accepting a connection failed: %s", err)
+                if err.errno in (errno.EMFILE, errno.ENFILE):
+                    time.sleep(_BUSY_INTERVAL)
+                return
+            room, dropped = self._pending.MakeRoom(client_address[0],
+                                                   len(self._ready))
+            for conn in dropped:
+                self._Drop(selector, conn, "replaced by a newer connection")
+            if not room:
+                logging.warning("Too many connections, refusing %s",
+                                client_address[0])
+                sock.close()
+                continue
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setblocking(False)
+            tls = None
+            timeout = self._header_timeout
+            if self._ssl_ctx is not None:
+                tls = SSL.Connection(self._ssl_ctx, sock)
+                tls.set_accept_state()
+                timeout = self._handshake_timeout
+            conn = pending.PendingConnection(
+                sock, client_address, tls, time.monotonic() + timeout)
+            self._pending.Add(conn)
+            selector.register(sock, conn.events, conn)
+
+    def _Advance(self, selector: selectors.BaseSelector,
+                 conn: pending.PendingConnection) -> None:
+        try:
+            ready = conn.Advance(self._header_timeout, _MAX_HEAD)
+        except pending.Closed as err:
+            self._Drop(selector, conn, str(err))
+            return
+        if ready:
+            selector.unregister(conn.sock)
+            self._pending.Remove(conn)
+            self._ready.append(conn)
+        else:
+            selector.modify(conn.sock, conn.events, conn)
+
+    def _Drop(self, selector: selectors.BaseSelector,
+              conn: pending.PendingConnection, reason: str) -> None:
+        logging.debug("Dropping connection from %s: %s", conn.host, reason)
+        self._pending.Remove(conn)
+        selector.unregister(conn.sock)
+        conn.Close()
+
+    def _Dispatch(self) -> None:
+        """Give waiting requests to workers; without a free one, ask the
+        workers to close their idle connections."""
+        while self._ready and (not self._max_clients or
+                               len(self._workers) < self._max_clients):
+            conn = self._ready.popleft()
+            if self._mode == MODE_FORK:
+                self._ForkConnection(conn)
+            else:
+                self._ThreadConnection(conn)
+        if self._ready:
+            for worker in self._workers.values():
+                worker.Shed()
+
+    def _ForkConnection(self, conn: pending.PendingConnection) -> None:
         server_pid = os.getpid()
+        shed_r, shed_w = os.pipe()
         try:
             pid = os.fork()
         except OSError as err:
             logging.error("Can't fork for connection from %s: %s",
-                          client_address, err)
-            sock.close()
+                          conn.host, err)
+            os.close(shed_r)
+            os.close(shed_w)
+            conn.Close()
             return
         if pid == 0:
             status = 1
             try:
+                # Only this connection's descriptors stay open in the child
                 self._socket.close()
                 os.close(self._wakeup_r)
                 os.close(self._wakeup_w)
-                self._HandleConnection(sock, client_address,
-                                       server_pid=server_pid)
+                os.close(shed_w)
+                for other in [*self._pending, *self._ready]:
+                    other.Close()
+                for worker in self._workers.values():
+                    worker.Close()
+                self._HandleConnection(conn, shed_r, server_pid=server_pid)
                 status = 0
             except BaseException:  # pylint: disable=broad-except
                 logging.exception("Error in connection child")
             finally:
                 os._exit(status)
-        sock.close()
-        self._children.add(pid)
+        os.close(shed_r)
+        conn.Close()
+        self._workers[pid] = _Worker(shed_w)
 
-    def _ThreadConnection(self, sock: socket.socket, client_address) -> None:
-        with self._active_lock:
-            self._active_threads += 1
+    def _ThreadConnection(self, conn: pending.PendingConnection) -> None:
+        shed_r, shed_w = os.pipe()
+        key = next(self._worker_ids)
+        self._workers[key] = _Worker(shed_w)
 
-        def _Run():
+        def _Run() -> None:
             try:
-                self._HandleConnection(sock, client_address)
+                self._HandleConnection(conn, shed_r)
             finally:
+                os.close(shed_r)
                 with self._active_lock:
-                    self._active_threads -= 1
+                    self._finished.append(key)
+                    if not self._loop_done:
+                        self._WakeUp()
 
         threading.Thread(target=_Run, daemon=True,
-                         name="HttpConnection-%s" % (client_address,)).start()
+                         name="HttpConnection-%s" % (conn.address,)).start()
 
     # One connection -------------------------------------------------------
 
-    def _HandleConnection(self, sock: socket.socket, client_address,
+    def _HandleConnection(self, conn: pending.PendingConnection, shed_fd: int,
                           server_pid: int | None = None) -> None:
-        """Serve the requests of one connection.
+        """Serve the requests of one connection, the first already read.
 
         A forked child (``server_pid`` set) takes no further requests once
         the server process is gone: it must not keep serving with a stopped
         daemon's state. Clients like curl retry such a request on a new
         connection.
         """
-        conn = sock
+        sock, tls = conn.sock, conn.tls
         try:
-            if self._ssl_ctx is not None:
-                conn = SSL.Connection(self._ssl_ctx, sock)
-                conn.set_accept_state()
-            rawio = _ConnectionIO(sock, conn)
-            rawio.timeout = self._io_timeout
-            if conn is not sock:
-                try:
-                    rawio.Retry(conn.do_handshake)
-                except (SSL.Error, OSError) as err:
-                    raise _ConnectionClosed("TLS handshake failed: %s" %
-                                            err) from err
+            rawio = _ConnectionIO(sock, sock if tls is None else tls,
+                                  head=bytes(conn.head), shed_fd=shed_fd)
             rfile = io.BufferedReader(rawio, _READ_BUFFER)
-            while self._HandleRequest(rfile, rawio, client_address,
+            while self._HandleRequest(rfile, rawio, conn.address,
                                       server_pid):
                 pass
         except _ConnectionClosed as err:
-            logging.debug("Connection from %s closed: %s", client_address, err)
+            logging.debug("Connection from %s closed: %s", conn.host, err)
         except Exception:  # pylint: disable=broad-except
             logging.exception("Error handling connection from %s",
-                              client_address)
+                              conn.host)
         finally:
-            if conn is not sock:
+            if tls is not None:
                 try:
-                    conn.shutdown()
+                    tls.shutdown()
                 except (SSL.Error, OSError):
                     pass
             sock.close()
 
-    def _HandleRequest(self, rfile: io.BufferedReader, rawio: _ConnectionIO,
+    def _HandleRequest(self, rfile: _Reader, rawio: _ConnectionIO,
                        client_address, server_pid: int | None) -> bool:
-        """Read, dispatch and answer one request; returns keep-alive."""
+        """Read, dispatch and answer one request; returns keep-alive.
+
+        Waiting for the request, the connection is idle (the server may
+        close it to make room); once it starts, the request line and
+        headers must be in within the header timeout.
+        """
+        rawio.SetIdle(True)
         rawio.timeout = self._idle_timeout
-        line = rfile.readline(_MAX_LINE + 1)
-        if not line:
+        if not rfile.peek(1):
             return False
+        rawio.SetIdle(False)
+        rawio.timeout = self._io_timeout
+        rawio.deadline = time.monotonic() + self._header_timeout
+        line = rfile.readline(_MAX_LINE + 1)
         if server_pid is not None and os.getppid() != server_pid:
             logging.debug("Server process gone, not serving %s any more",
                           client_address)
             return False
-        rawio.timeout = self._io_timeout
         if not line.strip():
             # Stray CRLF between requests (RFC 9112 section 2.2)
             return True
@@ -489,6 +675,7 @@ class HttpServer:
             except http.client.HTTPException as err:
                 raise _BadRequest(431, "Bad request headers: %s" %
                                   err) from err
+            rawio.deadline = None
             keep_alive = self._WantsKeepAlive(version, headers)
             body = self._ReadBody(rfile, rawio, version, headers)
         except _BadRequest as err:
@@ -545,7 +732,7 @@ class HttpServer:
             return "close" not in tokens
         return "keep-alive" in tokens
 
-    def _ReadBody(self, rfile: io.BufferedReader, rawio: _ConnectionIO,
+    def _ReadBody(self, rfile: _Reader, rawio: _ConnectionIO,
                   version: str, headers) -> bytes:
         encoding = headers.get("Transfer-Encoding")
         length_hdr = headers.get("Content-Length")
@@ -582,8 +769,8 @@ class HttpServer:
                 headers.get("Expect", "").strip().lower() == "100-continue"):
             rawio.SendAll(b"HTTP/1.1 100 Continue\r\n\r\n")
 
-    def _ReadChunked(self, rfile: io.BufferedReader) -> bytes:
-        parts = []
+    def _ReadChunked(self, rfile: _Reader) -> bytes:
+        parts: list[bytes] = []
         total = 0
         while True:
             line = rfile.readline(_MAX_LINE + 1)

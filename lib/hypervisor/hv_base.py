@@ -2,10 +2,9 @@
 
 Each hypervisor's parameters are declared once, in the parameter layer
 (ganeti.parameters.hypervisors), and are its ``PARAMETERS``. From that
-table derive the cluster defaults (GetDefaults), the master's syntax check
-(CheckParameterSyntax, CheckParameterOverrides) and the parameter help of
-the CLI and man pages (ParameterHelp); ``NODE_CHECKS`` adds what only the
-node can judge (ValidateParameters).
+table derive the cluster defaults (GetDefaults) and the master's syntax
+check (CheckParameterSyntax, CheckParameterOverrides); ``NODE_CHECKS`` adds
+what only the node can judge (ValidateParameters).
 
 Hypervisor objects run inside noded; they get config objects (Instance,
 Disk) whose hvparams and beparams the master has already filled.
@@ -160,13 +159,6 @@ class BaseHypervisor(abc.ABC):
                 raise errors.HypervisorError(
                     "%s parameter %r is not valid on this node: %s" %
                     (self._What(), name, problem))
-
-    @classmethod
-    def ParameterHelp(cls) -> str:
-        """One line per parameter: name, default and doc (CLI, man pages)."""
-        return "; ".join("%s (default %r): %s" % (name, spec.default,
-                                                  spec.doc)
-                         for name, spec in sorted(cls.PARAMETERS.items()))
 
     # Lifecycle ---------------------------------------------------------
 

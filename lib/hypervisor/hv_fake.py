@@ -24,6 +24,7 @@ successful migration; undoing one always works).
 
 import logging
 import os
+from typing import Any
 
 from ganeti import constants, errors, objects, pathutils
 from ganeti.hypervisor import hv_base
@@ -125,7 +126,7 @@ class FakeHypervisor(hv_base.BaseHypervisor):
         So that allocation on a test cluster behaves as if the instances
         used real memory.
         """
-        result = hv_base.GetLinuxNodeInfo()
+        result: dict[str, Any] = hv_base.GetLinuxNodeInfo()
         used = sum(info[2] for info in self.GetAllInstancesInfo(hvparams))
         result["memory_free"] = max(result["memory_free"] - used, 0)
         result["memory_dom0"] = max(result["memory_dom0"] - used, 0)

@@ -418,8 +418,9 @@ class KVMHypervisor(hv_base.BaseHypervisor):
             if disk.mode == objects.DISK_RDONLY:
                 drive.append("readonly=on")
             cmd += ["-drive", ",".join(drive)]
-            entry = {"path": path, "uuid": disk.uuid, "mode": disk.mode,
-                     "id": "disk%d" % index}
+            entry: dict[str, Any] = {
+                "path": path, "uuid": disk.uuid, "mode": disk.mode,
+                "id": "disk%d" % index}
             if IsLocalDisk(disk.dev_type):
                 entry["local"] = True
             disks.append(entry)
@@ -549,8 +550,10 @@ class KVMHypervisor(hv_base.BaseHypervisor):
             return
         try:
             if len(entries) == 1:
+                only = entries[0]
+                assert only is not None, "[None] returned above"
                 for tid in os.listdir("/proc/%d/task" % pid):
-                    os.sched_setaffinity(int(tid), entries[0])
+                    os.sched_setaffinity(int(tid), only)
                 return
             cpus = self._Qmp(name, "query-cpus-fast")
             if len(cpus) != len(entries):
@@ -648,7 +651,7 @@ class KVMHypervisor(hv_base.BaseHypervisor):
     def _Kill(self, name: str, pidfd: int | None = None) -> None:
         """SIGKILL the instance's QEMU and wait for it to be gone."""
         own = pidfd is None
-        if own:
+        if pidfd is None:
             pidfd = self._PidFd(name)
             if pidfd is None:
                 return
@@ -790,7 +793,7 @@ class KVMHypervisor(hv_base.BaseHypervisor):
                 self._CpuTime(pid))
 
     def GetNodeInfo(self, hvparams: dict | None = None) -> dict[str, Any]:
-        info = hv_base.GetLinuxNodeInfo()
+        info: dict[str, Any] = hv_base.GetLinuxNodeInfo()
         version = self._Version((hvparams or {}).get(HV_KVM_PATH,
                                                      _DEFAULT_KVM_PATH))
         if version:

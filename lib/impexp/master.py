@@ -179,7 +179,7 @@ def _Judge(state: _Transfer, feedback_fn: FeedbackFn) -> None:
                     (name, _FormatSize(imp["bytes"]), done, rate / _MIB))
 
 
-def _Poll(rpc: Any, node: str, names: list[str]) -> list | None:
+def _Poll(rpc: Any, node: str, names: list[str | None]) -> list | None:
     result = rpc.call_impexp_status(node, names)
     if result.fail_msg:
         # Transient, or the node is gone: the watchdog decides
@@ -285,7 +285,7 @@ def TransferInstanceData(rpc: Any, feedback_fn: FeedbackFn, src_node: str,
     results = [state.Result() for state in states]
     if feedback_fn:
         for result in results:
-            if result.success:
+            if result.success and result.size is not None:
                 rate = (" (%.1f MiB/s)" % (result.size / _MIB /
                                            result.elapsed)
                         if result.elapsed else "")

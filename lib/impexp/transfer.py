@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 import zlib
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 from ganeti import (errors, impexp, objects, pathutils, serializer,
                     storage, vcluster)
@@ -82,7 +82,7 @@ class Status:
 
     def __init__(self, path: str, values: dict[str, Any]):
         self._path = path
-        self.values = dict.fromkeys(impexp.STATUS_FIELDS)
+        self.values: dict[str, Any] = dict.fromkeys(impexp.STATUS_FIELDS)
         self.values.update(values)
         self._written = 0.0
         self.Write()
@@ -121,7 +121,9 @@ def _DiskPath(disk_dict: dict) -> str:
     """The device of a disk on this node (it assembles the disk)."""
     try:
         disk = objects.Disk.FromDict(dict(disk_dict))
-        return storage.Assemble(disk).dev_path
+        path = storage.Assemble(disk).dev_path
+        assert path is not None, "an assembled disk has a path"
+        return path
     except errors.GenericError as err:
         raise TransferError("Cannot open disk %s: %s" %
                             (disk_dict.get("iv_name") or
@@ -186,7 +188,7 @@ class Source:
         self._args = args
         self._timeout = timeout
         self._proc: subprocess.Popen | None = None
-        self._fobj = None
+        self._fobj: IO[bytes] | None = None
         self._sparse: sparse.SparseReader | None = None
         self._path: str | None = None
         self.size: int | None = None
@@ -213,13 +215,20 @@ class Source:
                                        stdout=subprocess.PIPE)
             self._fobj = self._proc.stdout
             return
+        assert self._path is not None, "set for files and disks"
         try:
-            self._fobj = open(self._path, "rb", buffering=0)
+            fobj = self._fobj = open(self._path, "rb", buffering=0)
         except OSError as err:
             raise TransferError("Cannot open %s: %s" %
                                 (self._path, err.strerror)) from err
-        if stat.S_ISREG(os.fstat(self._fobj.fileno()).st_mode):
-            self._sparse = sparse.SparseReader(self._fobj.fileno())
+        if stat.S_ISREG(os.fstat(fobj.fileno()).st_mode):
+            self._sparse = sparse.SparseReader(fobj.fileno())
+
+    @property
+    def _open_fobj(self) -> IO[bytes]:
+        if self._fobj is None:
+            raise TransferError("The source is not open")
+        return self._fobj
 
     def Next(self, buf: memoryview) -> tuple[int, int]:
         """``(count, 0)``: ``count`` bytes read into ``buf``; ``(0,
@@ -233,7 +242,9 @@ class Source:
         """Fill ``buf`` as far as possible; 0 at the end of the data."""
         total = 0
         while total < len(buf):
-            count = self._fobj.readinto(buf[total:])
+            # A FileIO or a pipe's BufferedReader; typing.IO lacks readinto
+            count = self._open_fobj.readinto(  # type: ignore[attr-defined]
+                buf[total:])
             if not count:
                 break
             total += count
@@ -241,7 +252,7 @@ class Source:
 
     def Finish(self) -> None:
         """All data read: a command must have succeeded."""
-        self._fobj.close()
+        self._open_fobj.close()
         if self._proc is not None:
             _WaitCommand(self._proc, self._args["argv"], self._timeout)
             self._proc = None
@@ -317,9 +328,16 @@ class Destination:
     def Start(self) -> None:
         """Start the command, once the source is there to feed it."""
         if self.kind == impexp.IEIO_COMMAND:
-            self._proc = _StartCommand(self._args, stdin=subprocess.PIPE,
-                                       stdout=subprocess.DEVNULL)
-            self._fd = self._proc.stdin.fileno()
+            proc = self._proc = _StartCommand(
+                self._args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+            assert proc.stdin is not None, "started with stdin=PIPE"
+            self._fd = proc.stdin.fileno()
+
+    @property
+    def _open_fd(self) -> int:
+        if self._fd is None:
+            raise TransferError("The destination is not open")
+        return self._fd
 
     def _CheckCapacity(self, end: int) -> None:
         if self.capacity is not None and end > self.capacity:
@@ -333,7 +351,7 @@ class Destination:
         view = memoryview(data)
         if self._proc is not None:
             while view:
-                view = view[os.write(self._fd, view):]
+                view = view[os.write(self._open_fd, view):]
         elif not self._regular:
             self._PWrite(view, offset)
         else:
@@ -353,14 +371,14 @@ class Destination:
             return
         while offset < end:
             try:
-                data = os.lseek(self._fd, offset, os.SEEK_DATA)
+                data = os.lseek(self._open_fd, offset, os.SEEK_DATA)
             except OSError as err:
                 if err.errno == errno.ENXIO:
                     return
                 raise
             if data >= end:
                 return
-            hole = min(os.lseek(self._fd, data, os.SEEK_HOLE), end)
+            hole = min(os.lseek(self._open_fd, data, os.SEEK_HOLE), end)
             while data < hole:
                 count = min(CHUNK_SIZE, hole - data)
                 self._PWrite(_ZERO_CHUNK[:count], data)
@@ -369,7 +387,7 @@ class Destination:
 
     def _PWrite(self, view: memoryview, offset: int) -> None:
         while view:
-            written = os.pwrite(self._fd, view, offset)
+            written = os.pwrite(self._open_fd, view, offset)
             offset += written
             view = view[written:]
 
@@ -397,7 +415,7 @@ class Destination:
         start, end = self._hole
         if not start <= offset < end:
             try:
-                end = os.lseek(self._fd, offset, os.SEEK_DATA)
+                end = os.lseek(self._open_fd, offset, os.SEEK_DATA)
             except OSError as err:
                 # ENXIO: no data from offset on; anything else: don't know
                 end = sys.maxsize if err.errno == errno.ENXIO else offset
@@ -407,16 +425,18 @@ class Destination:
     def Finish(self, size: int) -> None:
         """All data written: make it durable (and the file complete)."""
         if self._proc is not None:
-            self._proc.stdin.close()
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
             self._fd = None
             _WaitCommand(self._proc, self._args["argv"], self._timeout)
             self._proc = None
             return
-        if self._regular and os.fstat(self._fd).st_size < size:
+        fd = self._open_fd
+        if self._regular and os.fstat(fd).st_size < size:
             # Trailing zeros were skipped
-            os.ftruncate(self._fd, size)
-        os.fsync(self._fd)
-        os.close(self._fd)
+            os.ftruncate(fd, size)
+        os.fsync(fd)
+        os.close(fd)
         self._fd = None
 
     def Discard(self) -> None:
@@ -757,6 +777,7 @@ def Run(tdir: str, ready_fd: int, listen_fd: int) -> int:
                           port=listener.getsockname()[1])
         kind, args = impexp.CheckIO(spec["mode"], spec["io"])
         timeout = spec["opts"]["timeout"]
+        endpoint: Source | Destination
         if spec["mode"] == impexp.IEM_IMPORT:
             endpoint = Destination(
                 kind, args, timeout, lambda paths: io.WriteFile(
@@ -771,7 +792,8 @@ def Run(tdir: str, ready_fd: int, listen_fd: int) -> int:
     signal.signal(signal.SIGTERM, _OnSigterm)
     try:
         _Report(ready_fd, "ok")
-        if spec["mode"] == impexp.IEM_IMPORT:
+        if isinstance(endpoint, Destination):
+            assert listener is not None, "imports listen"
             RunImport(spec, status, listener, endpoint)
         else:
             RunExport(spec, status, endpoint)

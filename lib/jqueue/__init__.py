@@ -52,10 +52,14 @@ def _LoadOps(ops: Any) -> list[opcodes.OpCode]:
     return result
 
 
-def _ResolveRelativeDeps(job_id: int, batch_ids: list[int],
+def _ResolveRelativeDeps(position: int, batch_ids: list[int],
                          ops: list[opcodes.OpCode]) -> None:
-    """Turn relative dependencies (-N: N jobs earlier) into job ids."""
-    position = batch_ids.index(job_id)
+    """Turn relative dependencies (-N: N jobs earlier) into job ids.
+
+    Checks every opcode before changing any, so a refused job keeps its
+    opcodes as they were submitted.
+    """
+    resolved_ops: list[tuple[opcodes.OpCode, list]] = []
     for op in ops:
         if not op.depends:
             continue
@@ -65,10 +69,12 @@ def _ResolveRelativeDeps(job_id: int, batch_ids: list[int],
             if dep_id < 0:
                 if -dep_id > position:
                     raise errors.OpPrereqError(
-                        "Relative job dependency %d out of range" %
-                        dep_id, errors.ECODE_INVAL)
+                        "Unable to resolve relative job ID %d" % dep_id,
+                        errors.ECODE_INVAL)
                 dep_id = batch_ids[position + dep_id]
             resolved.append([dep_id, statuses])
+        resolved_ops.append((op, resolved))
+    for op, resolved in resolved_ops:
         op.depends = resolved
 
 
@@ -139,30 +145,32 @@ class JobQueue:
         """Submit several jobs; per job ``[True, id]`` or ``[False, msg]``.
 
         Relative dependencies (negative ids) refer to jobs earlier in the
-        same submission.
+        same submission, refused ones included.
         """
-        loaded: list = []
+        loaded: list[list[opcodes.OpCode] | errors.GenericError] = []
         for ops in jobs:
             try:
                 loaded.append(_LoadOps(ops))
             except errors.GenericError as err:
                 loaded.append(err)
-        good = [ops for ops in loaded if not isinstance(ops, Exception)]
-        results = iter(self._SubmitJobs(good, False) if good else [])
-        answer = []
-        for item in loaded:
-            if not isinstance(item, Exception):
-                item = next(results)
-            answer.append([False, str(item)] if isinstance(item, Exception)
-                          else [True, item])
-        return answer
+        if not loaded:
+            return []
+        # The message alone, as Ganeti answers (no error code tuple)
+        return [[False, str(item.args[0] if item.args else item)]
+                if isinstance(item, Exception) else [True, item]
+                for item in self._SubmitJobs(loaded, False)]
 
-    def _SubmitJobs(self, all_ops: list[list],
+    def _SubmitJobs(self,
+                    all_ops: list[list[opcodes.OpCode] | errors.GenericError],
                     to_drained: bool) -> list[int | errors.GenericError]:
         """Store and enqueue jobs; per job its id, or why it was refused.
 
-        A job a REJECT filter rule applies to is refused before it is
-        written (its id stays unused).
+        An entry of ``all_ops`` that is already an error (its opcodes did
+        not load) keeps its place, and its id stays unused.
+
+        Once a job file cannot be written (disk full), the rest of the
+        submission is refused with the same error; the jobs written before
+        it are kept and run.
         """
         if self._scheduler.shutting_down:
             raise errors.JobQueueError("Job queue is shutting down")
@@ -170,31 +178,62 @@ class JobQueue:
             raise errors.JobQueueDrainError("Job queue is drained,"
                                             " refusing job")
         ids = self._store.AllocateIds(len(all_ops))
-        jobs = []
+        # Every job is checked before any is written: a job answered as
+        # refused must never be found on disk (and run after a restart)
+        checked = [self._PrepareJob(position, ids, ops)
+                   for position, ops in enumerate(all_ops)]
+        jobs: list[QueuedJob] = []
         results: list[int | errors.GenericError] = []
-        for job_id, ops in zip(ids, all_ops):
-            _ResolveRelativeDeps(job_id, ids, ops)
-            for index, op in enumerate(ops):
-                op.reason = list(op.reason) + [[
-                    "%s:%s" % (constants.OPCODE_REASON_SRC_OPCODE,
-                               op.OP_ID[3:].lower()),
-                    "job=%d;index=%d" % (job_id, index), time.time_ns()]]
-            job = QueuedJob(self, job_id, [QueuedOpCode(op) for op in ops])
-            rule = self._scheduler.RejectingRule(job)
-            if rule is not None:
-                results.append(errors.OpPrereqError(
-                    "Job rejected by filter rule %s" % rule,
-                    errors.ECODE_STATE))
-                continue
-            # Durable before anyone learns the id; not yet visible to others
-            self._store.WriteJob(job)
-            jobs.append(job)
-            results.append(job_id)
-        self._store.WriteSerial()
+        write_error: errors.JobQueueError | None = None
+        for item in checked:
+            if not isinstance(item, QueuedJob):
+                results.append(item)
+            elif write_error is not None:
+                results.append(write_error)
+            else:
+                # Durable before anyone learns the id; not yet visible
+                try:
+                    self._store.WriteJob(item)
+                except errors.JobQueueError as err:
+                    write_error = err
+                    results.append(err)
+                else:
+                    jobs.append(item)
+                    results.append(item.id)
+        if jobs:
+            self._store.WriteSerial()
         self._store.AddJobs(jobs)
         # A REJECT rule may have been added since the check above
         self._executor.CancelRejected(self._scheduler.Admit(jobs))
         return results
+
+    def _PrepareJob(self, position: int, batch_ids: list[int],
+                    ops: list[opcodes.OpCode] | errors.GenericError
+                    ) -> QueuedJob | errors.GenericError:
+        """The job at ``position`` of a submission, or why it is refused.
+
+        A job a REJECT filter rule applies to is refused (its id stays
+        unused), as is one whose relative dependencies point before the
+        submission (Ganeti answers those per job, too).
+        """
+        job_id = batch_ids[position]
+        if isinstance(ops, errors.GenericError):
+            return ops
+        try:
+            _ResolveRelativeDeps(position, batch_ids, ops)
+        except errors.OpPrereqError as err:
+            return err
+        for index, op in enumerate(ops):
+            op.reason = list(op.reason) + [[
+                "%s:%s" % (constants.OPCODE_REASON_SRC_OPCODE,
+                           op.OP_ID[3:].lower()),
+                "job=%d;index=%d" % (job_id, index), time.time_ns()]]
+        job = QueuedJob(self, job_id, [QueuedOpCode(op) for op in ops])
+        rule = self._scheduler.RejectingRule(job)
+        if rule is not None:
+            return errors.OpPrereqError("Job rejected by filter rule %s" %
+                                        rule, errors.ECODE_STATE)
+        return job
 
     # Job control -------------------------------------------------------------
     def CancelJob(self, job_id: int, kill: bool = False) -> list:
@@ -214,13 +253,14 @@ class JobQueue:
         job = self._store.GetLiveJob(job_id)
         if job is None:
             return [False, "Job %s not found" % job_id]
-        with job.lock:
-            if job.CalcStatus() in constants.JOBS_FINALIZED:
-                return [False, "Job %s is finished" % job_id]
+        def change() -> None:
             for op in job.ops:
                 if op.status not in constants.OPS_FINALIZED:
                     op.priority = priority
-            self._executor.UpdateJobUnlocked(job)
+        with job.lock:
+            if job.CalcStatus() in constants.JOBS_FINALIZED:
+                return [False, "Job %s is finished" % job_id]
+            self._executor.ChangeJobUnlocked(job, change)
         self._scheduler.Requeue(job)
         return [True, "Priorities of pending opcodes for job %s have"
                 " been changed to %s" % (job_id, priority)]

@@ -6,6 +6,11 @@ made under the job's lock and written (``write_fn``, the store's) before
 the lock is released, so nobody sees a state that is not on disk yet;
 then the job's waiters (WaitForJobChange) are woken. Each job has its own
 lock, so writes of different jobs, and their fsyncs, run in parallel.
+
+A change whose write fails (a full queue disk) is undone in memory, so
+that the job always shows what its file says. A client's request then
+fails with the error; a change a worker makes after the fact (an opcode
+ran) is retried until the disk accepts it again.
 """
 
 import logging
@@ -18,8 +23,18 @@ from ganeti.jqueue import scheduler as _scheduler
 from ganeti.jqueue.jobs import QueuedJob, QueuedOpCode, TimeStampNow
 
 
+# Seconds between attempts to write a job while the disk refuses it
+# (doubling, capped)
+_WRITE_RETRY_MIN = 0.5
+_WRITE_RETRY_MAX = 5.0
+
+
 class _CancelJob(Exception):
     """The job was canceled while waiting for locks."""
+
+
+class _QueueStopped(Exception):
+    """The queue shut down while a job's change waited for disk space."""
 
 
 class _OpExecCallbacks(mcpu.OpExecCbBase):
@@ -33,12 +48,12 @@ class _OpExecCallbacks(mcpu.OpExecCbBase):
         self._submit = submit_fn
 
     def NotifyStart(self) -> None:
-        with self._job.lock:
+        def start() -> None:
             if self._op.status == constants.OP_STATUS_CANCELING:
                 raise _CancelJob()
             self._op.status = constants.OP_STATUS_RUNNING
             self._op.exec_timestamp = TimeStampNow()
-            self._executor.UpdateJobUnlocked(self._job)
+        self._executor.ChangeJobDurably(self._job, start)
 
     def Feedback(self, *args: Any) -> None:
         if len(args) == 1:
@@ -83,6 +98,7 @@ class Executor:
         self._write = write_fn
         self._submit = submit_fn
         self._shutdown = False
+        self._stopped = threading.Event()
         self._workers: list[threading.Thread] = []
 
     def Start(self, num_workers: int) -> None:
@@ -94,23 +110,64 @@ class Executor:
         for worker in self._workers:
             worker.start()
 
-    # State changes (the job lock held) ---------------------------------------
-    def UpdateJobUnlocked(self, job: QueuedJob) -> None:
-        """Persist a job's new state and wake its waiters."""
-        self._write(job)
+    # State changes -----------------------------------------------------------
+    def ChangeJobUnlocked(self, job: QueuedJob,
+                          change: Callable[[], None]) -> None:
+        """Apply ``change`` to a job, persist it and wake its waiters.
+
+        The caller holds the job's lock. If ``change`` raises or the write
+        fails (JobQueueError), the job is put back as its file has it.
+        """
+        saved = job.SaveState()
+        try:
+            change()
+            self._write(job)
+        except BaseException:
+            job.RestoreState(saved)
+            raise
         job.Notify()
 
-    def _FinishJobUnlocked(self, job: QueuedJob, status: str | None,
-                           result: Any) -> None:
-        """Finalize a job and persist it.
+    def ChangeJobDurably(self, job: QueuedJob,
+                         change: Callable[[], None]) -> None:
+        """``ChangeJobUnlocked`` for a worker: wait until the disk takes it.
 
-        The caller releases dependent jobs afterwards
+        Takes the job's lock; between attempts it is released, so queries
+        and waiters go on seeing the job as its file has it. Raises
+        _QueueStopped if the queue shuts down first (the file then decides
+        what the next start makes of the job).
+        """
+        delay = _WRITE_RETRY_MIN
+        failed = False
+        while True:
+            with job.lock:
+                try:
+                    self.ChangeJobUnlocked(job, change)
+                except errors.JobQueueError as err:
+                    if not failed:
+                        logging.error("%s; job %d waits until it can be"
+                                      " written", err, job.id)
+                    failed = True
+                else:
+                    break
+            if self._stopped.wait(delay):
+                raise _QueueStopped()
+            delay = min(delay * 2, _WRITE_RETRY_MAX)
+        if failed:
+            logging.info("Job %d written again", job.id)
+
+    @staticmethod
+    def _Finish(job: QueuedJob, status: str | None,
+                result: Any) -> Callable[[], None]:
+        """The change finalizing a job (unfinished opcodes get ``status``).
+
+        The caller releases dependent jobs after it is made
         (``Scheduler.ReleaseDependents``), which takes the scheduler lock.
         """
-        if status is not None:
-            job.MarkUnfinishedOps(status, result)
-        job.end_timestamp = TimeStampNow()
-        self.UpdateJobUnlocked(job)
+        def finish() -> None:
+            if status is not None:
+                job.MarkUnfinishedOps(status, result)
+            job.end_timestamp = TimeStampNow()
+        return finish
 
     # Workers -----------------------------------------------------------------
     def _WorkerLoop(self) -> None:
@@ -123,6 +180,9 @@ class Executor:
             thread.name = "job/%d" % job.id
             try:
                 self._RunJob(job)
+            except _QueueStopped:
+                logging.info("Job %d left as its file has it at shutdown",
+                             job.id)
             except Exception:  # pylint: disable=broad-except
                 logging.exception("Unhandled error while processing job %s",
                                   job.id)
@@ -140,49 +200,56 @@ class Executor:
                 continue
             check = self._scheduler.CheckOpCode(job, op)
             with job.lock:
+                finish: Callable[[], None] | None = None
                 if op.status == constants.OP_STATUS_CANCELING:
-                    self._FinishJobUnlocked(job, constants.OP_STATUS_CANCELED,
-                                            "Job canceled by request")
-                    break
-                if check.rejected is not None and job.start_timestamp is None:
-                    self._FinishJobUnlocked(job, constants.OP_STATUS_CANCELED,
-                                            "Job canceled by filter rule %s"
-                                            % check.rejected)
-                    break
-                if check.paused:
+                    finish = self._Finish(job, constants.OP_STATUS_CANCELED,
+                                          "Job canceled by request")
+                elif (check.rejected is not None and
+                      job.start_timestamp is None):
+                    finish = self._Finish(job, constants.OP_STATUS_CANCELED,
+                                          "Job canceled by filter rule %s" %
+                                          check.rejected)
+                elif check.paused:
                     return
-                if check.deps == _scheduler.DEPS_FAIL:
-                    self._FinishJobUnlocked(job, constants.OP_STATUS_ERROR,
-                                            errors.EncodeException(
-                                                errors.OpExecError(
-                                                    check.message)))
-                    break
-                op.status = constants.OP_STATUS_WAITING
-                if check.deps == _scheduler.DEPS_WAIT:
-                    job.wait_reason = check.message
+                elif check.deps == _scheduler.DEPS_FAIL:
+                    finish = self._Finish(job, constants.OP_STATUS_ERROR,
+                                          errors.EncodeException(
+                                              errors.OpExecError(
+                                                  check.message)))
+                else:
+                    op.status = constants.OP_STATUS_WAITING
+                    if check.deps == _scheduler.DEPS_WAIT:
+                        job.wait_reason = check.message
+                        job.Notify()
+                        return
+                    op.start_timestamp = TimeStampNow()
+                    if job.start_timestamp is None:
+                        job.start_timestamp = op.start_timestamp
                     job.Notify()
-                    return
-                op.start_timestamp = TimeStampNow()
-                if job.start_timestamp is None:
-                    job.start_timestamp = op.start_timestamp
-                job.Notify()
+            if finish is not None:
+                # Written outside the lock section: it may wait for space
+                self.ChangeJobDurably(job, finish)
+                break
             if not self._RunOpCode(proc, job, op):
                 break
-        else:
-            with job.lock:
-                self._FinishJobUnlocked(job, None, None)
         self._scheduler.ReleaseDependents(job)
 
     def _RunOpCode(self, proc: mcpu.Processor, job: QueuedJob,
                    op: QueuedOpCode) -> bool:
-        """Run one opcode; False if the job ended (error or cancel)."""
+        """Run one opcode; False if the job ended (error or cancel).
+
+        The opcode's outcome and, after the last one, the job's end are
+        written as one change: the job is never seen finished before its
+        file says so.
+        """
         cbs = _OpExecCallbacks(self, job, op, self._submit)
         try:
             result = proc.ExecOpCode(op.input, cbs)
+        except _QueueStopped:
+            raise
         except _CancelJob:
-            with job.lock:
-                self._FinishJobUnlocked(job, constants.OP_STATUS_CANCELED,
-                                        "Job canceled by request")
+            self.ChangeJobDurably(job, self._Finish(
+                job, constants.OP_STATUS_CANCELED, "Job canceled by request"))
             return False
         except Exception as err:  # pylint: disable=broad-except
             if not isinstance(err, errors.GenericError):
@@ -191,21 +258,26 @@ class Executor:
             else:
                 logging.info("Opcode %s of job %d failed: %s",
                              op.input.OP_ID, job.id, err)
-            with job.lock:
+            finish = self._Finish(job, constants.OP_STATUS_ERROR,
+                                  errors.EncodeException(errors.OpExecError(
+                                      "Preceding opcode failed")))
+            error = errors.EncodeException(err)
+
+            def fail() -> None:
                 op.status = constants.OP_STATUS_ERROR
-                op.result = errors.EncodeException(err)
+                op.result = error
                 op.end_timestamp = TimeStampNow()
-                self._FinishJobUnlocked(job, constants.OP_STATUS_ERROR,
-                                        errors.EncodeException(
-                                            errors.OpExecError(
-                                                "Preceding opcode failed")))
+                finish()
+            self.ChangeJobDurably(job, fail)
             return False
-        with job.lock:
+
+        def succeed() -> None:
             op.status = constants.OP_STATUS_SUCCESS
             op.result = result
             op.end_timestamp = TimeStampNow()
-            if op is not job.ops[-1]:
-                self.UpdateJobUnlocked(job)
+            if op is job.ops[-1]:
+                job.end_timestamp = op.end_timestamp
+        self.ChangeJobDurably(job, succeed)
         return True
 
     # Cancellation ------------------------------------------------------------
@@ -214,7 +286,8 @@ class Executor:
 
         A job outside a worker is canceled at once; one in a worker (waiting
         for locks, or just picked up) is marked canceling and its worker
-        cancels it before the opcode runs.
+        cancels it before the opcode runs. A failed write raises
+        JobQueueError, the job left as it was.
         """
         with self._scheduler.lock:
             with job.lock:
@@ -222,12 +295,13 @@ class Executor:
                 if status in (constants.JOB_STATUS_QUEUED,
                               constants.JOB_STATUS_WAITING):
                     if job.in_worker:
-                        job.MarkUnfinishedOps(constants.OP_STATUS_CANCELING,
-                                              None)
-                        self.UpdateJobUnlocked(job)
+                        self.ChangeJobUnlocked(job, lambda: (
+                            job.MarkUnfinishedOps(
+                                constants.OP_STATUS_CANCELING, None)))
                         return [True, "Job %s will be canceled" % job.id]
-                    self._FinishJobUnlocked(job, constants.OP_STATUS_CANCELED,
-                                            "Job canceled by request")
+                    self.ChangeJobUnlocked(job, self._Finish(
+                        job, constants.OP_STATUS_CANCELED,
+                        "Job canceled by request"))
                 elif status == constants.JOB_STATUS_CANCELING:
                     return [True, "Job %s will be canceled" % job.id]
                 elif status == constants.JOB_STATUS_RUNNING:
@@ -252,9 +326,15 @@ class Executor:
                         constants.JOB_STATUS_QUEUED,
                         constants.JOB_STATUS_WAITING):
                     continue
-                self._FinishJobUnlocked(job, constants.OP_STATUS_CANCELED,
-                                        "Job canceled by filter rule %s" %
-                                        rule)
+                try:
+                    self.ChangeJobUnlocked(job, self._Finish(
+                        job, constants.OP_STATUS_CANCELED,
+                        "Job canceled by filter rule %s" % rule))
+                except errors.JobQueueError as err:
+                    # Its worker checks the rules again before it runs
+                    logging.warning("Job %d not canceled yet: %s", job.id,
+                                    err)
+                    continue
             self._scheduler.ReleaseDependents(job)
 
     # Change notification -----------------------------------------------------
@@ -288,6 +368,7 @@ class Executor:
         no new job.
         """
         self._shutdown = True
+        self._stopped.set()
         for job in jobs:
             with job.lock:
                 job.Notify()

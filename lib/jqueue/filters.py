@@ -86,7 +86,7 @@ class _OpcodeFields:
     def __contains__(self, name: Any) -> bool:
         return isinstance(name, str)
 
-    def __getitem__(self, name: str) -> tuple:
+    def __getitem__(self, name: str) -> query.FieldDef:
         return (name, constants.QFT_OTHER, _OpField(name), "")
 
 
@@ -186,6 +186,7 @@ class CompiledRule:
 
     def __init__(self, rule: objects.FilterRule):
         self.uuid = rule.uuid
+        self.limit: int | None
         if isinstance(rule.action, list):
             self.action, self.limit = rule.action[0], int(rule.action[1])
         else:

@@ -27,6 +27,8 @@ from ganeti.jqueue import jobs as _jobs
 from ganeti.jqueue.jobs import QueuedJob, QueuedOpCode, TimeStampNow
 
 _JOB_FILE_RE = re.compile(r"^job-(\d+)$")
+# Temporary files of utils.WriteFile (job files, serial, version, drain)
+_TEMP_FILE_RE = re.compile(r"^\..+\.tmp$")
 
 # Jobs renamed into the archive per directory fsync and replication call
 _ARCHIVE_BATCH = 10
@@ -57,6 +59,7 @@ class JobStore:
             utils.EnsureDirs([(self._dir, constants.SECURE_DIR_MODE),
                               (self._archive_dir, constants.SECURE_DIR_MODE)])
             self._CheckVersion()
+            self._RemoveTempFiles()
             self._last_serial = self._ReadSerial()
         except Exception:
             self.Close()
@@ -83,6 +86,14 @@ class JobStore:
                     self._dir)
             raise
         return fd
+
+    def _RemoveTempFiles(self) -> None:
+        """Delete what writes interrupted by a crash left (utils.WriteFile's
+        ``.NAME.*.tmp``); nobody else writes here while we hold the lock."""
+        for name in os.listdir(self._dir):
+            if _TEMP_FILE_RE.match(name):
+                logging.info("Removing leftover temporary file %s", name)
+                utils.RemoveFile(os.path.join(self._dir, name))
 
     def _CheckVersion(self) -> None:
         path = os.path.join(self._dir, "version")
@@ -193,10 +204,17 @@ class JobStore:
         """Replace a job's file atomically and durably, then replicate it.
 
         The caller holds the job's lock (or nobody else knows the job yet).
+        A failed write (a full disk) raises JobQueueError, naming the file.
         """
         path = pathutils.JobFileName(job.id, queue_dir=self._dir)
         data = serializer.DumpJson(job.Serialize())
-        utils.WriteFile(path, data=data, mode=constants.JOB_QUEUE_FILES_PERMS)
+        try:
+            utils.WriteFile(path, data=data,
+                            mode=constants.JOB_QUEUE_FILES_PERMS)
+        except OSError as err:
+            raise errors.JobQueueError(
+                "Cannot write job file %s: %s" %
+                (path, err.strerror or err)) from err
         if self._replicate is not None:
             self._replicate(path, data)
 
@@ -232,8 +250,15 @@ class JobStore:
                 return
             path = os.path.join(self._dir, "serial")
             data = "%d\n" % serial
-            utils.WriteFile(path, data=data,
-                            mode=constants.JOB_QUEUE_FILES_PERMS, fsync=False)
+            try:
+                utils.WriteFile(path, data=data,
+                                mode=constants.JOB_QUEUE_FILES_PERMS,
+                                fsync=False)
+            except OSError as err:
+                # Not fatal: the job files on disk tell the highest id
+                logging.warning("Cannot write %s: %s", path,
+                                err.strerror or err)
+                return
             self._serial_written = serial
             if self._replicate is not None:
                 self._replicate(path, data)
@@ -275,18 +300,24 @@ class JobStore:
     def _ArchiveUnlocked(self, jobs: list[QueuedJob]) -> int:
         """Move jobs to the archive (store lock held)."""
         renames = []
-        for job in jobs:
-            old = pathutils.JobFileName(job.id, queue_dir=self._dir)
-            new = pathutils.JobFileName(job.id, archived=True,
-                                        queue_dir=self._dir)
-            utils.RenameFile(old, new, mkdir=True,
-                             mkdir_mode=constants.SECURE_DIR_MODE)
-            renames.append((old, new))
-            del self._jobs[job.id]
-        if renames:
-            utils.FsyncDirectory(self._dir)
-            if self._replicate_rename is not None:
-                self._replicate_rename(renames)
+        try:
+            for job in jobs:
+                old = pathutils.JobFileName(job.id, queue_dir=self._dir)
+                new = pathutils.JobFileName(job.id, archived=True,
+                                            queue_dir=self._dir)
+                utils.RenameFile(old, new, mkdir=True,
+                                 mkdir_mode=constants.SECURE_DIR_MODE)
+                renames.append((old, new))
+                del self._jobs[job.id]
+        except OSError as err:
+            raise errors.JobQueueError("Cannot archive job %s: %s" %
+                                       (job.id, err.strerror or err)) from err
+        finally:
+            # The renames done are replicated even if a later one failed
+            if renames:
+                utils.FsyncDirectory(self._dir)
+                if self._replicate_rename is not None:
+                    self._replicate_rename(renames)
         return len(renames)
 
     def ArchiveJob(self, job_id: int) -> bool:

@@ -36,6 +36,8 @@ class _NodeState:
         self.renames: list[tuple[str, str]] = []
         self.retry_at = 0.0
         self.backoff = RETRY_MIN
+        # Why the node's copies are behind (None: no failure since in sync)
+        self.error: str | None = None
 
 
 class Replicator:
@@ -68,7 +70,7 @@ class Replicator:
                                         name="replication", daemon=True)
         self._thread.start()
 
-    # Targets --------------------------------------------------------------------
+    # Targets -----------------------------------------------------------------
     def _UpdateTargets(self) -> None:
         nodes = self._cfg.GetAllNodesInfo()
         with self._lock:
@@ -135,6 +137,7 @@ class Replicator:
                 if state is not None and state.state == _OK:
                     state.state = _STALE
                     state.retry_at = time.monotonic() + RETRY_MIN
+                    state.error = "%s: %s" % (what, results[uuid].fail_msg)
             names = [self._names.get(uuid, uuid) for uuid in failed]
             self._wakeup.notify_all()
         details = "; ".join("%s: %s" % (self._names.get(uuid, uuid),
@@ -148,7 +151,7 @@ class Replicator:
             logging.warning("Replication of %s failed on %s (%s); will"
                             " resynchronise", what, ", ".join(names), details)
 
-    # Single updates -----------------------------------------------------------------
+    # Single updates ----------------------------------------------------------
     def ReplicateQueueFile(self, path: str, data: str) -> None:
         """A job queue file changed (called with the file's writer lock)."""
         with self._lock:
@@ -223,20 +226,20 @@ class Replicator:
             with self._lock:
                 online, candidates = list(self._online), \
                     list(self._candidates)
-            pushes = [("ssconf", online, lambda nodes:
-                       self._rpc.call_write_ssconf_files(nodes,
-                                                         ssconf_values))]
+            # (what, target nodes, the RPC pushing it, its other arguments)
+            pushes: list[tuple[str, list[str], Callable[..., dict],
+                               tuple]] = [
+                ("ssconf", online, self._rpc.call_write_ssconf_files,
+                 (ssconf_values,))]
             for path, mode, nodes in self._AncillaryFiles(online,
                                                           candidates):
-                data = utils.ReadFile(path)
                 pushes.append((os.path.basename(path), nodes,
-                               lambda nodes, path=path, data=data, mode=mode:
-                               self._rpc.call_upload_file(nodes, path, data,
-                                                          mode)))
-            for what, nodes, push in pushes:
+                               self._rpc.call_upload_file,
+                               (path, utils.ReadFile(path), mode)))
+            for what, nodes, push, args in pushes:
                 if not nodes:
                     continue
-                results = push(nodes)
+                results = push(nodes, *args)
                 for uuid in nodes:
                     if results[uuid].fail_msg:
                         feedback_fn("Copy of %s to node %s failed: %s" %
@@ -259,7 +262,7 @@ class Replicator:
                 files.append((path, os.stat(path).st_mode & 0o7777, online))
         return files
 
-    # Full resynchronisation ---------------------------------------------------------
+    # Full resynchronisation --------------------------------------------------
     def SyncNode(self, uuid: str) -> bool:
         """Push everything to one node now; True if it is up to date.
 
@@ -284,6 +287,7 @@ class Replicator:
                     if not dirty and not renames:
                         state.state = _OK
                         state.backoff = RETRY_MIN
+                        state.error = None
                         break
                 ok = self._SendDirty(uuid, dirty, renames)
         finally:
@@ -302,8 +306,22 @@ class Replicator:
             logging.warning("Resynchronising %s failed (%s): %s",
                             self._names.get(uuid, uuid), what,
                             result.fail_msg)
+            with self._lock:
+                state = self._nodes.get(uuid)
+                if state is not None:
+                    state.error = "%s: %s" % (what, result.fail_msg)
             return False
         return True
+
+    def GetBehind(self) -> dict[str, str]:
+        """Nodes whose copies failed to be brought up to date, and why.
+
+        For ``gnt-cluster verify``; a node only waiting for its first
+        resynchronisation is not listed.
+        """
+        with self._lock:
+            return {uuid: state.error for uuid, state in self._nodes.items()
+                    if state.state != _OK and state.error is not None}
 
     def _FullSync(self, uuid: str, candidate: bool) -> bool:
         ssconf = self._cfg.GetSsconfValues()
@@ -323,7 +341,7 @@ class Replicator:
                                [])
 
     def _QueueFiles(self) -> Iterable[str]:
-        """Every file of the queue a candidate keeps (serial, jobs, archive)."""
+        """Every queue file a candidate keeps (serial, jobs, archive)."""
         yield os.path.join(self._queue_dir, "serial")
         for name in sorted(os.listdir(self._queue_dir)):
             if name.startswith("job-"):
@@ -368,7 +386,7 @@ class Replicator:
                 return False
         return True
 
-    # Background retries ---------------------------------------------------------------
+    # Background retries ------------------------------------------------------
     def _RetryLoop(self) -> None:
         while True:
             with self._lock:

@@ -226,7 +226,8 @@ def _NicBridges(item: InstanceItem) -> list[Any]:
 
 def _NicNetworkNames(item: InstanceItem) -> list[Any]:
     networks = item.ctx.networks
-    return [networks[nic.network].name if nic.network in networks else None
+    return [networks[nic.network].name
+            if nic.network is not None and nic.network in networks else None
             for nic in item.inst.nics]
 
 
@@ -237,7 +238,7 @@ def _HvParam(name: str) -> Callable[[InstanceItem], Any]:
 
 
 def _AllHvParams() -> dict[str, Any]:
-    result = {}
+    result: dict[str, Any] = {}
     for hv_name in sorted(constants.HYPER_TYPES):
         for name, spec in HV_PARAMETERS.get(hv_name, {}).items():
             result.setdefault(name, spec)

@@ -39,7 +39,7 @@ class OsInfo:
                 break
             first = entries[0]
             node_params = {tuple(pair) for pair in first[_NS_PARAMS]}
-            if variants is None:
+            if variants is None or params is None or api is None:
                 variants = set(first[_NS_VARIANTS])
                 params = node_params
                 api = set(first[_NS_API])

@@ -248,8 +248,8 @@ class ResourceBase:
         return CheckParameter(body, name)
 
     def _checkIntVariable(self, name: str, default: int = 0) -> int:
-        value = self.queryargs.get(name, [default])
-        value = value[0] if value else default
+        values = self.queryargs.get(name)
+        value = values[0] if values else default
         try:
             return int(value)
         except (ValueError, TypeError):
@@ -341,7 +341,8 @@ def _MakeOpcodeHandler(method: str) -> Callable:
     def handler(self) -> int:
         return self.SubmitJob([self.BuildOpcode(method)])
     handler.__name__ = method
-    handler.opcode_method = method
+    # Marks the generated handlers (IsOpcodeHandler)
+    handler.opcode_method = method  # type: ignore[attr-defined]
     return handler
 
 

@@ -627,11 +627,11 @@ class GanetiRapiClient:  # pylint: disable=too-many-public-methods
                              early_release: bool | None = None) -> Any:
         """Replace ``disks`` (indices) in ``mode`` (REPLACE_DISK_*); returns
         the job id."""
-        if disks is not None:
-            disks = ",".join(str(idx) for idx in disks)
+        disk_list = (None if disks is None
+                     else ",".join(str(idx) for idx in disks))
         return self._SendRequest(
             HTTP_POST, _Resource("instances", instance, "replace-disks"),
-            _Query(("mode", mode), ("disks", disks),
+            _Query(("mode", mode), ("disks", disk_list),
                    ("remote_node", remote_node), ("iallocator", iallocator),
                    ("early_release", early_release), reason=reason), None)
 
@@ -1105,11 +1105,10 @@ class GanetiRapiClient:  # pylint: disable=too-many-public-methods
     def QueryFields(self, what: str, fields: list[str] | None = None,
                     reason: str | None = None) -> dict:
         """Definitions of ``fields`` (default all) of resource ``what``."""
-        if fields is not None:
-            fields = ",".join(fields)
+        field_list = None if fields is None else ",".join(fields)
         return self._SendRequest(HTTP_GET,
                                  _Resource("query", what, "fields"),
-                                 _Query(("fields", fields), reason=reason),
+                                 _Query(("fields", field_list), reason=reason),
                                  None)
 
     # Job filters ------------------------------------------------------------

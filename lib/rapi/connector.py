@@ -40,9 +40,11 @@ class R_2_openapi(baserlib.ResourceBase):
         return GetDocument()
 
 
+_ResourceMap = dict[str, type[baserlib.ResourceBase]]
+
 # Path template -> resource class. New resources go below /2 (Ganeti
 # versions resources individually rather than the whole API).
-RESOURCES = {
+RESOURCES: _ResourceMap = {
     "/": rlib2.R_root,
     "/2": rlib2.R_2,
     "/version": rlib2.R_version,
@@ -126,7 +128,7 @@ def _CompileTemplate(template: str) -> re.Pattern:
 class Mapper:
     """Finds the resource of a request target."""
 
-    def __init__(self, resources: dict[str, type] | None = None):
+    def __init__(self, resources: _ResourceMap | None = None):
         resources = RESOURCES if resources is None else resources
         self._exact = {}
         self._patterns = []
@@ -136,8 +138,9 @@ class Mapper:
             else:
                 self._exact[template] = resource
 
-    def getController(self, uri: str) -> tuple[type, list[str],
-                                                dict[str, list[str]]]:
+    def getController(self, uri: str
+                      ) -> tuple[type[baserlib.ResourceBase], list[str],
+                                 dict[str, list[str]]]:
         """``(resource class, URI items, query arguments)`` of a target.
 
         Raises HttpNotFound if no resource has this path.

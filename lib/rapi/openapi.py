@@ -67,7 +67,7 @@ class Item:
         table = queryfields.FIELDS.get(self.what, {})
         properties = {}
         for name in self.fields:
-            prop = {}
+            prop: dict[str, Any] = {}
             if name in table:
                 _, kind, _, doc = table[name]
                 prop = dict(_FIELD_KINDS.get(kind, {}), description=doc)
@@ -120,7 +120,8 @@ def _ParamSchema(default: Any, check: ht.Check, doc: str) -> dict:
     return schema
 
 
-def _OpcodeBodySchema(resource: type, method: str) -> dict:
+def _OpcodeBodySchema(resource: type[baserlib.OpcodeResource],
+                      method: str) -> dict:
     """The body of a job-submitting method: its opcode's free parameters.
 
     Parameters filled from the URI or query string are left out; renamed
@@ -160,7 +161,7 @@ def _OpcodeBodySchema(resource: type, method: str) -> dict:
 def _QueryParameter(name: str) -> dict:
     kind, doc = baserlib.QUERY_ARGS[name]
     if kind == "boolean":
-        schema = {"type": "integer", "enum": [0, 1]}
+        schema: dict[str, Any] = {"type": "integer", "enum": [0, 1]}
     elif kind == "array":
         schema = {"type": "array", "items": {"type": "string"}}
     else:
@@ -190,7 +191,7 @@ def _DocLines(obj: Any) -> tuple[str, str]:
     return summary.strip(), rest.strip()
 
 
-def _Operation(resource: type, method: str) -> dict:
+def _Operation(resource: type[baserlib.ResourceBase], method: str) -> dict:
     """The OpenAPI operation of one method of a resource."""
     handler = getattr(resource, method)
     by_opcode = baserlib.IsOpcodeHandler(resource, method)
@@ -213,7 +214,7 @@ def _Operation(resource: type, method: str) -> dict:
     if access:
         description = ("%s Needs a user with the option %s." %
                        (description, " or ".join(sorted(access)))).strip()
-        security = [{"basicAuth": []}]
+        security: list[dict[str, list[str]]] = [{"basicAuth": []}]
     else:
         security = [{}, {"basicAuth": []}]
 
@@ -235,6 +236,7 @@ def _Operation(resource: type, method: str) -> dict:
                                    for name in sorted(set(args))]
     body = getattr(resource, "%s_BODY_SCHEMA" % method, None)
     if body is None and by_opcode and not custom_input and \
+            issubclass(resource, baserlib.OpcodeResource) and \
             getattr(resource, "%s_BODY" % method, True):
         body = _OpcodeBodySchema(resource, method)
     if body is not None:
@@ -243,7 +245,7 @@ def _Operation(resource: type, method: str) -> dict:
     return operation
 
 
-def BuildDocument(resources: dict[str, type]) -> dict:
+def BuildDocument(resources: dict[str, type[baserlib.ResourceBase]]) -> dict:
     """The OpenAPI document of the resources (path template -> class)."""
     paths = {}
     for template, resource in sorted(resources.items()):

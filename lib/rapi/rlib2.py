@@ -401,6 +401,8 @@ class _R_Tags(OpcodeResource):
     """
 
     TAG_LEVEL: str = ""
+    PUT_STATIC: dict[str, Any] = {}
+    DELETE_STATIC: dict[str, Any] = {}
     PUT_OPCODE = opcodes.OpTagsSet
     PUT_QUERY = {"tag": "tags", "dry-run": "dry_run"}
     PUT_BODY = False
@@ -658,7 +660,7 @@ class _R_Instance(OpcodeResource):
           PUT_OPCODE = opcodes.OpInstanceRename
     """
 
-    URI_PARAMS = ("instance_name", )
+    URI_PARAMS: tuple[str, ...] = ("instance_name", )
 
 
 class _HvParamsBody(OpcodeResource):
@@ -743,7 +745,7 @@ class R_2_instances_name_info(OpcodeResource):
 
 
 # Body keys of a reinstallation request (version 1)
-_REINSTALL_BODY_SCHEMA = {
+_REINSTALL_BODY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
@@ -957,7 +959,7 @@ class R_2_instances_name_tags(_R_Tags):
 
 # Job filters -----------------------------------------------------------------
 
-_FILTER_BODY_SCHEMA = {
+_FILTER_BODY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {

@@ -30,6 +30,11 @@ _MAX_CACHED_CONNECTIONS = 1024
 _SELECT_TIMEOUT = 1.0
 _IDLE_SLEEP = 0.005
 _ERROR_BODY_LIMIT = 200
+# The request went out but the connection broke before a complete answer
+_BROKEN_CONNECTION_ERRORS = frozenset([
+    pycurl.E_GOT_NOTHING, pycurl.E_RECV_ERROR, pycurl.E_SEND_ERROR,
+    pycurl.E_PARTIAL_FILE,
+])
 
 OFFLINE_MESSAGE = "Node is marked offline"
 
@@ -57,6 +62,7 @@ class RpcResult:
         self.call = call
         self.node = node
         self.payload = None
+        self.fail_msg: str | None
         if offline:
             self.fail_msg = OFFLINE_MESSAGE
             self.data = None
@@ -124,11 +130,12 @@ class _Request:
     """One HTTP request of a call, and what came back."""
 
     def __init__(self, key: str, node: str, address: tuple[str, int],
-                 curl: pycurl.Curl):
+                 curl: pycurl.Curl, repeatable: bool):
         self.key = key
         self.node = node
         self.address = address
         self.curl = curl
+        self.repeatable = repeatable
         self.body = io.BytesIO()
         self.error: tuple[int, str] | None = None
 
@@ -211,14 +218,20 @@ class RpcClient:
 
     def Call(self, procedure: str,
              nodes: Iterable[tuple[str, str, str | None, bool]],
-             port: int, body: bytes,
-             read_timeout: float) -> dict[str, RpcResult]:
+             port: int, body: bytes, read_timeout: float,
+             repeatable: bool = False) -> dict[str, RpcResult]:
         """POST ``body`` to ``/procedure`` on every node, in parallel.
 
         ``nodes`` holds ``(key, name, ip, offline)``: results are keyed by
         ``key``, ``name`` is used in messages. Offline nodes and nodes
         without address are not contacted. ``read_timeout`` bounds the
         whole request, in seconds.
+
+        Only a ``repeatable`` call (rpc_defs.RpcCall.repeatable) uses a
+        kept-alive connection: libcurl sends a request again, unasked, when
+        a reused connection closes before any answer, and the node may
+        have run it already. Other calls use a connection of their own,
+        closed afterwards, so a broken connection is their failure.
         """
         results: dict[str, RpcResult] = {}
         pending = []
@@ -240,10 +253,12 @@ class RpcClient:
             requests = []
             for key, name, address in pending:
                 curl = session.GetHandle(address) or self._NewHandle()
-                req = _Request(key, name, address, curl)
+                req = _Request(key, name, address, curl, repeatable)
                 url = "https://%s/%s" % (netutils.FormatAddress(address),
                                          procedure)
                 curl.setopt(pycurl.URL, url)
+                curl.setopt(pycurl.FRESH_CONNECT, not repeatable)
+                curl.setopt(pycurl.FORBID_REUSE, not repeatable)
                 curl.setopt(pycurl.POSTFIELDS, body)
                 curl.setopt(pycurl.TIMEOUT_MS, max(int(read_timeout * 1000),
                                                    1))
@@ -311,6 +326,11 @@ class RpcClient:
             errno, errmsg = req.error
             if errno == pycurl.E_OPERATION_TIMEDOUT:
                 return _Fail("Node %s timed out: %s" % (where, errmsg))
+            if not req.repeatable and errno in _BROKEN_CONNECTION_ERRORS:
+                return _Fail("Connection to node %s broke before an answer"
+                             " (%s, curl error %d); the call may have run"
+                             " on the node and was not repeated" %
+                             (where, errmsg, errno))
             return _Fail("Error while talking to node %s: %s (curl error"
                          " %d)" % (where, errmsg, errno))
         status = req.curl.getinfo(pycurl.RESPONSE_CODE)

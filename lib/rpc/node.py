@@ -155,7 +155,7 @@ class RpcRunner:
         targets = [(key, name, ip, offline)
                    for key, (name, ip, offline) in zip(keys, resolved)]
         return self._client.Call(procedure, targets, self._port, body,
-                                 read_timeout)
+                                 read_timeout, repeatable=call.repeatable)
 
 
 def _MakeCallMethod(call: rpc_defs.RpcCall) -> Callable:

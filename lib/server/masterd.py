@@ -11,13 +11,14 @@ import optparse
 import os
 import socketserver
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from ganeti import (bootstrap, config, constants, daemon, errors, locking,
                     luxi, mcpu, netutils, objects, opcodes, pathutils, qlang,
                     query, utils)
 from ganeti import jqueue, queryfields
 from ganeti.cmdlib import cluster as cmdlib_cluster
+from ganeti.cmdlib import creation_intents
 from ganeti.jqueue import filters as jqueue_filters
 from ganeti.masterd import replication
 from ganeti.rpc import node as rpc_node
@@ -88,7 +89,8 @@ class LuxiHandler:
     def __init__(self, context: GanetiContext):
         self.context = context
         self.queue = context.jobqueue
-        self._methods = {
+        # Method name -> implementation; arguments and results are JSON
+        self._methods: dict[str, Callable[..., Any]] = {
             luxi.REQ_SUBMIT_JOB: lambda ops: self.queue.SubmitJob(ops),
             luxi.REQ_SUBMIT_JOB_TO_DRAINED_QUEUE:
                 lambda ops: self.queue.SubmitJob(ops, to_drained=True),
@@ -234,8 +236,10 @@ def _ReadWatcherPause() -> float | None:
 class _LuxiRequestHandler(socketserver.BaseRequestHandler):
     """One client connection: read ETX-framed requests, answer each."""
 
+    server: "_LuxiServer"
+
     def handle(self) -> None:
-        dispatcher: LuxiHandler = self.server.luxi_handler
+        dispatcher = self.server.luxi_handler
         self._stream = luxi.MessageStream(self.request)
         while True:
             try:
@@ -333,6 +337,22 @@ def PrepMasterd(options: Any, args: list) -> dict:
     return {"context": context, "servers": servers}
 
 
+def _RecoverCreations(context: GanetiContext) -> None:
+    """Remove what creations interrupted by a crash left on the nodes.
+
+    Runs under the exclusive BGL, as creations do, so that none of this
+    process is under way and every record found is from a dead job.
+    """
+    context.glm.acquire(locking.LEVEL_CLUSTER, [locking.BGL])
+    try:
+        kept = creation_intents.RecoverCreations(context.cfg, context.rpc)
+    finally:
+        context.glm.release(locking.LEVEL_CLUSTER)
+    if kept:
+        logging.warning("%d interrupted instance creation(s) could not be"
+                        " cleaned up; tried again at the next start", kept)
+
+
 def ExecMasterd(options: Any, args: list, prep: dict,
                 stop_event: threading.Event) -> None:
     """Serve LUXI until SIGTERM, then stop the queue cleanly."""
@@ -340,6 +360,10 @@ def ExecMasterd(options: Any, args: list, prep: dict,
                                 kwargs={"poll_interval": 0.2},
                                 name="luxi-%d" % i, daemon=True)
                for i, server in enumerate(prep["servers"])]
+    if creation_intents.PendingRecords(prep["context"].cfg):
+        threads.append(threading.Thread(
+            target=_RecoverCreations, args=(prep["context"], ),
+            name="creation-recovery", daemon=True))
     for thread in threads:
         thread.start()
     logging.info("Master daemon serving on %s", pathutils.MASTER_SOCKET)

@@ -27,6 +27,11 @@ from ganeti.http import server
 from ganeti.utils import io, x509
 
 _JSON_HEADERS = {ghttp.HTTP_CONTENT_TYPE: ghttp.HTTP_APP_JSON}
+# Ganeti's default for --max-clients
+DEFAULT_MAX_CLIENTS = 20
+# Connections per client address still in their TLS handshake or request
+# head; the master may open many to one node at once
+MAX_PENDING_PER_ADDRESS = 64
 
 
 def _FormatError(err: Exception) -> str:
@@ -68,7 +73,7 @@ def _ParseRequest(calls: dict[str, rpc_defs.RpcCall], method: str,
 
     Raises HttpNotFound for a procedure not in ``calls``.
     """
-    call = calls.get(path[1:] if path[:1] == "/" else None)
+    call = calls.get(path[1:]) if path.startswith("/") else None
     if call is None:
         raise ghttp.HttpNotFound("Unknown procedure %s" % path)
     if method != ghttp.HTTP_POST:
@@ -150,7 +155,7 @@ def _IsMember() -> bool:
     return os.path.isfile(pathutils.NODED_CERT_FILE)
 
 
-def CheckNoded(_options: optparse.Values, args: list[str]) -> None:
+def CheckNoded(options: optparse.Values, args: list[str]) -> None:
     """Check the certificate; outside a cluster, show the join key.
 
     A node that is not in a cluster serves only the join: the admin passes
@@ -158,6 +163,9 @@ def CheckNoded(_options: optparse.Values, args: list[str]) -> None:
     """
     if args:
         raise errors.GenericError("Unexpected arguments: %s" % " ".join(args))
+    if options.max_clients < 1:
+        raise errors.GenericError("Invalid --max-clients %d: must be at"
+                                  " least 1" % options.max_clients)
     if _IsMember():
         x509.GetCertificateDigest(io.ReadFile(pathutils.NODED_CERT_FILE))
         return
@@ -177,7 +185,9 @@ def PrepNoded(options: optparse.Values, _args: list[str]) -> server.HttpServer:
             options.bind_address, options.port,
             MakeJoinRequestHandler(os.getpid()),
             ssl_cert_file=pathutils.NODED_JOIN_CERT_FILE,
-            require_client_cert=False, mode=server.MODE_FORK)
+            require_client_cert=False, mode=server.MODE_FORK,
+            max_clients=options.max_clients,
+            max_pending_per_address=MAX_PENDING_PER_ADDRESS)
     digest = x509.GetCertificateDigest(io.ReadFile(pathutils.NODED_CERT_FILE))
 
     def _VerifyClient(cert: cx509.Certificate, _openssl_ok: bool) -> bool:
@@ -193,7 +203,9 @@ def PrepNoded(options: optparse.Values, _args: list[str]) -> server.HttpServer:
     return server.HttpServer(
         options.bind_address, options.port, MakeRequestHandler(os.getpid()),
         ssl_cert_file=pathutils.NODED_CERT_FILE, require_client_cert=True,
-        verify_fn=_VerifyClient, mode=server.MODE_FORK)
+        verify_fn=_VerifyClient, mode=server.MODE_FORK,
+        max_clients=options.max_clients,
+        max_pending_per_address=MAX_PENDING_PER_ADDRESS)
 
 
 def ExecNoded(options: optparse.Values, args: list[str],
@@ -213,9 +225,10 @@ def ExecNoded(options: optparse.Values, args: list[str],
             return
         joined.clear()
         logging.info("Joined a cluster, restarting as a member")
-        http_server = _RebindAsMember(options, args, stop_event)
-        if http_server is None:
+        member_server = _RebindAsMember(options, args, stop_event)
+        if member_server is None:
             return
+        http_server = member_server
 
 
 def _RebindAsMember(options: optparse.Values, args: list[str],
@@ -248,8 +261,19 @@ def BuildParser() -> optparse.OptionParser:
         " presenting the cluster certificate are served. Stopping it does"
         " not affect running instances, but the master can no longer"
         " reach the node.",
-        usage="%prog [-f] [-d] [-b ADDRESS] [-p PORT]",
+        usage="%prog [-f] [-d] [-b ADDRESS] [-p PORT] [--max-clients N]",
         version="%%prog (ganeti) %s" % constants.RELEASE_VERSION)
+    parser.add_option("--max-clients", dest="max_clients", type="int",
+                      default=DEFAULT_MAX_CLIENTS, metavar="N",
+                      help="Number of connections served at once, each by"
+                      " a child process (default: %%default); idle ones are"
+                      " closed when others need the room. Connections"
+                      " that have not sent their request yet (at most %d"
+                      " per client address) get %d seconds for the TLS"
+                      " handshake and %d for each request line and"
+                      " headers" % (MAX_PENDING_PER_ADDRESS,
+                                    server.DEFAULT_HANDSHAKE_TIMEOUT,
+                                    server.DEFAULT_HEADER_TIMEOUT))
     daemon.AddDaemonOptions(
         parser, default_port=netutils.GetDaemonPort(constants.NODED))
     return parser

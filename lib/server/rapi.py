@@ -154,7 +154,8 @@ class RemoteApiHandler:
         self._pool = client_pool
         self._mapper = mapper or connector.Mapper()
 
-    def _Authenticate(self, resource: type, method: str, headers) -> None:
+    def _Authenticate(self, resource: type[baserlib.ResourceBase], method: str,
+                      headers) -> None:
         """Check credentials where needed; 401 or 403 if insufficient.
 
         Credentials are required by --require-authentication or a method
@@ -278,6 +279,7 @@ def PrepRapi(options: optparse.Values,
         ssl_key_file=options.ssl_key if options.ssl else None,
         ssl_chain_file=options.ssl_chain if options.ssl else None,
         mode=server.MODE_THREAD, max_clients=options.max_clients,
+        max_pending_per_address=options.max_clients,
         idle_timeout=KEEPALIVE_IDLE_TIMEOUT,
         error_formatter=FormatErrorMessage, access_logger=_AccessLogger())
     return http_server, users
@@ -316,7 +318,13 @@ def BuildParser() -> optparse.OptionParser:
     parser.add_option("--max-clients", dest="max_clients", type="int",
                       default=DEFAULT_MAX_CLIENTS, metavar="N",
                       help="Number of connections served at once"
-                      " (default: %default)")
+                      " (default: %%default); idle ones are closed when"
+                      " others need the room. Each client address may"
+                      " also have N connections that have not sent their"
+                      " request yet, which get %d seconds for the TLS"
+                      " handshake and %d for each request line and"
+                      " headers" % (server.DEFAULT_HANDSHAKE_TIMEOUT,
+                                    server.DEFAULT_HEADER_TIMEOUT))
     parser.add_option("--no-ssl", dest="ssl", action="store_false",
                       default=True, help="Serve plain HTTP (testing only)")
     parser.add_option("-K", "--ssl-key", dest="ssl_key",

@@ -122,6 +122,7 @@ class BlockDev(abc.ABC):
         if not self.Attach():
             ThrowError("Cannot get the size of %r: the device is not"
                        " available", self)
+        assert self.dev_path is not None, "attached without a path"
         return GetPathSize(self.dev_path)
 
     def GetActualDimensions(self) -> tuple[int, int | None]:

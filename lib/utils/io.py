@@ -8,7 +8,7 @@ directory, fsyncs it, renames it over the target and fsyncs the directory.
 import errno
 import os
 import tempfile
-from typing import Callable
+from typing import Callable, Literal, overload
 
 
 def FsyncDirectory(path: str) -> None:
@@ -43,9 +43,9 @@ def WriteFile(file_name: str, data: str | bytes | None = None,
         with os.fdopen(fd, "wb") as fobj:
             if fn is not None:
                 fn(fobj)
-            else:
-                if isinstance(data, str):
-                    data = data.encode("utf-8")
+            elif isinstance(data, str):
+                fobj.write(data.encode("utf-8"))
+            elif data is not None:
                 fobj.write(data)
             fobj.flush()
             if fsync:
@@ -58,8 +58,16 @@ def WriteFile(file_name: str, data: str | bytes | None = None,
         FsyncDirectory(dirname or ".")
 
 
+@overload
+def ReadFile(file_name: str, binary: Literal[False] = False) -> str: ...
+
+
+@overload
+def ReadFile(file_name: str, binary: Literal[True]) -> bytes: ...
+
+
 def ReadFile(file_name: str, binary: bool = False) -> str | bytes:
-    """Return the contents of a file."""
+    """Return the contents of a file (bytes with ``binary``)."""
     with open(file_name, "rb" if binary else "r",
               encoding=None if binary else "utf-8") as fobj:
         return fobj.read()
@@ -101,7 +109,7 @@ def RenameFile(old: str, new: str, mkdir: bool = False,
 
 
 def EnsureDirs(dirs: list[tuple[str, int]]) -> None:
-    """Create directories with the given modes; fix the mode of existing ones."""
+    """Create directories with the given modes; fix existing ones' modes."""
     for path, mode in dirs:
         os.makedirs(path, mode=mode, exist_ok=True)
         os.chmod(path, mode)
@@ -113,7 +121,7 @@ def ListVisibleFiles(path: str) -> list[str]:
 
 
 def IsBelowDir(root: str, other_path: str) -> bool:
-    """Whether ``other_path`` is strictly below ``root`` after normalisation."""
+    """Whether ``other_path`` is strictly below ``root`` once normalised."""
     root = os.path.normpath(root)
     other = os.path.normpath(other_path)
     if root == "/":

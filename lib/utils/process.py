@@ -45,6 +45,7 @@ class RunResult:
         self.stdout = stdout
         self.stderr = stderr
         self.timed_out = timed_out
+        self.fail_reason: str | None
         if timed_out:
             self.fail_reason = "timed out after %s seconds" % timeout
         elif signal_ is not None:
@@ -110,8 +111,9 @@ def RunCmd(cmd: list[str], env: dict[str, str] | None = None,
                 stdout, stderr = proc.communicate(timeout=1.0)
             except subprocess.TimeoutExpired:
                 stdout, stderr = b"", b""
-                proc.stdout.close()
-                proc.stderr.close()
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
                 proc.wait()
     code = proc.returncode
     return RunResult(cmd,
