@@ -65,8 +65,8 @@ def _Assert(accounting):
 def _RunRounds(vc, crash_rng, kill, name):
     rng, rounds = crash_rng
     for round_no in range(rounds):
-        load = CrashLoad(vc, hash((name, round_no)) % 100000,
-                         _JOBS_PER_ROUND, _CLIENTS)
+        load = CrashLoad(vc, "%s%d" % (name, round_no), _JOBS_PER_ROUND,
+                         _CLIENTS)
         load.Start()
         time.sleep(rng.uniform(0.1, 1.0))
         kill()

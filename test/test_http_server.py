@@ -267,3 +267,46 @@ def test_shutdown_without_serving_and_bad_mode():
     again.shutdown()
     with pytest.raises(ValueError):
         server.HttpServer("127.0.0.1", 0, _Handler, mode="spawn")
+
+
+@pytest.mark.parametrize("mode", [server.MODE_THREAD, server.MODE_FORK])
+def test_slow_clients_do_not_starve_others(mode):
+    """Issue 12: connections trickling headers hold no worker and are
+    dropped at the header deadline; a normal request is served at once."""
+    srv = _Start(mode=mode, max_clients=2, header_timeout=0.6,
+                 idle_timeout=5)
+    slow = [socket.create_connection(srv.server_address, timeout=3)
+            for _ in range(6)]
+    try:
+        for sock in slow:
+            sock.sendall(b"GET /slow HTTP/1.1\r\n")
+        time.sleep(0.2)
+        conn = _Connect(srv)
+        start = time.monotonic()
+        assert _Request(conn, "GET", "/ok")[0] == 200
+        assert time.monotonic() - start < 0.5
+        conn.close()
+        for sock in slow:
+            sock.sendall(b"X-Slow: 1\r\n")
+        for sock in slow:
+            assert sock.recv(100) == b""
+        assert time.monotonic() - start < 2
+    finally:
+        for sock in slow:
+            sock.close()
+        srv.shutdown()
+
+
+def test_pending_per_address_limit():
+    srv = _Start(max_pending_per_address=2)
+    try:
+        socks = [socket.create_connection(srv.server_address, timeout=3)
+                 for _ in range(3)]
+        # The oldest made room for the newest
+        assert socks[0].recv(1) == b""
+        socks[2].sendall(b"GET /new HTTP/1.0\r\n\r\n")
+        assert socks[2].recv(100).startswith(b"HTTP/1.1 200")
+        for sock in socks:
+            sock.close()
+    finally:
+        srv.shutdown()

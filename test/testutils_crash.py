@@ -1,7 +1,7 @@
 """A multi-client job load that survives daemon kills, and the accounting
 of every job it got acknowledged (test_crash, bench/bench_faults).
 
-Each job of round R deletes its own cluster tag ``todo-R-N`` (set for the
+Each job of a round deletes its own cluster tag ``todo-LABEL-N`` (set for the
 whole round beforehand) after a short delay: a job that ran once succeeds
 and removes its tag; a job run a second time fails with "not found", so
 duplicates are seen in the job's own result.
@@ -46,10 +46,10 @@ class CrashLoad:
     acknowledged; the client reconnects and goes on with the next tag.
     """
 
-    def __init__(self, master: VirtualNode, round_no: int, jobs: int,
+    def __init__(self, master: VirtualNode, label: str, jobs: int,
                  clients: int):
         self.master = master
-        self.tags = ["todo-%d-%d" % (round_no, i) for i in range(jobs)]
+        self.tags = ["todo-%s-%d" % (label, i) for i in range(jobs)]
         self.clients = clients
         self.acknowledged: dict[int, str] = {}
         self._lock = threading.Lock()
@@ -87,8 +87,11 @@ class CrashLoad:
                     client = self.master.Luxi()
                 job_id = client.SubmitJob(_Job(tag))
             except (errors.GenericError, OSError):
-                # Not acknowledged (master down): this tag is tried again
+                # Not acknowledged (master down), yet maybe written: the
+                # tag is never offered again, so only a job run twice can
+                # find its tag gone
                 client = None
+                tag = None
                 time.sleep(0.05)
                 continue
             with self._lock:
