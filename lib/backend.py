@@ -157,7 +157,9 @@ def jobqueue_update(file_name: str, content: list) -> None:
 def jobqueue_rename(rename: list[list[str]]) -> None:
     """Rename job queue files (archiving), creating directories as needed.
 
-    All pairs are checked before anything is renamed.
+    All pairs are checked before anything is renamed. A pair already
+    renamed (old gone, new there) counts as done, so the call can be
+    repeated.
     """
     if not isinstance(rename, list) or not all(
             isinstance(pair, (list, tuple)) and len(pair) == 2
@@ -165,6 +167,8 @@ def jobqueue_rename(rename: list[list[str]]) -> None:
         _Fail("jobqueue_rename expects a list of [old, new] pairs")
     pairs = [(_QueuePath(old), _QueuePath(new)) for old, new in rename]
     for old, new in pairs:
+        if not os.path.exists(old) and os.path.exists(new):
+            continue
         io.RenameFile(old, new, mkdir=True,
                       mkdir_mode=constants.JOB_QUEUE_DIRS_PERMS)
 

@@ -39,8 +39,9 @@ class RpcCall(NamedTuple):
     ``timeout`` is a read timeout in seconds (a ``constants.RPC_TMO_*``)
     or a function computing it from the argument values.
 
-    ``repeatable`` says the call only reads, so running it twice is
-    harmless: only such calls go over kept-alive connections, where
+    ``repeatable`` says running the call twice leaves the node as running
+    it once does (it only reads, or writes given content): only such
+    calls go over kept-alive connections, where
     libcurl silently sends the request again if the connection dies
     before an answer (the node may already be running it). Any other
     call gets a fresh connection and a broken connection is reported as
@@ -95,25 +96,31 @@ CALLS: tuple[RpcCall, ...] = (
     RpcCall("jobqueue_update",
             (_A("file_name", ENC_VPATH), _A("content", ENC_CONTENT)),
             constants.RPC_TMO_URGENT, CALL_MULTI,
-            "Write a file of the job queue directory"),
+            "Write a file of the job queue directory",
+            repeatable=True),
     RpcCall("jobqueue_rename", (_A("rename"),), constants.RPC_TMO_URGENT,
             CALL_MULTI,
             "Rename files in the job queue directory; rename is a list of"
-            " [old, new] virtual paths"),
+            " [old, new] virtual paths",
+            repeatable=True),
     RpcCall("jobqueue_purge", (), constants.RPC_TMO_NORMAL, CALL_SINGLE,
-            "Remove all job queue files but the lock file"),
+            "Remove all job queue files but the lock file",
+            repeatable=True),
     RpcCall("jobqueue_set_drain_flag", (_A("flag"),),
             constants.RPC_TMO_URGENT, CALL_MULTI,
-            "Set or clear the job queue drain flag"),
+            "Set or clear the job queue drain flag",
+            repeatable=True),
     RpcCall("write_ssconf_files", (_A("values"),), constants.RPC_TMO_NORMAL,
             CALL_MULTI,
-            "Write the ssconf files; values maps key to file content"),
+            "Write the ssconf files; values maps key to file content",
+            repeatable=True),
     RpcCall("upload_file",
             (_A("file_name", ENC_VPATH), _A("content", ENC_CONTENT),
              _A("mode")),
             constants.RPC_TMO_NORMAL, CALL_MULTI,
             "Write one of the cluster files that may be distributed"
-            " (pathutils.GetUploadableFiles)"),
+            " (pathutils.GetUploadableFiles)",
+            repeatable=True),
     RpcCall("node_leave_cluster", (), constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Remove the cluster configuration, certificates and job queue"
             " from the node, then stop the node daemon"),

@@ -243,6 +243,11 @@ def test_jobqueue_procedures(noded_cluster, noded_runner):
     node = noded_cluster.nodes[0]
     assert os.path.exists(node.Path(archived))
     assert not os.path.exists(node.Path(job))
+    # Repeatable (it goes over kept-alive connections): the same rename
+    # again is a success that changes nothing
+    results = noded_runner.call_jobqueue_rename(names, [[job, archived]])
+    assert all(res.fail_msg is None for res in results.values())
+    assert os.path.exists(node.Path(archived))
     result = noded_runner.call_jobqueue_rename(
         [node.name], [[archived, "/etc/x"]])[node.name]
     assert "Refusing" in result.fail_msg
