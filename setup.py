@@ -49,6 +49,9 @@ class BuildPyWithAutoconf(build_py):
         for name, value in values.items():
             if not os.path.isabs(value):
                 raise SystemExit("GANETI_%s must be an absolute path" % name)
+        values["IALLOCATOR_SEARCH_PATH"] = os.environ.get(
+            "GANETI_IALLOCATOR_SEARCH_PATH",
+            "/usr/local/lib/ganeti/iallocators:/usr/lib/ganeti/iallocators")
         daemon_util = os.environ.get("GANETI_DAEMON_UTIL")
         # By default in the interpreter's scripts directory, where
         # setuptools installs it; looked up when running, since the install

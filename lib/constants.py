@@ -194,6 +194,29 @@ NODE_EVAC_SEC = "secondary-only"
 NODE_EVAC_ALL = "all"
 NODE_EVAC_MODES = frozenset([NODE_EVAC_PRI, NODE_EVAC_SEC, NODE_EVAC_ALL])
 
+# Instance allocators (ganeti.masterd.iallocator): protocol version of the
+# input message, request types, gnt-debug directions
+IALLOCATOR_VERSION = 2
+IALLOCATOR_MODE_ALLOC = "allocate"
+IALLOCATOR_MODE_ALLOCATE_SECONDARY = "allocate-secondary"
+IALLOCATOR_MODE_CHG_GROUP = "change-group"
+IALLOCATOR_MODE_MULTI_ALLOC = "multi-allocate"
+IALLOCATOR_MODE_NODE_EVAC = "node-evacuate"
+IALLOCATOR_MODE_RELOC = "relocate"
+VALID_IALLOCATOR_MODES = frozenset([
+    IALLOCATOR_MODE_ALLOC, IALLOCATOR_MODE_ALLOCATE_SECONDARY,
+    IALLOCATOR_MODE_CHG_GROUP, IALLOCATOR_MODE_MULTI_ALLOC,
+    IALLOCATOR_MODE_NODE_EVAC, IALLOCATOR_MODE_RELOC])
+IALLOCATOR_DIR_IN = "in"
+IALLOCATOR_DIR_OUT = "out"
+VALID_IALLOCATOR_DIRECTIONS = frozenset([IALLOCATOR_DIR_IN,
+                                         IALLOCATOR_DIR_OUT])
+# The built-in allocator (ganeti.htools.allocator), the default
+# default_iallocator; masterd runs it in-process
+IALLOCATOR_BUILTIN = "halloc"
+# Seconds an allocator program may run before noded kills it
+IALLOCATOR_TIMEOUT = 300
+
 # Migration status reported by the source node's hypervisor
 HV_MIGRATION_ACTIVE = "active"
 HV_MIGRATION_CANCELLED = "cancelled"

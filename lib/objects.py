@@ -914,7 +914,7 @@ class Cluster(TaggableObject):
         "maintain_node_health": False,
         "uid_pool": [],
         "candidate_certs": {},
-        "default_iallocator": "",
+        "default_iallocator": constants.IALLOCATOR_BUILTIN,
         "default_iallocator_params": {},
         "hidden_os": [],
         "blacklisted_os": [],

@@ -365,6 +365,9 @@ class OpClusterSetParams(OpCode):
          " instances)"),
         ("default_iallocator", None, ht.TMaybe(ht.TString),
          "Default instance allocator"),
+        ("default_iallocator_params", None, ht.TMaybeDict,
+         "Default parameters of the instance allocator, passed to the"
+         " allocator program as --key=value"),
         ("os_hvp", None,
          ht.TMaybe(ht.TDictOf(ht.TNonEmptyString, _THvParams)),
          "Cluster-wide OS hypervisor parameter defaults, per OS and"

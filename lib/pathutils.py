@@ -17,12 +17,17 @@ try:
     SYSCONFDIR = _autoconf.SYSCONFDIR
     PREFIX = _autoconf.PREFIX
     DAEMON_UTIL = _autoconf.DAEMON_UTIL
+    IALLOCATOR_SEARCH_PATH_STR = getattr(
+        _autoconf, "IALLOCATOR_SEARCH_PATH",
+        "/usr/local/lib/ganeti/iallocators:/usr/lib/ganeti/iallocators")
 except ImportError:  # running from the source tree
     LOCALSTATEDIR = "/var"
     SYSCONFDIR = "/etc"
     PREFIX = "/usr/local"
     DAEMON_UTIL = os.path.join(os.path.dirname(os.path.dirname(
         os.path.realpath(__file__))), "daemons", "daemon-util")
+    IALLOCATOR_SEARCH_PATH_STR = \
+        "/usr/local/lib/ganeti/iallocators:/usr/lib/ganeti/iallocators"
 
 _P = vcluster.AddNodePrefix
 
@@ -69,6 +74,10 @@ DEFAULT_FILE_STORAGE_DIR = _P("/srv/ganeti/file-storage")
 DEFAULT_SHARED_FILE_STORAGE_DIR = _P("/srv/ganeti/shared-file-storage")
 OS_SEARCH_PATH = [_P("/srv/ganeti/os"), _P(PREFIX + "/lib/ganeti/os")]
 ES_SEARCH_PATH = [_P("/srv/ganeti/extstorage")]
+# Where instance allocators are looked up by name (configure's
+# --with-iallocator-search-path)
+IALLOCATOR_SEARCH_PATH = [_P(path) for path
+                          in IALLOCATOR_SEARCH_PATH_STR.split(":") if path]
 LOG_ES_DIR = LOG_DIR + "/extstorage"
 # Shell patterns of the block devices the blockdev template may adopt (one
 # per line); constants.ADOPTABLE_BLOCKDEV_PATTERNS without the file

@@ -44,6 +44,9 @@ MAINTAIN_NODE_HEALTH_OPT = OpcodeOption(_SetParams, "maintain_node_health",
                                         type="bool", action="store")
 DEFAULT_IALLOCATOR_OPT = OpcodeOption(_SetParams, "default_iallocator",
                                       "--default-iallocator")
+DEFAULT_IALLOCATOR_PARAMS_OPT = OpcodeOption(
+    _SetParams, "default_iallocator_params", "--default-iallocator-params",
+    type="keyval", metavar="PARAM=VALUE,...")
 NICPARAMS_OPT = ParamsOption(_SetParams, "nicparams", "nic")
 NDPARAMS_OPT = ParamsOption(_SetParams, "ndparams", "node")
 DEFAULT_HV_OPT = OpcodeOption(_SetParams, "default_hypervisor",
@@ -149,6 +152,13 @@ def InitCluster(opts: Any, args: list[str]) -> int:
         ipolicy=BuildIPolicy(opts))
     op = opcodes.OpClusterPostInit()
     cli.SubmitOpCode(op, opts=opts)
+    if opts.default_iallocator is not None or \
+            opts.default_iallocator_params:
+        # Cluster parameters the configuration gets through the master
+        cli.SubmitOpCode(opcodes.OpClusterSetParams(
+            default_iallocator=opts.default_iallocator,
+            default_iallocator_params=opts.default_iallocator_params or None),
+            opts=opts)
     return constants.EXIT_SUCCESS
 
 
@@ -304,6 +314,7 @@ def SetClusterParams(opts: Any, args: list[str]) -> int:
         "shared_file_storage_dir": opts.shared_file_storage_dir,
         "maintain_node_health": opts.maintain_node_health,
         "default_iallocator": opts.default_iallocator,
+        "default_iallocator_params": opts.default_iallocator_params,
         "default_hypervisor": opts.default_hypervisor,
         "hvparams": _HvParams(opts) or None,
         "beparams": opts.beparams or None,
@@ -567,7 +578,8 @@ _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
 
 commands = {
     "init": (InitCluster, [ArgUnknown(min=1, max=1)],
-             _PARAM_OPTS + [SECONDARY_IP_OPT],
+             _PARAM_OPTS + [SECONDARY_IP_OPT, DEFAULT_IALLOCATOR_OPT,
+                            DEFAULT_IALLOCATOR_PARAMS_OPT],
              "[<opts>...] <cluster-name>",
              "Initialises a new cluster configuration"),
     "destroy": (DestroyCluster, [], [YES_DOIT_OPT], "", "Destroy cluster"),
@@ -603,7 +615,8 @@ commands = {
               [], "drain|undrain|info", "Change queue properties"),
     "modify": (SetClusterParams, [],
                _PARAM_OPTS + [MAX_TRACKED_JOBS_OPT, MAINTAIN_NODE_HEALTH_OPT,
-                              DEFAULT_IALLOCATOR_OPT, DEFAULT_HV_OPT] +
+                              DEFAULT_IALLOCATOR_OPT,
+                              DEFAULT_IALLOCATOR_PARAMS_OPT, DEFAULT_HV_OPT] +
                _JOB_OPTS,
                "[<opts>...]", "Alters the parameters of the cluster"),
     "dump-info": (DumpClusterInfo, [], [], "",

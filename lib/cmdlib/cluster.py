@@ -158,7 +158,8 @@ _SIMPLE_PARAMS = ["candidate_pool_size", "max_running_jobs",
                   "max_tracked_jobs", "mac_prefix", "master_netdev",
                   "master_netmask", "file_storage_dir",
                   "shared_file_storage_dir", "maintain_node_health",
-                  "default_iallocator", "enabled_disk_templates"]
+                  "default_iallocator", "default_iallocator_params",
+                  "enabled_disk_templates"]
 
 
 def HypervisorClass(hv_name: str) -> type[hv_base.BaseHypervisor]:
