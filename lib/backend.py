@@ -21,6 +21,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import zlib
 from io import StringIO
@@ -2057,6 +2058,50 @@ def RunHooks(hpath: str, phase: str, env: dict[str, str],
                                         min(script_timeout, remaining))
         results.append([script, status, output])
     return results
+
+
+def iallocator_runner(name: str, idata: str, ial_params: dict,
+                      timeout: float) -> str:
+    """Run an instance allocator on its input message; its stdout.
+
+    The program is looked up by name (no path) in the allocator search
+    path and gets the message as a file, then the parameters as
+    ``--key=value`` (``--key`` for a None value), as Ganeti runs it.
+    """
+    if not isinstance(name, str) or not name or "/" in name or \
+            name in (".", ".."):
+        _Fail("Invalid iallocator name %r", name)
+    if not isinstance(ial_params, dict) or not isinstance(idata, str):
+        _Fail("iallocator_runner expects a string and a dict")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or timeout <= 0:
+        _Fail("Invalid iallocator timeout %r", timeout)
+    program = None
+    for directory in pathutils.IALLOCATOR_SEARCH_PATH:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            program = path
+            break
+    if program is None:
+        _Fail("iallocator module '%s' not found in the search path (%s)",
+              name, ":".join(pathutils.IALLOCATOR_SEARCH_PATH))
+    args = ["--%s" % key if value is None else "--%s=%s" % (key, value)
+            for key, value in sorted(ial_params.items())]
+    fd, input_file = tempfile.mkstemp(prefix="ganeti-iallocator.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fobj:
+            fobj.write(idata)
+        try:
+            result = process.RunCmd([program, input_file] + args,
+                                    timeout=timeout)
+        except errors.CommandError as err:
+            _Fail("iallocator module '%s' can't be run: %s", name, err)
+    finally:
+        os.unlink(input_file)
+    if result.failed:
+        _Fail("iallocator module '%s' failed: %s, output '%s'", name,
+              result.fail_reason, (result.stdout + result.stderr).strip())
+    return result.stdout
 
 
 def hooks_runner(hpath: str, phase: str, env: dict) -> list[list]:

@@ -395,6 +395,24 @@ CALLS += (
             " [script, constants.HKR_*, output] per directory entry"),
 )
 
+def _IAllocatorTimeout(*args: Any) -> float:
+    """The node kills the allocator first (after ``timeout``, the last
+    argument) and reports that."""
+    return float(args[-1]) + 30
+
+
+CALLS += (
+    RpcCall("iallocator_runner",
+            (_A("name"), _A("idata"), _A("default_iallocator_params"),
+             _A("timeout")),
+            _IAllocatorTimeout, CALL_SINGLE,
+            "Run the instance allocator program found by name in the"
+            " allocator search path on the input message idata (JSON),"
+            " as <program> <input file> [--key=value | --key]...; returns"
+            " its standard output. A non-zero exit or running longer than"
+            " timeout seconds fails the call with the program's output"),
+)
+
 # Procedures the node daemon serves before it belongs to a cluster, to any
 # client (the join key's secret authorises the caller)
 JOIN_CALLS: tuple[RpcCall, ...] = (
