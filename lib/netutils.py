@@ -13,6 +13,7 @@ import errno
 import ipaddress
 import os
 import socket
+from typing import Iterator
 
 from ganeti import constants, errors, vcluster
 
@@ -20,37 +21,37 @@ ENV_HOSTS_FILE = "GANETI_HOSTS_FILE"
 ENV_SERVICES_FILE = "GANETI_SERVICES_FILE"
 
 
-def _LookupHostsFile(name: str) -> str | None:
-    path = os.environ.get(ENV_HOSTS_FILE)
+def _TableRows(env_var: str) -> Iterator[list[str]]:
+    """The rows of the hosts(5)/services(5)-style file ``env_var`` names
+    (comments dropped; nothing when unset or missing)."""
+    path = os.environ.get(env_var)
     if not path:
-        return None
+        return
     try:
         with open(path, encoding="utf-8") as fobj:
             for line in fobj:
                 fields = line.split("#", 1)[0].split()
-                if len(fields) >= 2 and name in fields[1:]:
-                    return fields[0]
+                if fields:
+                    yield fields
     except FileNotFoundError:
-        return None
+        return
+
+
+def _LookupHostsFile(name: str) -> str | None:
+    for fields in _TableRows(ENV_HOSTS_FILE):
+        if len(fields) >= 2 and name in fields[1:]:
+            return fields[0]
     return None
 
 
 def _LookupServicesFile(name: str, proto: str) -> int | None:
     """Port of ``name``/``proto`` in the GANETI_SERVICES_FILE, if any."""
-    path = os.environ.get(ENV_SERVICES_FILE)
-    if not path:
-        return None
-    try:
-        with open(path, encoding="utf-8") as fobj:
-            for line in fobj:
-                fields = line.split("#", 1)[0].split()
-                if len(fields) < 2 or name not in [fields[0]] + fields[2:]:
-                    continue
-                port, _, entry_proto = fields[1].partition("/")
-                if entry_proto == proto and port.isdigit():
-                    return int(port)
-    except FileNotFoundError:
-        return None
+    for fields in _TableRows(ENV_SERVICES_FILE):
+        if len(fields) < 2 or name not in [fields[0]] + fields[2:]:
+            continue
+        port, _, entry_proto = fields[1].partition("/")
+        if entry_proto == proto and port.isdigit():
+            return int(port)
     return None
 
 
