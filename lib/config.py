@@ -998,6 +998,18 @@ class ConfigWriter:
             if new_inst.uuid in snap.data.instances:
                 raise errors.ConfigurationError("%s already exists" %
                                                 new_inst.Describe())
+            # Creations need not hold the BGL (opportunistic locking):
+            # the name and MACs are checked again against this snapshot
+            new_macs = {nic.mac for nic in new_inst.nics or ()}
+            for other in snap.data.instances.values():
+                if other.name == new_inst.name:
+                    raise errors.ConfigurationError(
+                        "Instance name %s is already in use" % other.name)
+                taken = new_macs & {nic.mac for nic in other.nics or ()}
+                if taken:
+                    raise errors.ConfigurationError(
+                        "MAC address %s is already in use by instance %s" %
+                        (", ".join(sorted(taken)), other.name))
             added = {}
             for disk in new_disks:
                 if disk.uuid in snap.data.disks or disk.uuid in added:

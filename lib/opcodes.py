@@ -90,6 +90,9 @@ def _PIAllocFromDesc(desc: str) -> tuple:
     return ("iallocator", None, ht.TMaybeString, desc)
 
 
+_PExplain = ("explain", False, ht.TBool,
+             "Report the instance allocator's explanation of its choice")
+
 # {"jobs": [[submitted, job id or error], ...]}: follow-up jobs of an LU
 _TJobIdListOnly = ht.TStrictDict(True, True, {
     "jobs": ht.TListOf(ht.TTupleOf(ht.TBool, ht.TOr(ht.TJobId,
@@ -714,6 +717,13 @@ class OpInstanceCreate(OpCode):
          "Primary node UUID (filled in from pnode)"),
         ("snode", None, ht.TMaybeString,
          "Secondary node (mirrored templates only)"),
+        _PIAllocFromDesc("Iallocator for deciding which node(s) to use"
+                         " (the cluster's default when no node is given)"),
+        ("opportunistic_locking", False, ht.TBool,
+         "Whether to employ opportunistic locking for nodes, meaning nodes"
+         " already locked by another opcode won't be considered for instance"
+         " allocation (only when an iallocator is used)"),
+        _PExplain,
         ("hypervisor", None, ht.TMaybe(ht.TElemOf(constants.HYPER_TYPES)),
          "Hypervisor (the cluster's default if not given)"),
         ("hvparams", {}, ht.TDict, "Hypervisor parameters for the instance"),
@@ -1122,6 +1132,47 @@ class OpBackupRemove(OpCode):
 
 
 # Testing ---------------------------------------------------------------------
+
+class OpTestAllocator(OpCode):
+    """Build an instance allocator's input message, or run the allocator
+    on it (``direction`` in or out); the result is the text."""
+    OP_DSC_FIELD = "iallocator"
+    OP_PARAMS = [
+        ("direction", ht.NoDefault,
+         ht.TElemOf(constants.VALID_IALLOCATOR_DIRECTIONS),
+         "Show the input message (in) or run the allocator on it (out)"),
+        ("mode", ht.NoDefault,
+         ht.TElemOf(constants.VALID_IALLOCATOR_MODES),
+         "Request type"),
+        ("name", ht.NoDefault, ht.TNonEmptyString,
+         "Instance name (allocate, relocate, allocate-secondary)"),
+        ("nics", None, ht.TMaybeListOf(ht.TDict),
+         "NICs of the instance: mac, ip, bridge"),
+        ("disks", None, ht.TMaybeListOf(ht.TDict),
+         "Disks of the instance: size, mode"),
+        ("hypervisor", None, ht.TMaybeString,
+         "Hypervisor (the cluster's default if not given)"),
+        ("iallocator", None, ht.TMaybeString,
+         "Allocator to run (the cluster's default if not given)"),
+        ("tags", [], ht.TListOf(ht.TNonEmptyString), "Instance tags"),
+        ("memory", None, ht.TMaybe(ht.TNonNegativeInt), "Memory (MiB)"),
+        ("vcpus", None, ht.TMaybe(ht.TNonNegativeInt), "Virtual CPUs"),
+        ("os", None, ht.TMaybeString, "Operating system"),
+        ("disk_template", None, ht.TMaybeString, "Disk template"),
+        ("instances", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "Instances (node-evacuate, change-group)"),
+        ("evac_mode", None, ht.TMaybe(ht.TElemOf(constants.NODE_EVAC_MODES)),
+         "Evacuation mode (node-evacuate)"),
+        ("target_groups", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "Target node groups (change-group)"),
+        ("spindle_use", 1, ht.TNonNegativeInt, "Spindles used"),
+        ("count", 1, ht.TStrictPositiveInt,
+         "Number of instances (multi-allocate)"),
+        ("group_name", None, ht.TMaybeString, "Node group to allocate in"),
+        _PExplain,
+    ]
+    OP_RESULT = ht.TString
+
 
 class OpTestDelay(OpCode):
     """Sleep for a while on the master and/or nodes (tests, benchmarks)."""

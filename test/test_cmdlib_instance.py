@@ -68,7 +68,10 @@ def _Create(**kwargs):
     ({"nics": [{"ip": "auto"}]}, "IP address set to auto"),
     ({"nics": [{"mode": "tunnel"}]}, "NIC 0"),
     ({"os_type": None}, "No guest OS specified"),
-    ({"pnode": None}, "A primary node must be given"),
+    ({"iallocator": "halloc"}, "One and only one of iallocator and primary"
+     " node must be given"),
+    ({"opportunistic_locking": True}, "Opportunistic locking is only"
+     " available in combination with an instance allocator"),
     ({"file_storage_dir": "../etc", "disk_template": constants.DT_FILE,
       "disks": [{"size": 4}]}, "must be a path below"),
     ({"pnode": "nosuchnode"}, "Node 'nosuchnode' not known"),

@@ -31,6 +31,9 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "ganeti.rpc_defs", "ganeti.impexp", "ganeti.http")),
     # The parameter families: declarations, conversion, merging
     "parameters": (("foundation", ), ("ganeti.parameters", )),
+    # Placement planning (the built-in allocator, balancing, capacity):
+    # pure computation on iallocator messages
+    "htools": (("parameters", ), ("ganeti.htools", )),
     # Configuration objects and the opcodes (jobs as data)
     "objects": (("parameters", ), ("ganeti.objects", "ganeti.opcodes")),
     # What the master and the nodes build on: configuration, RPC, LUXI,

@@ -46,6 +46,72 @@ def Delay(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
+_Alloc = opcodes.OpTestAllocator
+_IALLOCATOR_OPTS = [
+    OpcodeOption(_Alloc, "direction", "--dir",
+                 default=constants.IALLOCATOR_DIR_IN,
+                 type="choice",
+                 choices=sorted(constants.VALID_IALLOCATOR_DIRECTIONS)),
+    OpcodeOption(_Alloc, "mode", "-m", "--mode",
+                 default=constants.IALLOCATOR_MODE_ALLOC,
+                 type="choice",
+                 choices=sorted(constants.VALID_IALLOCATOR_MODES)),
+    OpcodeOption(_Alloc, "memory", "--mem", default=128),
+    cli_option("--disks", dest="disks", default="4096,4096",
+               help="Comma-separated list of disk sizes (MiB)"),
+    cli_option("--nics", dest="nics", default="00:11:22:33:44:55",
+               help="Comma-separated list of NICs, each mac/ip/bridge"),
+    OpcodeOption(_Alloc, "disk_template", "-t", "--disk-template"),
+    OpcodeOption(_Alloc, "vcpus", "--vcpus", default=1),
+    OpcodeOption(_Alloc, "os", "-o", "--os-type", default="busybox"),
+    OpcodeOption(_Alloc, "iallocator", "-I", "--iallocator"),
+    cli_option("--tags", dest="tags", default="",
+               help="Comma-separated list of tags"),
+    OpcodeOption(_Alloc, "hypervisor", "-H", "--hypervisor"),
+    OpcodeOption(_Alloc, "evac_mode", "--evac-mode",
+                 default=constants.NODE_EVAC_ALL,
+                 type="choice", choices=sorted(constants.NODE_EVAC_MODES)),
+    cli_option("--target-groups", dest="target_groups", default="",
+               help="Comma-separated list of target node groups"),
+    OpcodeOption(_Alloc, "spindle_use", "--spindle-use"),
+    OpcodeOption(_Alloc, "count", "--count"),
+    OpcodeOption(_Alloc, "group_name", "--group"),
+    OpcodeOption(_Alloc, "explain", "--explain"),
+]
+
+
+def _CommaList(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def TestAllocator(opts: Any, args: list[str]) -> int:
+    """Show an allocator's input message or run the allocator on it."""
+    try:
+        disks = [{"size": utils.ParseUnit(size), "mode": "rw"}
+                 for size in _CommaList(opts.disks)]
+    except errors.UnitParseError as err:
+        raise errors.OpPrereqError("Invalid disks parameter '%s': %s" %
+                                   (opts.disks, err),
+                                   errors.ECODE_INVAL) from None
+    nics = []
+    for spec in _CommaList(opts.nics):
+        parts = (spec.split("/") + [None, None])[:3]
+        nics.append({"mac": parts[0], "ip": parts[1] or None,
+                     "bridge": parts[2] or None})
+    names = _CommaList(args[0])
+    op = _Alloc(
+        direction=opts.direction, mode=opts.mode, name=args[0],
+        memory=opts.memory, disks=disks, nics=nics,
+        disk_template=opts.disk_template, vcpus=opts.vcpus, os=opts.os,
+        iallocator=opts.iallocator, tags=_CommaList(opts.tags),
+        hypervisor=opts.hypervisor, evac_mode=opts.evac_mode,
+        instances=names, target_groups=_CommaList(opts.target_groups),
+        spindle_use=opts.spindle_use, count=opts.count,
+        group_name=opts.group_name, explain=opts.explain)
+    cli.ToStdout("%s", cli.SubmitOpCode(op, opts=opts))
+    return constants.EXIT_SUCCESS
+
+
 def _LoadOpList(fname: str) -> list[dict]:
     try:
         data = serializer.LoadJson(utils.ReadFile(fname))
@@ -151,6 +217,11 @@ commands = {
         "<op-list-file>...",
         "Submits jobs built from json files containing a list of serialized"
         " opcodes"),
+    "iallocator": (
+        TestAllocator, [ArgUnknown(min=1, max=1)], _IALLOCATOR_OPTS,
+        "[<opts>...] <instance>",
+        "Builds an instance allocator's input message (--dir in) or runs"
+        " the allocator on it (--dir out)"),
     "locks": (
         ListLocks, [], [NOHDR_OPT, SEP_OPT, FIELDS_OPT, INTERVAL_OPT,
                         VERBOSE_OPT],

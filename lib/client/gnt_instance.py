@@ -42,6 +42,9 @@ FILESTORE_DRIVER_OPT = OpcodeOption(_Create, "file_driver", "--file-driver",
                                     metavar="<DRIVER>",
                                     type="choice",
                                     choices=sorted(constants.FILE_DRIVER))
+OPPORTUNISTIC_LOCKING_OPT = OpcodeOption(_Create, "opportunistic_locking",
+                                         "--opportunistic-locking")
+EXPLAIN_OPT = OpcodeOption(_Create, "explain", "--explain")
 FORCE_VARIANT_OPT = OpcodeOption(_Create, "force_variant",
                                  "--force-variant")
 NONICS_OPT = cli_option("--no-nics", default=False, action="store_true",
@@ -128,10 +131,12 @@ def ParseNics(items: list[tuple]) -> list[dict]:
 
 def AddInstance(opts: Any, args: list[str]) -> int:
     """Create an instance (the OpInstanceCreate opcode)."""
-    if not opts.node:
-        raise errors.OpPrereqError("A primary node must be given with -n",
+    if opts.node and opts.iallocator:
+        raise errors.OpPrereqError("Specify either an iallocator (-I) or"
+                                   " nodes (-n), not both",
                                    errors.ECODE_INVAL)
-    pnode, _, snode = opts.node.partition(":")
+    # Without -n the allocator (-I, or the cluster's default) places it
+    pnode, _, snode = (opts.node or "").partition(":")
     if opts.no_nics and opts.nics:
         raise errors.OpPrereqError("Cannot specify --net and --no-nics",
                                    errors.ECODE_INVAL)
@@ -143,7 +148,10 @@ def AddInstance(opts: Any, args: list[str]) -> int:
     op = opcodes.OpInstanceCreate(
         instance_name=args[0], mode=constants.INSTANCE_CREATE,
         disks=ParseDisks(opts.disks), nics=nics,
-        disk_template=opts.disk_template, pnode=pnode, snode=snode or None,
+        disk_template=opts.disk_template, pnode=pnode or None,
+        snode=snode or None, iallocator=opts.iallocator,
+        opportunistic_locking=opts.opportunistic_locking,
+        explain=opts.explain,
         hypervisor=hypervisor, hvparams=hvparams, beparams=opts.beparams,
         os_type=opts.os, osparams=opts.osparams,
         force_variant=opts.force_variant, no_install=opts.no_install,
@@ -719,11 +727,13 @@ _ADD_OPTS = [
     NONICS_OPT, HYPERVISOR_OPT, BACKEND_OPT, OSPARAMS_OPT, NOSTART_OPT,
     NOINSTALL_OPT, NONAMECHECK_OPT, NOIPCHECK_OPT, FILESTORE_DIR_OPT,
     FILESTORE_DRIVER_OPT, FORCE_VARIANT_OPT, TAGS_OPT, IGNORE_IPOLICY_OPT,
+    IALLOCATOR_OPT, OPPORTUNISTIC_LOCKING_OPT, EXPLAIN_OPT,
 ]
 
 commands = {
     "add": (AddInstance, ARGS_ONE_INSTANCE, _ADD_OPTS + _JOB_OPTS,
-            "[...] -t disk-type -n node[:secondary-node] -o os-type"
+            "[...] -t disk-type {-n node[:secondary-node] | -I alloc}"
+            " -o os-type"
             " <instance-name>",
             "Creates and adds a new instance to the cluster"),
     "remove": (RemoveInstance, ARGS_ONE_INSTANCE,

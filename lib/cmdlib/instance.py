@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 from ganeti import constants, errors, locking, netutils, objects
 from ganeti.cmdlib import backup, creation_intents, operating_system
+from ganeti.cmdlib.allocator import (AllocatorName, InstanceAllocRequest,
+                                     RunAllocator)
 from ganeti.cmdlib.base import ExpandNodeUuidAndName, LogicalUnit
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
 from ganeti.cmdlib.instance_policy import CheckIPolicySpec, CheckNodeVcpuRatio
@@ -166,11 +168,21 @@ class LUInstanceCreate(LogicalUnit):
     Runs alone (Big Ganeti Lock held exclusively): the new instance has no
     lock yet, and its name, MACs and disk paths must not be taken by a
     concurrent creation between the checks and the configuration update.
+    With opportunistic locking (an allocator choosing among the nodes whose
+    locks are free) creations run side by side instead: each holds its
+    node's lock and the configuration refuses a second instance of the
+    same name or MAC at the update.
     """
 
     HPATH = "instance-add"
     HTYPE = constants.HTYPE_INSTANCE
     REQ_BGL = True
+
+    @classmethod
+    def RequiresBGL(cls, op: Any) -> bool:
+        # An import reads its export in CheckArguments, before any lock
+        return not (op.opportunistic_locking and
+                    op.mode == constants.INSTANCE_CREATE)
 
     def CheckArguments(self) -> None:
         op = self.op
@@ -185,8 +197,16 @@ class LUInstanceCreate(LogicalUnit):
         if op.ip_check and not op.name_check:
             raise errors.OpPrereqError("Cannot do IP address check without a"
                                        " name check", errors.ECODE_INVAL)
+        if op.pnode and op.iallocator:
+            raise errors.OpPrereqError("One and only one of iallocator and"
+                                       " primary node must be given",
+                                       errors.ECODE_INVAL)
         if not op.pnode:
-            raise errors.OpPrereqError("A primary node must be given (-n)",
+            op.iallocator = AllocatorName(self, op.iallocator)
+        elif op.opportunistic_locking:
+            raise errors.OpPrereqError("Opportunistic locking is only"
+                                       " available in combination with an"
+                                       " instance allocator",
                                        errors.ECODE_INVAL)
         if not op.os_type and not op.no_install:
             raise errors.OpPrereqError("No guest OS specified",
@@ -228,10 +248,16 @@ class LUInstanceCreate(LogicalUnit):
             raise errors.OpPrereqError("Instance '%s' is already in the"
                                        " cluster" % self.op.instance_name,
                                        errors.ECODE_EXISTS)
+        # The exclusive BGL covers everything this LU touches; without it
+        # the allocator only sees the nodes whose locks could be taken
+        self.needed_locks = {}
+        if self.op.iallocator:
+            if self.op.opportunistic_locking:
+                self.needed_locks[locking.LEVEL_NODE] = locking.ALL_SET
+                self.opportunistic_locks[locking.LEVEL_NODE] = True
+            return
         self.op.pnode_uuid, self.op.pnode = ExpandNodeUuidAndName(
             self.cfg, self.op.pnode_uuid, self.op.pnode)
-        # The exclusive BGL covers everything this LU touches
-        self.needed_locks = {}
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         op = self.op
@@ -337,10 +363,34 @@ class LUInstanceCreate(LogicalUnit):
                               sum(disk["size"] for disk in self._disks),
                               self.hypervisor)
 
+    def _Allocate(self, cluster: objects.Cluster) -> None:
+        """Let the allocator choose the primary node (op.pnode)."""
+        op = self.op
+        whitelist = None
+        if op.opportunistic_locking:
+            owned = self.glm.list_owned(locking.LEVEL_NODE)
+            whitelist = self.cfg.GetNodeNames(sorted(owned))
+        req = InstanceAllocRequest(
+            self, op, self._disks, self._nics,
+            cluster.SimpleFillBE(ConvertBeParams(op.beparams)),
+            op.hypervisor or cluster.primary_hypervisor, whitelist)
+        ial = RunAllocator(self, req, op.iallocator, explain=op.explain)
+        self.op.pnode_uuid, self.op.pnode = ExpandNodeUuidAndName(
+            self.cfg, None, ial.result[0])
+        self.LogInfo("Selected nodes for instance %s via iallocator %s: %s",
+                     op.instance_name, op.iallocator, op.pnode)
+        if op.opportunistic_locking:
+            others = self.glm.list_owned(locking.LEVEL_NODE) - \
+                {op.pnode_uuid}
+            if others:
+                self.glm.release(locking.LEVEL_NODE, sorted(others))
+
     def CheckPrereq(self) -> None:
         op = self.op
         cluster = self.cfg.GetClusterInfo()
         self._CheckTemplate(cluster)
+        if op.iallocator:
+            self._Allocate(cluster)
         CheckNodeOnline(self, op.pnode_uuid)
         CheckNodeNotDrained(self, op.pnode_uuid)
         CheckNodeVmCapable(self, op.pnode_uuid)
@@ -495,6 +545,10 @@ class LUInstanceCreate(LogicalUnit):
             raise
         if recorded:
             creation_intents.Clear(self.cfg, instance.uuid)
+        # Instance locks may only be added holding no node lock (those of
+        # an opportunistic creation); the instance is complete by now
+        if self.glm.is_owned(locking.LEVEL_NODE):
+            self.glm.release(locking.LEVEL_NODE)
         self.glm.add(locking.LEVEL_INSTANCE, instance.uuid)
         logging.info("Created instance %s on node %s", instance.name,
                      self.op.pnode)

@@ -1,0 +1,131 @@
+"""Running instance allocators from LUs, and OP_TEST_ALLOCATOR.
+
+The message, running and checking are ganeti.masterd.iallocator's; this
+module picks the allocator (the opcode's or the cluster's default) and
+reports its explanation to the job.
+"""
+
+from typing import Any, Callable
+
+from ganeti import constants, errors, objects
+from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
+from ganeti.masterd import iallocator
+
+
+def AllocatorName(lu: LogicalUnit, name: str | None) -> str:
+    """The allocator to run: ``name`` or the cluster's default."""
+    name = name or lu.cfg.GetClusterInfo().default_iallocator
+    if not name:
+        raise errors.OpPrereqError(
+            "No iallocator or node given and no cluster-wide default"
+            " iallocator found; please specify either an iallocator or a"
+            " node, or set a cluster-wide default iallocator",
+            errors.ECODE_INVAL)
+    return name
+
+
+def RunAllocator(lu: LogicalUnit, req: iallocator.IARequest, name: str,
+                 explain: bool = False) -> iallocator.IAllocator:
+    """Run allocator ``name`` on ``req``; the checked answer.
+
+    With ``explain`` the allocator's explanation goes to the job's
+    feedback (``gnt-instance add --explain`` prints it).
+    """
+    ial = iallocator.IAllocator(lu.cfg, lu.rpc, req)
+    ial.Run(name, explain=explain)
+    if explain and ial.explanation:
+        lu.LogInfo("Explanation of iallocator '%s':\n%s", name,
+                   ial.explanation)
+    return ial
+
+
+class LUTestAllocator(NoHooksLU):
+    """Show an allocator's input message (in) or its answer (out)."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        # The message is a snapshot; nothing is changed
+        self.needed_locks = {}
+
+    def _AllocRequest(self, name: str) -> iallocator.IAReqInstanceAlloc:
+        op = self.op
+        cluster = self.cfg.GetClusterInfo()
+        missing = [key for key in ("memory", "disks", "os", "vcpus")
+                   if getattr(op, key) is None]
+        if missing:
+            raise errors.OpPrereqError("Missing attribute(s) %s for"
+                                       " allocation" % ", ".join(missing),
+                                       errors.ECODE_INVAL)
+        return iallocator.IAReqInstanceAlloc(
+            name=name, memory=op.memory,
+            disk_template=(op.disk_template or
+                           cluster.enabled_disk_templates[0]),
+            vcpus=op.vcpus, spindle_use=op.spindle_use, disks=op.disks,
+            nics=op.nics or [], os=op.os, tags=op.tags,
+            hypervisor=op.hypervisor or cluster.primary_hypervisor,
+            group_name=op.group_name)
+
+    def _Request(self) -> iallocator.IARequest:
+        op = self.op
+        if op.mode == constants.IALLOCATOR_MODE_ALLOC:
+            return self._AllocRequest(op.name)
+        if op.mode == constants.IALLOCATOR_MODE_MULTI_ALLOC:
+            return iallocator.IAReqMultiInstanceAlloc(
+                [self._AllocRequest("%s%d" % (op.name, idx))
+                 for idx in range(op.count)])
+        if op.mode == constants.IALLOCATOR_MODE_ALLOCATE_SECONDARY:
+            return iallocator.IAReqInstanceAllocateSecondary(op.name)
+        if op.mode == constants.IALLOCATOR_MODE_RELOC:
+            inst = self.cfg.GetInstanceInfoByName(op.name)
+            if inst is None:
+                raise errors.OpPrereqError("Instance '%s' not known" %
+                                           op.name, errors.ECODE_NOENT)
+            return iallocator.IAReqRelocate(
+                inst.uuid, list(self.cfg.GetInstanceSecondaryNodes(
+                    inst.uuid)))
+        if not op.instances:
+            raise errors.OpPrereqError("Missing instances for %s" % op.mode,
+                                       errors.ECODE_INVAL)
+        if op.mode == constants.IALLOCATOR_MODE_NODE_EVAC:
+            return iallocator.IAReqNodeEvac(
+                op.instances, op.evac_mode or constants.NODE_EVAC_ALL)
+        return iallocator.IAReqGroupChange(op.instances,
+                                           op.target_groups or [])
+
+    def CheckPrereq(self) -> None:
+        self.req = self._Request()
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> str:
+        ial = iallocator.IAllocator(self.cfg, self.rpc, self.req)
+        if self.op.direction == constants.IALLOCATOR_DIR_IN:
+            return ial.in_text
+        name = AllocatorName(self, self.op.iallocator)
+        ial.Run(name, explain=self.op.explain, validate=False)
+        return ial.out_text
+
+
+def InstanceAllocRequest(lu: LogicalUnit, op: Any, disks: list[dict],
+                         nics: list[dict], filled_be: dict, hypervisor: str,
+                         node_whitelist: list[str] | None
+                         ) -> iallocator.IAReqInstanceAlloc:
+    """The ``allocate`` request of an instance creation opcode."""
+    cluster = lu.cfg.GetClusterInfo()
+    nic_data = []
+    for nic in nics:
+        filled = cluster.SimpleFillNIC(nic.get("nicparams") or {})
+        entry = {"mac": nic.get("mac"), "ip": nic.get("ip"),
+                 "mode": filled[objects.NIC_MODE],
+                 "link": filled[objects.NIC_LINK]}
+        if filled[objects.NIC_MODE] == objects.NIC_MODE_BRIDGED:
+            entry["bridge"] = filled[objects.NIC_LINK]
+        nic_data.append(entry)
+    return iallocator.IAReqInstanceAlloc(
+        name=op.instance_name, disk_template=op.disk_template,
+        memory=filled_be[objects.BE_MAXMEM],
+        vcpus=filled_be[objects.BE_VCPUS],
+        spindle_use=filled_be[objects.BE_SPINDLE_USE],
+        disks=[{"size": disk.get("size") or 0, "mode": disk.get("mode")}
+               for disk in disks],
+        nics=nic_data, os=op.os_type or "", tags=list(op.tags),
+        hypervisor=hypervisor, node_whitelist=node_whitelist)

@@ -1,0 +1,213 @@
+"""Rebalancing plans in the manner of hbal (``Cluster.tryBalance``).
+
+Greedy, one move per round: every candidate move is applied in the model
+with hail's checks and scored; the round's best move is accepted when it
+lowers the score and, once the score is below ``min_gain_limit``, by at
+least ``min_gain``. Movable instances are the mirrored ones: DRBD
+instances get failover, replace-secondary, replace-and-failover,
+replace-primary and failover-and-replace (``--no-disk-moves``: failover
+only); externally mirrored ones get failover-to-any (a migration to any
+node); plain and file instances are never moved, as in hbal.
+
+To stay fast in Python a round first looks only at the instances of the
+``SOURCES`` most loaded nodes and the ``TARGETS`` least loaded ones; when
+that finds no acceptable move, the round is redone over every instance
+and node, so the plan stops exactly where hbal's full search would.
+
+The accepted moves are split into job sets of consecutive moves touching
+disjoint nodes (``splitJobs``): the jobs of one set can run in parallel.
+"""
+
+from typing import NamedTuple
+
+from ganeti import errors
+from ganeti.htools import metrics, moves
+from ganeti.htools.metrics import Score
+from ganeti.htools.model import Cluster, Failure, Instance, Node
+
+SOURCES = 4
+TARGETS = 16
+
+# Sign of each std-dev component when telling loaded nodes: a low free
+# fraction is a loaded node, a high usage fraction too
+_LOAD_SIGN = (-1.0, -1.0, 1.0, 1.0, 1.0, -1.0)
+
+
+class Options(NamedTuple):
+    """hbal's main options."""
+    min_gain: float = 0.01
+    min_gain_limit: float = 0.1
+    min_score: float = 1e-9
+    max_cpu: float | None = None
+    no_disk_moves: bool = False
+    evac_mode: bool = False
+    max_length: int = -1
+    ignore_soft_errors: bool = False
+
+
+class Step(NamedTuple):
+    """An accepted move with the score before and after it."""
+    move: moves.Move
+    before: float
+    after: float
+    nodes: frozenset[str]
+
+    @property
+    def gain(self) -> float:
+        return self.before - self.after
+
+
+class Plan(NamedTuple):
+    """The result: scores, the moves and their job sets."""
+    group: str
+    initial_score: float
+    final_score: float
+    steps: list[Step]
+    jobsets: list[list[Step]]
+
+    def Jobs(self) -> list[list[list[dict]]]:
+        """Per job set, the jobs (lists of opcode dicts) to submit."""
+        return [[moves.MoveOpcodes(step.move) for step in jobset]
+                for jobset in self.jobsets]
+
+
+def SplitJobs(steps: list[Step]) -> list[list[Step]]:
+    """Consecutive moves touching disjoint nodes share a job set."""
+    result: list[list[Step]] = []
+    used: set[str] = set()
+    for step in steps:
+        if not result or used & step.nodes:
+            result.append([])
+            used = set()
+        result[-1].append(step)
+        used |= step.nodes
+    return result
+
+
+def _Loads(score: Score, nodes: list[Node]) -> dict[str, float]:
+    """How loaded each node is relative to the mean (higher: more)."""
+    count = score.count or 1
+    means = [total / count for total in score.sums]
+    result = {}
+    for node in nodes:
+        values = score.values[node.name]
+        if values.vec is None:
+            result[node.name] = float("inf") if node.plist or node.slist \
+                else float("-inf")
+            continue
+        result[node.name] = values.add + sum(
+            weight * sign * (value - mean) for weight, sign, value, mean
+            in zip(metrics.STDDEV_WEIGHTS, _LOAD_SIGN, values.vec, means))
+    return result
+
+
+def _Candidates(inst: Instance, targets: list[Node],
+                opts: Options) -> list[moves.Move]:
+    result = []
+    if inst.internal_mirror and inst.snode is not None:
+        result.append(moves.Move(inst.name, moves.FAILOVER, None))
+        if opts.no_disk_moves:
+            return result
+        for node in targets:
+            if node.name in (inst.pnode, inst.snode):
+                continue
+            for kind in (moves.REPLACE_SECONDARY, moves.REPLACE_AND_FAILOVER,
+                         moves.REPLACE_PRIMARY, moves.FAILOVER_AND_REPLACE):
+                result.append(moves.Move(inst.name, kind, node.name))
+    elif inst.external_mirror:
+        for node in targets:
+            if node.name != inst.pnode:
+                result.append(moves.Move(inst.name, moves.FAILOVER_TO_ANY,
+                                         node.name))
+    return result
+
+
+def _BestMove(cluster: Cluster, score: Score, victims: list[Instance],
+              targets: list[Node], opts: Options
+              ) -> tuple[float, moves.Move] | None:
+    best: tuple[float, tuple, moves.Move] | None = None
+    strict = not opts.ignore_soft_errors
+    for inst in victims:
+        for move in _Candidates(inst, targets, opts):
+            applied = moves.ApplyMove(cluster, move, strict)
+            if isinstance(applied, Failure):
+                continue
+            value = round(score.With(applied.touched), 10)
+            moves.UndoMove(cluster, applied)
+            key = (value, (move.instance, move.kind, move.target or ""))
+            if best is None or key < best[:2]:
+                best = (value, key[1], move)
+    return None if best is None else (best[0], best[2])
+
+
+def PlanBalance(message: dict, group: str | None = None,
+                opts: Options = Options()) -> Plan:
+    """Compute hbal's moves for one node group (required when the
+    cluster has several)."""
+    cluster = Cluster(message)
+    if group is None:
+        if len(cluster.groups) != 1:
+            raise errors.ParameterError("Found multiple node groups: %s;"
+                                        " select one" % ", ".join(
+                                            sorted(g.name for g in
+                                                   cluster.groups.values())))
+        target_group = next(iter(cluster.groups.values()))
+    else:
+        found = cluster.FindGroup(group)
+        if found is None:
+            raise errors.ParameterError("Unknown node group %s" % group)
+        target_group = found
+    nodes = cluster.GroupNodes(target_group)
+    if opts.max_cpu is not None:
+        for node in nodes:
+            node.vcpu_ratio = opts.max_cpu
+    names = {node.name for node in nodes}
+    online = [node for node in nodes if not node.offline]
+    offline = {node.name for node in nodes if node.offline}
+    movable = [inst for inst in cluster.instances.values()
+               if inst.pnode in names and (inst.snode is None or
+                                           inst.snode in names)
+               and (inst.internal_mirror or inst.external_mirror)]
+    if opts.evac_mode:
+        movable = [inst for inst in movable
+                   if inst.pnode in offline or inst.snode in offline]
+    score = Score(nodes)
+    initial = current = score.Total()
+    steps: list[Step] = []
+    while (opts.max_length < 0 or len(steps) < opts.max_length) and \
+            current > opts.min_score:
+        found = None
+        loads = _Loads(score, nodes)
+        ranked = sorted(nodes, key=lambda n: (-loads[n.name], n.name))
+        sources = {node.name for node in ranked[:SOURCES]}
+        targets = sorted(online, key=lambda n: (loads[n.name], n.name)
+                         )[:TARGETS]
+        for victims, tnodes in (
+                ([inst for inst in movable
+                  if inst.pnode in sources or inst.snode in sources],
+                 targets),
+                (movable, online)):
+            found = _BestMove(cluster, score, victims, tnodes, opts)
+            if found is not None and _Acceptable(current, found[0], opts):
+                break
+            found = None
+        if found is None:
+            break
+        value, move = found
+        inst = cluster.instances[move.instance]
+        touched_names = frozenset(
+            name for name in (inst.pnode, inst.snode, move.target) if name)
+        applied = moves.ApplyMove(cluster, move, not opts.ignore_soft_errors)
+        assert not isinstance(applied, Failure), applied
+        score.Update(applied.touched)
+        touched_names |= {node.name for node in applied.touched}
+        after = score.Total()
+        steps.append(Step(move, current, after, touched_names))
+        current = after
+    return Plan(target_group.name, initial, current, steps,
+                SplitJobs(steps))
+
+
+def _Acceptable(current: float, new: float, opts: Options) -> bool:
+    return new < current and (current > opts.min_gain_limit or
+                              current - new >= opts.min_gain)

@@ -1,0 +1,193 @@
+"""The cluster score of hail and hbal (``Cluster/Metrics.hs``).
+
+``score = sum(weight * value)`` over these components (lower is better):
+
+==========================  ======  ======================================
+component                   weight  value
+==========================  ======  ======================================
+free_mem_cv                 0.5     std-dev over online nodes of the free
+                                    (unallocated) memory fraction
+free_disk_cv                0.5     std-dev of the free disk fraction (free
+                                    spindles with exclusive storage)
+n1_cnt                      1       instances (primary and secondary) on
+                                    nodes failing N+1
+reserved_mem_cv             1       std-dev of the memory reserved for
+                                    DRBD failovers, as a fraction
+offline_all_cnt             4       instances on offline nodes
+offline_pri_cnt             16      primary instances on offline nodes
+vcpu_ratio_cv               0.5     std-dev of used vCPUs per physical CPU
+                                    (divided by the node's cpu_speed)
+cpu/mem/disk/net_load_cv    1 each  std-dev of dynamic load; the message
+                                    carries no load data, so always 0
+pri_tags_score              2       primaries sharing an exclusion tag
+spindles_cv                 0.5     std-dev of spindle use / allowed
+free_mem_cv_forth           0.5     free memory also counting instances
+                                    that are down or forthcoming
+free_disk_cv_forth,         0.5     the same as the plain components:
+vcpu_ratio_cv_forth,        each    forthcoming instances are not part
+spindles_cv_forth                   of the protocol
+location_score              1       location tags shared by an instance's
+                                    primary and secondary node
+reserved_mem_rtotal         0.25    sum of the reserved memory fractions
+==========================  ======  ======================================
+
+Offline nodes (offline, drained, not vm_capable) are left out of every
+std-dev, so their instances only weigh through the offline counts.
+
+The score is kept as running sums (count, sum and sum of squares per
+std-dev component, plus the additive part) so a candidate that changes
+a few nodes is scored in constant time: ``Score.With``.
+"""
+
+import math
+from typing import NamedTuple
+
+from ganeti.htools.model import Node
+
+# Std-dev components in the order of Values.vec, with their weight; the
+# forthcoming twins that always equal a plain component are folded into
+# its weight
+STDDEV_COMPONENTS = ("free_mem_cv", "free_disk_cv", "reserved_mem_cv",
+                     "vcpu_ratio_cv", "spindles_cv", "free_mem_cv_forth")
+STDDEV_WEIGHTS = (0.5, 0.5 + 0.5, 1.0, 0.5 + 0.5, 0.5 + 0.5, 0.5)
+W_N1 = 1.0
+W_OFFLINE_ALL = 4.0
+W_OFFLINE_PRI = 16.0
+W_PRI_TAGS = 2.0
+W_LOCATION = 1.0
+W_RESERVED_RTOTAL = 0.25
+
+
+class Values(NamedTuple):
+    """A node's share of the score: its std-dev inputs (None when offline)
+    and its additive part."""
+    vec: tuple[float, ...] | None
+    add: float
+
+
+def NodeValues(node: Node) -> Values:
+    """The node's current share of the score (``compDetailedCVNode``)."""
+    nprim = len(node.plist)
+    add = W_LOCATION * node.loc_score
+    if node.offline:
+        return Values(None, add + W_OFFLINE_ALL * (nprim + len(node.slist)) +
+                      W_OFFLINE_PRI * nprim)
+    t_mem = node.t_mem or 1.0
+    if node.excl:
+        p_dsk = node.f_sp / node.t_sp if node.t_sp else 0.0
+    else:
+        p_dsk = node.f_dsk / node.t_dsk if node.t_dsk else 0.0
+    p_rem = node.r_mem / t_mem
+    vec = (node.f_mem / t_mem, p_dsk, p_rem,
+           node.u_cpu / node.p_cpus / node.cpu_speed,
+           node.inst_sp / node.hi_sp if node.hi_sp else 0.0,
+           node.f_mem_forth / t_mem)
+    if node.f_mem <= node.r_mem:
+        add += W_N1 * (nprim + len(node.slist))
+    if node.xtags:
+        add += W_PRI_TAGS * node.TagConflicts()
+    return Values(vec, add + W_RESERVED_RTOTAL * p_rem)
+
+
+_K = range(len(STDDEV_WEIGHTS))
+
+
+class Score:
+    """Running sums of the score over a set of nodes."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.values: dict[str, Values] = {}
+        self.count = 0
+        self.sums = [0.0] * len(_K)
+        self.squares = [0.0] * len(_K)
+        self.add = 0.0
+        for node in nodes:
+            self._Account(node.name, NodeValues(node), 1)
+
+    def _Account(self, name: str, values: Values, sign: int) -> None:
+        if sign > 0:
+            self.values[name] = values
+        self.add += sign * values.add
+        if values.vec is not None:
+            self.count += sign
+            for k in _K:
+                value = values.vec[k]
+                self.sums[k] += sign * value
+                self.squares[k] += sign * value * value
+
+    def Total(self) -> float:
+        return self._Compute(self.count, self.sums, self.squares, self.add)
+
+    @staticmethod
+    def _Compute(count: int, sums: list[float], squares: list[float],
+                 add: float) -> float:
+        total = add
+        if count:
+            for k in _K:
+                mean = sums[k] / count
+                var = squares[k] / count - mean * mean
+                if var > 0:
+                    total += STDDEV_WEIGHTS[k] * math.sqrt(var)
+        return total
+
+    def With(self, nodes: list[Node]) -> float:
+        """The score if the given nodes (of this set) had their current
+        state; the running sums keep their old values."""
+        count = self.count
+        sums = list(self.sums)
+        squares = list(self.squares)
+        add = self.add
+        for node in nodes:
+            old = self.values.get(node.name)
+            if old is None:
+                # not in this set (e.g. the old group of a moved instance)
+                continue
+            new = NodeValues(node)
+            add -= old.add
+            if old.vec is not None:
+                count -= 1
+                for k in _K:
+                    sums[k] -= old.vec[k]
+                    squares[k] -= old.vec[k] * old.vec[k]
+            add += new.add
+            if new.vec is not None:
+                count += 1
+                for k in _K:
+                    sums[k] += new.vec[k]
+                    squares[k] += new.vec[k] * new.vec[k]
+        return self._Compute(count, sums, squares, add)
+
+    def Update(self, nodes: list[Node]) -> None:
+        """Take the nodes' current state into the running sums."""
+        for node in nodes:
+            old = self.values.get(node.name)
+            if old is not None:
+                self._Account(node.name, old, -1)
+                self._Account(node.name, NodeValues(node), 1)
+
+    def Copy(self) -> "Score":
+        result = Score([])
+        result.values = dict(self.values)
+        result.count = self.count
+        result.sums = list(self.sums)
+        result.squares = list(self.squares)
+        result.add = self.add
+        return result
+
+    def Components(self) -> dict[str, float]:
+        """Each component's value (unweighted), for explanations."""
+        result = {}
+        for k, name in enumerate(STDDEV_COMPONENTS):
+            if self.count:
+                mean = self.sums[k] / self.count
+                var = self.squares[k] / self.count - mean * mean
+                result[name] = math.sqrt(var) if var > 0 else 0.0
+            else:
+                result[name] = 0.0
+        result["additive"] = self.add
+        return result
+
+
+def ClusterScore(nodes: list[Node]) -> float:
+    """The score of a set of nodes (``compCV``)."""
+    return Score(nodes).Total()

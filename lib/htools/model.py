@@ -1,0 +1,452 @@
+"""The cluster model of the htools, built from an iallocator message.
+
+Mirrors hail's loader (``Backend/IAlloc.hs``) and node arithmetic
+(``Node.hs``): a node that is offline, drained or not vm_capable is
+"offline" for placement and scoring; memory counts only instances that
+run (``usesMemory``) while the "forthcoming" memory counts all of them;
+a DRBD secondary reserves, per primary node, the memory of the instances
+it would take over (``peers``, N+1).
+
+Nodes are mutated in place by ``AddPri``/``AddSec`` (after hail's checks)
+and restored by ``RemovePri``/``RemoveSec``, so that candidates are
+evaluated without copying the cluster.
+"""
+
+from collections import Counter
+from typing import NamedTuple
+
+from ganeti import constants, errors
+from ganeti.htools import (FAIL_CPU, FAIL_DISK, FAIL_DISK_COUNT, FAIL_MEM,
+                           FAIL_SPINDLES, FAIL_TAGS)
+from ganeti.parameters import families
+
+# Cluster tag prefixes giving instance exclusion tags and node locations
+EX_TAGS_PREFIX = "htools:iextags:"
+LOCATION_PREFIX = "htools:nlocation:"
+
+# Templates whose disks live on the node's own storage (disk is checked)
+DTS_LOCAL_STORAGE = frozenset([constants.DT_PLAIN, constants.DT_DRBD8,
+                               constants.DT_FILE])
+# Templates mirrored outside Ganeti: any node can become the primary
+DTS_EXT_MIRROR = constants.DTS_EXT_MIRROR | {families.DT_RBD,
+                                             families.DT_GLUSTER}
+
+_POLICY_RANK = {constants.ALLOC_POLICY_PREFERRED: 0,
+                constants.ALLOC_POLICY_LAST_RESORT: 1,
+                constants.ALLOC_POLICY_UNALLOCABLE: 2}
+
+
+class Failure(NamedTuple):
+    """A rejected candidate: hail's fail mode and needed vs available."""
+    mode: str
+    text: str
+
+
+class Group:
+    """A node group with its allocation policy and filled instance policy.
+    """
+    __slots__ = ("uuid", "name", "alloc_policy", "rank", "networks",
+                 "ipolicy", "tags")
+
+    def __init__(self, uuid: str, data: dict, cluster_ipolicy: dict) -> None:
+        self.uuid = uuid
+        self.name: str = data.get("name", uuid)
+        self.alloc_policy: str = data.get("alloc_policy",
+                                          constants.ALLOC_POLICY_PREFERRED)
+        self.rank = _POLICY_RANK.get(self.alloc_policy, 2)
+        self.networks = frozenset(data.get("networks") or ())
+        self.ipolicy = families.FillIPolicy(cluster_ipolicy,
+                                            data.get("ipolicy") or {})
+        self.tags = list(data.get("tags") or ())
+
+
+class Instance:
+    """An instance (existing or requested), with what placement needs."""
+    __slots__ = ("name", "mem", "dsk", "vcpus", "spindle_use", "disks",
+                 "disk_spindles", "template", "tags", "xtags", "pnode",
+                 "snode", "runs", "offline", "networks", "nics")
+
+    def __init__(self, name: str, data: dict, ex_prefixes: tuple) -> None:
+        self.name = name
+        self.mem = int(data.get("memory", 0))
+        self.disks = [int(disk.get("size", 0))
+                      for disk in data.get("disks") or ()]
+        self.disk_spindles = [disk.get("spindles")
+                              for disk in data.get("disks") or ()]
+        total = data.get("disk_space_total")
+        self.dsk = int(total) if total is not None else sum(self.disks)
+        self.vcpus = int(data.get("vcpus", 1))
+        self.spindle_use = int(data.get("spindle_use", 1))
+        self.template: str = data.get("disk_template", constants.DT_PLAIN)
+        self.tags = list(data.get("tags") or ())
+        self.xtags = tuple(sorted(tag for tag in self.tags
+                                  if tag.startswith(ex_prefixes))) \
+            if ex_prefixes else ()
+        nodes = list(data.get("nodes") or [])
+        self.pnode: str | None = nodes[0] if nodes else None
+        self.snode: str | None = nodes[1] if len(nodes) > 1 else None
+        state = data.get("admin_state", "up")
+        self.runs = state == "up"
+        self.offline = state == "offline"
+        self.nics = list(data.get("nics") or ())
+        self.networks = frozenset(nic["network"] for nic in self.nics
+                                  if nic.get("network"))
+
+    @property
+    def internal_mirror(self) -> bool:
+        return self.template in constants.DTS_INT_MIRROR
+
+    @property
+    def external_mirror(self) -> bool:
+        return self.template in DTS_EXT_MIRROR
+
+    @property
+    def local_storage(self) -> bool:
+        return self.template in DTS_LOCAL_STORAGE
+
+    @property
+    def sec_mem(self) -> int:
+        """Memory a DRBD secondary reserves for it (``usesSecMem``)."""
+        return 0 if self.offline else self.mem
+
+
+class Node:
+    """A node's resources in hail's terms (``Node.hs``)."""
+    __slots__ = ("name", "group", "offline", "tags", "locations", "t_mem",
+                 "n_mem", "f_mem", "f_mem_forth", "t_dsk", "f_dsk", "t_cpu",
+                 "n_cpu", "u_cpu", "cpu_speed", "excl", "t_sp", "f_sp",
+                 "inst_sp", "hi_sp", "vcpu_ratio", "peers", "r_mem",
+                 "plist", "slist", "xtags", "loc_score")
+
+    def __init__(self, name: str, data: dict, group: Group,
+                 loc_prefixes: tuple) -> None:
+        self.name = name
+        self.group = group
+        self.offline = bool(data.get("offline") or data.get("drained") or
+                            not data.get("vm_capable", True))
+        self.tags = list(data.get("tags") or ())
+        self.locations = frozenset(tag for tag in self.tags
+                                   if tag.startswith(loc_prefixes)) \
+            if loc_prefixes else frozenset()
+        ndparams = data.get("ndparams") or {}
+        self.excl = bool(ndparams.get(families.ND_EXCLUSIVE_STORAGE, False))
+        self.cpu_speed = float(ndparams.get(families.ND_CPU_SPEED, 1.0)) or 1.0
+        spindle_count = int(ndparams.get(families.ND_SPINDLE_COUNT, 1))
+        live = not self.offline
+        self.t_mem = float(data.get("total_memory", 0)) if live else 0.0
+        self.n_mem = float(data.get("reserved_memory", 0)) if live else 0.0
+        self.f_mem = float(data.get("free_memory", 0)) if live else 0.0
+        self.f_mem_forth = self.f_mem
+        self.t_dsk = float(data.get("total_disk", 0)) if live else 0.0
+        self.f_dsk = float(data.get("free_disk", 0)) if live else 0.0
+        self.t_cpu = float(data.get("total_cpus", 0)) if live else 0.0
+        self.n_cpu = float(data.get("reserved_cpus", 0)) if live else 0.0
+        self.t_sp = float(data.get("total_spindles") or 0) if live else 0.0
+        self.f_sp = float(data.get("free_spindles") or 0) if live else 0.0
+        self.u_cpu = 0.0
+        self.inst_sp = 0.0
+        policy = group.ipolicy
+        self.hi_sp = float(policy[families.IPOLICY_SPINDLE_RATIO]) * \
+            spindle_count
+        self.vcpu_ratio = float(policy[families.IPOLICY_VCPU_RATIO])
+        self.peers: dict[str, float] = {}
+        self.r_mem = 0.0
+        self.plist: set[str] = set()
+        self.slist: set[str] = set()
+        self.xtags: Counter = Counter()
+        self.loc_score = 0
+
+    # Derived values --------------------------------------------------------
+
+    @property
+    def p_cpus(self) -> float:
+        """Physical CPUs instances may use."""
+        return max(self.t_cpu - self.n_cpu, 1.0)
+
+    @property
+    def fail_n1(self) -> bool:
+        return self.f_mem <= self.r_mem
+
+    def TagConflicts(self) -> int:
+        """Primaries sharing an exclusion tag (``pri_tags_score``)."""
+        return sum(self.xtags.values()) - len(self.xtags)
+
+    # Loading ---------------------------------------------------------------
+
+    def LoadPri(self, inst: Instance) -> None:
+        """Account an existing primary; the free values are live already."""
+        self.plist.add(inst.name)
+        self.u_cpu += inst.vcpus
+        self.inst_sp += inst.spindle_use
+        self.f_mem_forth -= 0 if inst.runs else inst.mem
+        self.xtags.update(inst.xtags)
+
+    def LoadSec(self, inst: Instance) -> None:
+        self.slist.add(inst.name)
+        if inst.pnode is not None:
+            self.peers[inst.pnode] = self.peers.get(inst.pnode, 0.0) + \
+                inst.sec_mem
+            self.r_mem = max(self.r_mem, self.peers[inst.pnode])
+
+    # Changes with hail's checks --------------------------------------------
+
+    def AddPri(self, inst: Instance, strict: bool = True) -> Failure | None:
+        """Make this node the instance's primary (``Node.addPriEx``).
+
+        Memory and disk exhaustion are hard failures; the soft checks
+        (spindle use, newly failing N+1, vcpu ratio, exclusion tags) are
+        skipped when ``strict`` is false (moves off an offline node).
+        """
+        mem = inst.mem
+        new_mem = self.f_mem - mem
+        if new_mem <= 0:
+            return Failure(FAIL_MEM, "memory %d MiB needed, %d MiB free" %
+                           (mem, self.f_mem))
+        uses_disk = inst.local_storage
+        if uses_disk:
+            if self.excl:
+                need = sum(sp or 0 for sp in inst.disk_spindles)
+                if self.f_sp - need < 0:
+                    return Failure(FAIL_SPINDLES,
+                                   "spindles %d needed, %d free" %
+                                   (need, self.f_sp))
+            if self.f_dsk - inst.dsk <= 0:
+                return Failure(FAIL_DISK, "disk %d MiB needed, %d MiB free" %
+                               (inst.dsk, self.f_dsk))
+            if strict and not self.excl and \
+                    self.inst_sp + inst.spindle_use > self.hi_sp:
+                return Failure(FAIL_DISK,
+                               "spindles %d needed, %d of %g allowed free" %
+                               (inst.spindle_use, self.hi_sp - self.inst_sp,
+                                self.hi_sp))
+        if strict:
+            if new_mem <= self.r_mem and not self.fail_n1:
+                return Failure(FAIL_MEM, "memory %d MiB needed, %d MiB free"
+                               " of which %d MiB are reserved for N+1" %
+                               (mem, self.f_mem, self.r_mem))
+            new_cpu = self.u_cpu + inst.vcpus
+            limit = self.vcpu_ratio * self.p_cpus
+            if new_cpu > limit:
+                return Failure(FAIL_CPU, "vcpus %d needed, %d of %g allowed"
+                               " (vcpu-ratio %g) free" %
+                               (inst.vcpus, limit - self.u_cpu, limit,
+                                self.vcpu_ratio))
+            for tag in inst.xtags:
+                if tag in self.xtags:
+                    return Failure(FAIL_TAGS, "exclusion tag %s already on"
+                                   " primary instance" % tag)
+        self.PlacePri(inst)
+        return None
+
+    def PlacePri(self, inst: Instance) -> None:
+        """Account a new primary without checks (undoing a removal)."""
+        self.f_mem -= inst.mem
+        self.f_mem_forth -= inst.mem
+        if inst.local_storage:
+            self.f_dsk -= inst.dsk
+            if self.excl:
+                self.f_sp -= sum(sp or 0 for sp in inst.disk_spindles)
+        self.u_cpu += inst.vcpus
+        self.inst_sp += inst.spindle_use
+        self.xtags.update(inst.xtags)
+        self.plist.add(inst.name)
+
+    def RemovePri(self, inst: Instance) -> None:
+        """Undo ``AddPri`` (also: the instance moves away)."""
+        self.f_mem += inst.mem
+        self.f_mem_forth += inst.mem
+        if inst.local_storage:
+            self.f_dsk += inst.dsk
+            if self.excl:
+                self.f_sp += sum(sp or 0 for sp in inst.disk_spindles)
+        self.u_cpu -= inst.vcpus
+        self.inst_sp -= inst.spindle_use
+        self.xtags.subtract(inst.xtags)
+        for tag in inst.xtags:
+            if self.xtags[tag] <= 0:
+                del self.xtags[tag]
+        self.plist.discard(inst.name)
+
+    def AddSec(self, inst: Instance, pnode: str,
+               strict: bool = True) -> Failure | None:
+        """Make this node the instance's secondary (``Node.addSecEx``).
+
+        An offline node (the old primary of a failover off it) takes the
+        role without checks: it holds no runtime data.
+        """
+        if self.offline:
+            self.PlaceSec(inst, pnode, self.peers.get(pnode, 0.0) +
+                         inst.sec_mem)
+            return None
+        if not inst.internal_mirror:
+            return Failure(FAIL_DISK, "template %s has no secondary" %
+                           inst.template)
+        if self.excl:
+            need = sum(sp or 0 for sp in inst.disk_spindles)
+            if self.f_sp - need < 0:
+                return Failure(FAIL_SPINDLES, "spindles %d needed, %d free" %
+                               (need, self.f_sp))
+        if self.f_dsk - inst.dsk <= 0:
+            return Failure(FAIL_DISK, "disk %d MiB needed, %d MiB free" %
+                           (inst.dsk, self.f_dsk))
+        peer = self.peers.get(pnode, 0.0) + inst.sec_mem
+        if strict:
+            new_rmem = max(self.r_mem, peer)
+            if inst.sec_mem >= self.f_mem:
+                return Failure(FAIL_MEM, "memory %d MiB needed (secondary),"
+                               " %d MiB free" % (inst.mem, self.f_mem))
+            if self.f_mem <= new_rmem and not self.fail_n1:
+                return Failure(FAIL_MEM, "memory %d MiB needed to fail over"
+                               " from %s, %d MiB free" %
+                               (new_rmem, pnode, self.f_mem))
+        self.PlaceSec(inst, pnode, peer)
+        return None
+
+    def PlaceSec(self, inst: Instance, pnode: str, peer: float) -> None:
+        """Account a new secondary without checks; ``peer`` is the new
+        memory reserved for ``pnode``."""
+        self.peers[pnode] = peer
+        self.r_mem = max(self.r_mem, peer)
+        self.f_dsk -= inst.dsk
+        if self.excl:
+            self.f_sp -= sum(sp or 0 for sp in inst.disk_spindles)
+        self.slist.add(inst.name)
+
+    def RemoveSec(self, inst: Instance, pnode: str) -> None:
+        """Undo ``AddSec``."""
+        peer = self.peers.get(pnode, 0.0) - inst.sec_mem
+        if peer > 0:
+            self.peers[pnode] = peer
+        else:
+            self.peers.pop(pnode, None)
+        self.r_mem = max(self.peers.values(), default=0.0)
+        self.f_dsk += inst.dsk
+        if self.excl:
+            self.f_sp += sum(sp or 0 for sp in inst.disk_spindles)
+        self.slist.discard(inst.name)
+
+
+def PolicyFailure(inst: Instance, ipolicy: dict,
+                  excl: bool) -> Failure | None:
+    """The instance against a group's instance policy
+    (``Instance.instMatchesPolicy``): it must fit one min/max pair and use
+    an allowed disk template. The first pair's failure is reported."""
+    if inst.template not in ipolicy.get(families.IPOLICY_DTS,
+                                        [inst.template]):
+        return Failure(FAIL_DISK, "disk template %s not allowed by the"
+                       " instance policy" % inst.template)
+    first = None
+    for pair in ipolicy.get(families.ISPECS_MINMAX) or ():
+        failure = _SpecFailure(inst, pair[families.ISPECS_MIN],
+                               pair[families.ISPECS_MAX], excl)
+        if failure is None:
+            return None
+        first = first or failure
+    return first
+
+
+def _SpecFailure(inst: Instance, low: dict, high: dict,
+                 excl: bool) -> Failure | None:
+    def outside(key: str, value: float) -> bool:
+        return not low.get(key, value) <= value <= high.get(key, value)
+
+    def text(what: str, key: str, value: float) -> str:
+        return "%s %s outside the instance policy range [%s, %s]" % (
+            what, value, low.get(key), high.get(key))
+
+    if outside(families.ISPEC_MEM_SIZE, inst.mem):
+        return Failure(FAIL_MEM, text("memory", families.ISPEC_MEM_SIZE,
+                                      inst.mem))
+    for size in inst.disks:
+        if outside(families.ISPEC_DISK_SIZE, size):
+            return Failure(FAIL_DISK, text("disk size",
+                                           families.ISPEC_DISK_SIZE, size))
+    if outside(families.ISPEC_CPU_COUNT, inst.vcpus):
+        return Failure(FAIL_CPU, text("vcpus", families.ISPEC_CPU_COUNT,
+                                      inst.vcpus))
+    if excl:
+        if any(sp is None for sp in inst.disk_spindles):
+            return Failure(FAIL_SPINDLES, "disk spindles missing with"
+                           " exclusive storage")
+        spindles = sum(inst.disk_spindles)
+    else:
+        spindles = inst.spindle_use
+    if outside(families.ISPEC_SPINDLE_USE, spindles):
+        return Failure(FAIL_SPINDLES, text("spindles",
+                                           families.ISPEC_SPINDLE_USE,
+                                           spindles))
+    if inst.template != constants.DT_DISKLESS and \
+            outside(families.ISPEC_DISK_COUNT, len(inst.disks)):
+        return Failure(FAIL_DISK_COUNT, text("disk count",
+                                             families.ISPEC_DISK_COUNT,
+                                             len(inst.disks)))
+    return None
+
+
+class Cluster:
+    """Groups, nodes and instances of an iallocator input message."""
+
+    def __init__(self, message: dict) -> None:
+        if not isinstance(message, dict):
+            raise errors.ParameterError("The allocator input must be a"
+                                        " JSON object")
+        try:
+            self._Load(message)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise errors.ParameterError("Invalid allocator input: %s: %s" %
+                                        (err.__class__.__name__, err))
+
+    def _Load(self, message: dict) -> None:
+        self.name: str = message.get("cluster_name", "")
+        self.tags = list(message.get("cluster_tags") or ())
+        self.ex_prefixes = tuple(
+            tag[len(EX_TAGS_PREFIX):] for tag in self.tags
+            if tag.startswith(EX_TAGS_PREFIX))
+        self.loc_prefixes = tuple(
+            tag[len(LOCATION_PREFIX):] for tag in self.tags
+            if tag.startswith(LOCATION_PREFIX))
+        cluster_ipolicy = families.FillIPolicy(
+            families.IPOLICY_DEFAULTS, message.get("ipolicy") or {})
+        self.groups: dict[str, Group] = {
+            uuid: Group(uuid, data, cluster_ipolicy)
+            for uuid, data in sorted((message.get("nodegroups") or
+                                      {}).items())}
+        self.nodes: dict[str, Node] = {}
+        for name, data in sorted((message.get("nodes") or {}).items()):
+            uuid = data.get("group")
+            group = self.groups.get(uuid)
+            if group is None:
+                group = self.groups[uuid] = Group(uuid, {}, cluster_ipolicy)
+            self.nodes[name] = Node(name, data, group, self.loc_prefixes)
+        self.instances: dict[str, Instance] = {}
+        for name, data in sorted((message.get("instances") or {}).items()):
+            self.AddExisting(Instance(name, data, self.ex_prefixes))
+
+    def AddExisting(self, inst: Instance) -> None:
+        """Account an instance already placed (its nodes' free values
+        include it)."""
+        self.instances[inst.name] = inst
+        pnode = self.nodes.get(inst.pnode) if inst.pnode else None
+        if pnode is not None:
+            pnode.LoadPri(inst)
+        snode = self.nodes.get(inst.snode) if inst.snode else None
+        if snode is not None:
+            snode.LoadSec(inst)
+            if pnode is not None:
+                pnode.loc_score += len(pnode.locations & snode.locations)
+
+    def NewInstance(self, name: str, spec: dict) -> Instance:
+        """A requested instance (not placed yet, assumed to run)."""
+        return Instance(name, spec, self.ex_prefixes)
+
+    def GroupNodes(self, group: Group) -> list[Node]:
+        return [node for node in self.nodes.values() if node.group is group]
+
+    def FindGroup(self, name_or_uuid: str) -> Group | None:
+        group = self.groups.get(name_or_uuid)
+        if group is not None:
+            return group
+        for group in self.groups.values():
+            if group.name == name_or_uuid:
+                return group
+        return None

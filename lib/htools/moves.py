@@ -1,0 +1,193 @@
+"""Moves of existing instances and the opcodes describing them.
+
+The move kinds are hbal's ``IMove`` (``Cluster/Moves.hs``); composite
+moves are applied step by step, the way their jobs run, each step with
+hail's checks. A move from an offline primary is forced: the soft checks
+are skipped. The opcodes are those of ``Cluster/Utils.iMoveToJob``,
+serialised as Ganeti's hail emits them: a failover to the secondary is
+``OP_INSTANCE_MIGRATE`` with ``allow_failover``, a new secondary is
+``OP_INSTANCE_REPLACE_DISKS`` in ``replace_new_secondary`` mode.
+"""
+
+from typing import NamedTuple
+
+from ganeti import constants
+from ganeti.htools.model import Cluster, Failure, Instance, Node
+
+FAILOVER = "failover"
+FAILOVER_TO_ANY = "failover-to-any"
+REPLACE_PRIMARY = "replace-primary"
+REPLACE_SECONDARY = "replace-secondary"
+REPLACE_AND_FAILOVER = "replace-and-failover"
+FAILOVER_AND_REPLACE = "failover-and-replace"
+
+_STEPS = {
+    FAILOVER: ("f", ),
+    FAILOVER_TO_ANY: ("a", ),
+    REPLACE_PRIMARY: ("f", "r", "f"),
+    REPLACE_SECONDARY: ("r", ),
+    REPLACE_AND_FAILOVER: ("r", "f"),
+    FAILOVER_AND_REPLACE: ("f", "r"),
+}
+
+
+class Move(NamedTuple):
+    """One hbal move of an instance; ``target`` is None for a failover."""
+    instance: str
+    kind: str
+    target: str | None
+
+    def Describe(self) -> str:
+        if self.target is None:
+            return "%s %s" % (self.kind, self.instance)
+        return "%s %s %s" % (self.kind, self.instance, self.target)
+
+
+class Applied(NamedTuple):
+    """A move done in the model: the nodes it touched and where the
+    instance was before."""
+    touched: list[Node]
+    instance: Instance
+    pnode: str | None
+    snode: str | None
+
+
+def _SetNodes(cluster: Cluster, inst: Instance, pnode: str | None,
+              snode: str | None) -> None:
+    """Change the instance's nodes, keeping the location score current."""
+    nodes = cluster.nodes
+    old_p = nodes.get(inst.pnode) if inst.pnode else None
+    old_s = nodes.get(inst.snode) if inst.snode else None
+    if old_p is not None and old_s is not None:
+        old_p.loc_score -= len(old_p.locations & old_s.locations)
+    inst.pnode, inst.snode = pnode, snode
+    new_p = nodes.get(pnode) if pnode else None
+    new_s = nodes.get(snode) if snode else None
+    if new_p is not None and new_s is not None:
+        new_p.loc_score += len(new_p.locations & new_s.locations)
+
+
+def _Step(cluster: Cluster, inst: Instance, step: str, target: str | None,
+          strict: bool) -> Failure | None:
+    """One elementary step; on failure nothing has changed."""
+    pname, sname = inst.pnode, inst.snode
+    assert pname is not None
+    pnode = cluster.nodes[pname]
+    force = pnode.offline or not strict
+    if step == "f":
+        assert sname is not None
+        snode = cluster.nodes[sname]
+        pnode.RemovePri(inst)
+        snode.RemoveSec(inst, pname)
+        failure = snode.AddPri(inst, not force)
+        if failure is None:
+            failure = pnode.AddSec(inst, sname, not force)
+            if failure is not None:
+                snode.RemovePri(inst)
+        if failure is not None:
+            _Attach(cluster, inst, pname, sname)
+            return failure
+        _SetNodes(cluster, inst, sname, pname)
+    elif step == "a":
+        assert target is not None
+        tnode = cluster.nodes[target]
+        pnode.RemovePri(inst)
+        failure = tnode.AddPri(inst, not force)
+        if failure is not None:
+            pnode.PlacePri(inst)
+            return failure
+        _SetNodes(cluster, inst, target, None)
+    else:
+        assert sname is not None and target is not None
+        snode = cluster.nodes[sname]
+        tnode = cluster.nodes[target]
+        snode.RemoveSec(inst, pname)
+        failure = tnode.AddSec(inst, pname, strict and not snode.offline)
+        if failure is not None:
+            snode.PlaceSec(inst, pname, snode.peers.get(pname, 0.0) +
+                           inst.sec_mem)
+            return failure
+        _SetNodes(cluster, inst, pname, target)
+    return None
+
+
+def _Detach(cluster: Cluster, inst: Instance) -> None:
+    if inst.pnode is not None:
+        cluster.nodes[inst.pnode].RemovePri(inst)
+        if inst.snode is not None:
+            cluster.nodes[inst.snode].RemoveSec(inst, inst.pnode)
+
+
+def _Attach(cluster: Cluster, inst: Instance, pname: str | None,
+            sname: str | None) -> None:
+    """Put the instance on the nodes without checks."""
+    if pname is not None:
+        cluster.nodes[pname].PlacePri(inst)
+        if sname is not None:
+            snode = cluster.nodes[sname]
+            snode.PlaceSec(inst, pname, snode.peers.get(pname, 0.0) +
+                           inst.sec_mem)
+    _SetNodes(cluster, inst, pname, sname)
+
+
+def ApplyMove(cluster: Cluster, move: Move,
+              strict: bool = True) -> Applied | Failure:
+    """Do a move in the model (``applyMoveEx``), or say why it fails."""
+    inst = cluster.instances[move.instance]
+    applied = Applied([], inst, inst.pnode, inst.snode)
+    touched = {name for name in (inst.pnode, inst.snode) if name}
+    for step in _STEPS[move.kind]:
+        target = move.target if step in ("a", "r") else None
+        failure = _Step(cluster, inst, step, target, strict)
+        if failure is not None:
+            UndoMove(cluster, applied)
+            return failure
+        if target:
+            touched.add(target)
+    applied.touched.extend(cluster.nodes[name] for name in sorted(touched))
+    return applied
+
+
+def UndoMove(cluster: Cluster, applied: Applied) -> None:
+    """Put the instance back where it was before ``ApplyMove``."""
+    inst = applied.instance
+    if (inst.pnode, inst.snode) == (applied.pnode, applied.snode):
+        return
+    _Detach(cluster, inst)
+    _Attach(cluster, inst, applied.pnode, applied.snode)
+
+
+def MoveOpcodes(move: Move, forthcoming: bool = False) -> list[dict]:
+    """The job for a move (``iMoveToJob``)."""
+    def failover(target: str | None) -> dict:
+        if forthcoming:
+            op = {"OP_ID": "OP_INSTANCE_FAILOVER",
+                  "instance_name": move.instance,
+                  "shutdown_timeout": constants.DEFAULT_SHUTDOWN_TIMEOUT,
+                  "ignore_consistency": False, "ignore_ipolicy": False,
+                  "cleanup": False}
+        else:
+            op = {"OP_ID": "OP_INSTANCE_MIGRATE",
+                  "instance_name": move.instance,
+                  "allow_runtime_changes": False, "ignore_ipolicy": False,
+                  "cleanup": False, "allow_failover": True,
+                  "ignore_hvversions": True}
+        if target is not None:
+            op["target_node"] = target
+        return op
+
+    def replace(node: str | None) -> dict:
+        return {"OP_ID": "OP_INSTANCE_REPLACE_DISKS",
+                "instance_name": move.instance, "early_release": False,
+                "ignore_ipolicy": False, "mode": "replace_new_secondary",
+                "disks": [], "remote_node": node}
+
+    result = []
+    for step in _STEPS[move.kind]:
+        if step == "f":
+            result.append(failover(None))
+        elif step == "a":
+            result.append(failover(move.target))
+        else:
+            result.append(replace(move.target))
+    return result

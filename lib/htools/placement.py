@@ -1,0 +1,263 @@
+"""Placing one new instance: hail's ``tryAlloc`` and group choice.
+
+Every online node of a group (or every ordered pair of distinct nodes for
+a mirrored template) is a candidate. A candidate passes hail's checks
+(instance policy, then ``Node.AddPri``/``AddSec``) and is scored with the
+cluster score as it would be after the placement; the lowest score wins,
+ties going to the lexicographically first node names. Groups are ordered
+by allocation policy first (preferred, then last_resort; unallocable only
+when named) and by their best score second.
+
+Nodes in the same state give the same result for the same instance, so a
+single-node evaluation is computed once per distinct node state (exact,
+as the arithmetic is the same; it keeps homogeneous clusters cheap).
+"""
+
+from collections import Counter
+from typing import NamedTuple
+
+from ganeti.htools import FAIL_MODES
+from ganeti.htools.metrics import Score
+from ganeti.htools.model import (Cluster, Failure, Group, Instance, Node,
+                                 PolicyFailure)
+
+# How many per-node failure details the answer spells out
+MAX_DETAILS = 20
+
+
+class Candidate(NamedTuple):
+    score: float
+    nodes: tuple[str, ...]
+
+
+class GroupResult:
+    """The outcome of trying one group."""
+
+    def __init__(self, group: Group) -> None:
+        self.group = group
+        self.candidates: list[Candidate] = []
+        self.fails: Counter = Counter()
+        self.details: dict[str, str] = {}
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.candidates[0] if self.candidates else None
+
+    def FailSummary(self) -> str:
+        """hail's ``FailMem: 3, FailDisk: 1`` (modes that occurred)."""
+        return ", ".join("%s: %d" % (mode, self.fails[mode])
+                         for mode in FAIL_MODES if self.fails[mode])
+
+    def DetailText(self) -> str:
+        names = sorted(self.details)
+        text = "; ".join("%s: %s" % (name, self.details[name])
+                         for name in names[:MAX_DETAILS])
+        if len(names) > MAX_DETAILS:
+            text += "; and %d more nodes" % (len(names) - MAX_DETAILS)
+        return text
+
+    def Describe(self) -> str:
+        """hail's per-group log line."""
+        prefix = "Group %s (%s): " % (self.group.name,
+                                      self.group.alloc_policy)
+        if self.best is None:
+            return prefix + "No valid allocation solutions, failure" \
+                " reasons: %s" % (self.FailSummary() or "none")
+        return prefix + "score: %.8f, successes %d, failures %d (%s) for" \
+            " node(s) %s" % (self.best.score, len(self.candidates),
+                             sum(self.fails.values()), self.FailSummary(),
+                             "/".join(self.best.nodes))
+
+
+def _StateKey(node: Node, inst: Instance) -> tuple:
+    """Everything a single-node placement's checks and score read."""
+    tags: tuple = ()
+    if inst.xtags or node.xtags:
+        tags = (tuple(tag in node.xtags for tag in inst.xtags),
+                node.TagConflicts(), tuple(sorted(node.xtags.items())))
+    return (node.t_mem, node.n_mem, node.f_mem, node.f_mem_forth, node.t_dsk,
+            node.f_dsk, node.t_cpu, node.n_cpu, node.u_cpu, node.cpu_speed,
+            node.inst_sp, node.hi_sp, node.vcpu_ratio, node.r_mem, node.excl,
+            node.f_sp, node.t_sp, len(node.plist), len(node.slist),
+            node.loc_score, tags)
+
+
+def _Targets(nodes: list[Node], restrict: frozenset | None) -> list[Node]:
+    return [node for node in nodes if not node.offline and
+            (restrict is None or node.name in restrict)]
+
+
+def TryGroup(cluster: Cluster, score: Score, group: Group, inst: Instance,
+             required_nodes: int, restrict: frozenset | None = None,
+             strict: bool = True, keep: int = 0) -> GroupResult:
+    """All candidates of one group, sorted best first (``tryAlloc``).
+
+    ``keep`` limits the candidates kept (0: all).
+    """
+    result = GroupResult(group)
+    targets = _Targets(cluster.GroupNodes(group), restrict)
+    policy_fail: dict[bool, Failure | None] = {}
+
+    def policy(node: Node) -> Failure | None:
+        if node.excl not in policy_fail:
+            policy_fail[node.excl] = PolicyFailure(inst, group.ipolicy,
+                                                   node.excl)
+        return policy_fail[node.excl]
+
+    def fail(node: Node, failure: Failure, prefix: str = "") -> None:
+        result.fails[failure.mode] += 1
+        result.details.setdefault(node.name, prefix + failure.text)
+
+    if required_nodes == 1:
+        memo: dict[tuple, tuple[Failure | None, float]] = {}
+        for node in targets:
+            failure = policy(node)
+            if failure is not None:
+                fail(node, failure)
+                continue
+            key = _StateKey(node, inst)
+            known = memo.get(key)
+            if known is None:
+                failure = node.AddPri(inst, strict)
+                if failure is None:
+                    known = (None, round(score.With([node]), 10))
+                    node.RemovePri(inst)
+                else:
+                    known = (failure, 0.0)
+                memo[key] = known
+            if known[0] is not None:
+                fail(node, known[0])
+            else:
+                result.candidates.append(Candidate(known[1], (node.name, )))
+    else:
+        sec_fail: dict[str, Failure] = {}
+        sec_ok: set[str] = set()
+        for pnode in targets:
+            failure = policy(pnode) or pnode.AddPri(inst, strict)
+            if failure is not None:
+                result.fails[failure.mode] += len(targets) - 1
+                result.details.setdefault(pnode.name,
+                                          "as primary: " + failure.text)
+                continue
+            for snode in targets:
+                if snode is pnode:
+                    continue
+                failure = snode.AddSec(inst, pnode.name, strict)
+                if failure is not None:
+                    result.fails[failure.mode] += 1
+                    sec_fail.setdefault(snode.name, failure)
+                    continue
+                sec_ok.add(snode.name)
+                shared = len(pnode.locations & snode.locations)
+                pnode.loc_score += shared
+                result.candidates.append(Candidate(
+                    round(score.With([pnode, snode]), 10),
+                    (pnode.name, snode.name)))
+                pnode.loc_score -= shared
+                snode.RemoveSec(inst, pnode.name)
+            pnode.RemovePri(inst)
+        for name, failure in sec_fail.items():
+            if name not in sec_ok:
+                result.details.setdefault(name,
+                                          "as secondary: " + failure.text)
+    result.candidates.sort()
+    if keep:
+        del result.candidates[keep:]
+    return result
+
+
+class Allocation:
+    """The answer to placing one instance: the chosen group and nodes
+    (or none) and what every group tried."""
+
+    def __init__(self, results: list[GroupResult], skipped: list[str]) -> None:
+        self.results = results
+        self.skipped = skipped
+        self.chosen: GroupResult | None = None
+        for res in sorted(results, key=lambda r: (
+                r.group.rank, r.best.score if r.best else 0.0,
+                r.group.name)):
+            if res.best is not None:
+                self.chosen = res
+                break
+
+    @property
+    def nodes(self) -> list[str]:
+        if self.chosen is None or self.chosen.best is None:
+            return []
+        return list(self.chosen.best.nodes)
+
+    def Fails(self) -> Counter:
+        total: Counter = Counter()
+        for res in self.results:
+            total.update(res.fails)
+        return total
+
+    def Info(self) -> str:
+        """hail's text: the selected group and one line per group, or the
+        failure reasons with the first failed check of each node."""
+        lines = [res.Describe() for res in self.results] + self.skipped
+        if self.chosen is not None:
+            return "Selected group: %s, %s" % (self.chosen.group.name,
+                                                ", ".join(lines))
+        fails = self.Fails()
+        summary = ", ".join("%s: %d" % (mode, fails[mode])
+                            for mode in FAIL_MODES if fails[mode])
+        details = "; ".join(res.DetailText() for res in self.results
+                            if res.details)
+        text = "No valid allocation solutions, failure reasons: %s" % (
+            summary or "no online node")
+        if details:
+            text += "; " + details
+        if self.skipped:
+            text += "; " + "; ".join(self.skipped)
+        return text
+
+
+def Allocate(cluster: Cluster, score: Score, inst: Instance,
+             required_nodes: int, group_name: str | None = None,
+             restrict: frozenset | None = None, strict: bool = True,
+             keep: int = 0) -> Allocation:
+    """Find the placement of a new instance (``tryMGAlloc`` or, with a
+    group name, ``tryGroupAlloc``); nothing is changed."""
+    if group_name:
+        group = cluster.FindGroup(group_name)
+        if group is None:
+            return Allocation([], ["No such node group %s" % group_name])
+        local = Score(cluster.GroupNodes(group))
+        return Allocation([TryGroup(cluster, local, group, inst,
+                                    required_nodes, restrict, strict, keep)],
+                          [])
+    results = []
+    skipped = []
+    for group in cluster.groups.values():
+        if not inst.networks <= group.networks:
+            skipped.append("group %s is not connected to a network required"
+                           " by instance %s" % (group.name, inst.name))
+            continue
+        res = TryGroup(cluster, score, group, inst, required_nodes, restrict,
+                       strict, keep)
+        if res.group.rank >= 2:
+            # unallocable groups are never chosen unless named
+            res.candidates = []
+        results.append(res)
+    return Allocation(results, skipped)
+
+
+def Commit(cluster: Cluster, score: Score, inst: Instance,
+           nodes: list[str]) -> None:
+    """Place the instance on the chosen nodes, in the model and score."""
+    pnode = cluster.nodes[nodes[0]]
+    failure = pnode.AddPri(inst, strict=False)
+    assert failure is None, failure
+    touched = [pnode]
+    inst.pnode = pnode.name
+    if len(nodes) > 1:
+        snode = cluster.nodes[nodes[1]]
+        failure = snode.AddSec(inst, pnode.name, strict=False)
+        assert failure is None, failure
+        inst.snode = snode.name
+        pnode.loc_score += len(pnode.locations & snode.locations)
+        touched.append(snode)
+    cluster.instances[inst.name] = inst
+    score.Update(touched)
