@@ -94,9 +94,9 @@ _PExplain = ("explain", False, ht.TBool,
              "Report the instance allocator's explanation of its choice")
 
 # {"jobs": [[submitted, job id or error], ...]}: follow-up jobs of an LU
-_TJobIdListOnly = ht.TStrictDict(True, True, {
-    "jobs": ht.TListOf(ht.TTupleOf(ht.TBool, ht.TOr(ht.TJobId,
-                                                    ht.TString)))})
+_TJobIdList = ht.TListOf(ht.TTupleOf(ht.TBool,
+                                     ht.TOr(ht.TJobId, ht.TString)))
+_TJobIdListOnly = ht.TStrictDict(True, True, {"jobs": _TJobIdList})
 _TAllocPolicy = ht.TElemOf(constants.VALID_ALLOC_POLICIES)
 _TParamsDict = ht.TDictOf(ht.TNonEmptyString, ht.TAny)
 _THvParams = ht.TDictOf(ht.TNonEmptyString, ht.TDict)
@@ -538,6 +538,8 @@ class OpNodeEvacuate(OpCode):
         _PIAllocFromDesc("Iallocator for computing solution"),
         ("mode", ht.NoDefault, ht.TElemOf(constants.NODE_EVAC_MODES),
          "Node evacuation mode (primary-only, secondary-only or all)"),
+        ("ignore_soft_errors", None, ht.TMaybeBool,
+         "Ignore soft htools errors"),
     ]
     OP_RESULT = _TJobIdListOnly
 
@@ -597,6 +599,25 @@ class OpGroupRename(OpCode):
         ("new_name", ht.NoDefault, ht.TObjectName, "New group name"),
     ]
     OP_RESULT = ht.TNonEmptyString
+
+
+class OpGroupEvacuate(OpCode):
+    """Move the instances of a node group to other groups (follow-up jobs
+    of the allocator's change-group answer)."""
+    OP_DSC_FIELD = "group_name"
+    OP_PARAMS = [
+        _PGroupName,
+        ("early_release", False, ht.TBool,
+         "Whether to release locks as soon as possible (only for"
+         " internally mirrored disks)"),
+        _PIAllocFromDesc("Iallocator for computing solution"),
+        ("target_groups", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "Destination group names or UUIDs"),
+        ("sequential", False, ht.TBool, "Sequential job execution"),
+        ("force_failover", False, ht.TBool,
+         "Disallow migration moves and always use failovers"),
+    ]
+    OP_RESULT = _TJobIdListOnly
 
 
 # Tags ------------------------------------------------------------------------
@@ -761,6 +782,76 @@ class OpInstanceCreate(OpCode):
         _PCompress,
     ]
     OP_RESULT = ht.TListOf(ht.TNonEmptyString)
+
+
+# Instance creation opcodes inside OpInstanceMultiAlloc (objects in memory,
+# wire dicts in jobs and on LUXI, as Ganeti has them)
+_TInstanceCreateOps = ht.WithDesc("list of OpInstanceCreate", "array")(
+    ht.TListOf(ht.Check(lambda v: isinstance(v, OpInstanceCreate),
+                        "OpInstanceCreate")))
+_TStringList = ht.TListOf(ht.TNonEmptyString)
+
+
+class OpInstanceMultiAlloc(OpCode):
+    """Create several instances: one allocator run places them all, then
+    one creation job each (the nodes filled in)."""
+    OP_PARAMS = [
+        ("opportunistic_locking", False, ht.TBool,
+         "Whether to employ opportunistic locking for nodes, meaning nodes"
+         " already locked by another opcode won't be considered for instance"
+         " allocation (only when an iallocator is used)"),
+        _PIAllocFromDesc("Iallocator for deciding the nodes of the instances"
+                         " (the cluster's default when they name none)"),
+        ("instances", [], _TInstanceCreateOps,
+         "List of instance create opcodes describing the instances to"
+         " allocate"),
+    ]
+    OP_RESULT = ht.TStrictDict(True, True, {
+        "jobs": _TJobIdList,
+        "allocatable": _TStringList, "failed": _TStringList})
+
+    def __getstate__(self) -> dict:
+        state = OpCode.__getstate__(self)
+        if "instances" in state:
+            state["instances"] = [
+                inst.__getstate__() if isinstance(inst, OpCode) else inst
+                for inst in state["instances"]]
+        return state
+
+    def RedactedState(self) -> dict:
+        state = OpCode.RedactedState(self)
+        if isinstance(getattr(self, "instances", None), list):
+            state["instances"] = [
+                inst.RedactedState() if isinstance(inst, OpCode) else inst
+                for inst in self.instances]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if isinstance(state, dict) and \
+                isinstance(state.get("instances"), list):
+            state = dict(state)
+            state["instances"] = [_LoadInstanceCreate(inst)
+                                  for inst in state["instances"]]
+        OpCode.__setstate__(self, state)
+
+    def Validate(self, set_defaults: bool) -> None:
+        """Also validates each creation opcode (Ganeti's recursion)."""
+        OpCode.Validate(self, set_defaults)
+        for inst in self.instances:
+            inst.Validate(set_defaults)
+
+
+def _LoadInstanceCreate(data: Any) -> Any:
+    """An OpInstanceCreate from its wire dict (OP_ID optional)."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    op_id = data.setdefault("OP_ID", OpInstanceCreate.OP_ID)
+    if op_id != OpInstanceCreate.OP_ID:
+        raise errors.OpPrereqError("Instances to allocate must be %s, not %s"
+                                   % (OpInstanceCreate.OP_ID, op_id),
+                                   errors.ECODE_INVAL)
+    return OpCode.LoadOpCode(data)
 
 
 class OpInstanceRemove(OpCode):
@@ -975,9 +1066,7 @@ class OpInstanceRecreateDisks(OpCode):
          "New instance nodes, if relocation is desired"),
         ("node_uuids", None, ht.TMaybeListOf(ht.TNonEmptyString),
          "New instance node UUIDs (filled in from nodes)"),
-        ("iallocator", None, ht.TMaybeString,
-         "Iallocator for deciding new nodes (not supported: give the"
-         " nodes)"),
+        _PIAllocFromDesc("Iallocator for deciding new nodes"),
     ]
     OP_RESULT = ht.TNone
 

@@ -12,6 +12,7 @@ module-level marker (``pytestmark``), registered below:
 """
 
 import errno
+import fcntl
 import os
 import random
 import shutil
@@ -68,6 +69,16 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if not any(item.get_closest_marker(name) for name in _NOT_UNIT):
             item.add_marker(pytest.mark.unit)
+
+
+@pytest.fixture
+def local_cluster_lock():
+    """Serialise the tests of tools/local-cluster across test workers:
+    every local cluster uses the addresses 127.0.80.x."""
+    with open("/tmp/ganeti-local-cluster-tests.lock", "w",
+              encoding="ascii") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import pytest
 from ganeti import constants, errors, objects, pathutils
 from ganeti.hypervisor import hv_fake
 
+from testutils_cluster import NoDefaultIAllocator
 from testutils_instance import (CHECKS, FILE_VDIR, NODE1, NODE2, NODE3,
                                 Config, FakeState, Fail, Field,
                                 InstanceCluster, RemoveInstances)
@@ -220,9 +221,11 @@ def test_refusals(vc):
                        "fil1")
             assert "Instance's disk layout 'file' does not allow %s" % \
                 what in out, out
+        with NoDefaultIAllocator(vc):
+            out = Fail(vc, "gnt-instance", "migrate", "-f", "ref1")
+        assert "No iallocator or node given" in out, out
         for args, message in [
-                ((), "No iallocator or node given"),
-                (("-I", "hail"), "Instance allocators are not supported"),
+                (("-I", "hail"), "iallocator module 'hail' not found"),
                 (("-n", NODE1), "Cannot migrate instance ref1 to its"
                  " primary (%s)" % NODE1),
                 (("-n", "nosuchnode"), "Node 'nosuchnode' not known"),
@@ -420,7 +423,8 @@ def test_node_migrate(vc):
     _Add(vc, "nm1", NODE2)
     _Add(vc, "nm2", NODE2, "--disk", "0:size=4M", template="sharedfile")
     try:
-        out = Fail(vc, "gnt-node", "migrate", "-f", NODE2)
+        with NoDefaultIAllocator(vc):
+            out = Fail(vc, "gnt-node", "migrate", "-f", NODE2)
         assert "No iallocator or node given" in out, out
         out = vc.Run("gnt-node", "migrate", "-f", "-n", NODE3, NODE2).stdout
         assert "All instances migrated successfully." in out, out

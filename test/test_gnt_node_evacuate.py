@@ -16,6 +16,7 @@ import pytest
 
 from ganeti import constants, pathutils
 
+from testutils_cluster import NoDefaultIAllocator
 from testutils_instance import (CHECKS, FILE_VDIR, NODE1, NODE2, NODE3,
                                 ADMIN, DiskPaths, FakeState, Fail, Field,
                                 InstanceCluster, RapiClient,
@@ -130,9 +131,11 @@ def test_evacuate_primaries(vc):
 def test_refusals(vc):
     _Add(vc, "ref1", NODE2)
     try:
+        with NoDefaultIAllocator(vc):
+            out = Fail(vc, "gnt-node", "evacuate", "-f", NODE2)
+        assert "No iallocator or node given" in out, out
         for args, message in [
-                ((), "No iallocator or node given"),
-                (("-I", "hail"), "Instance allocators are not supported"),
+                (("-I", "hail"), "iallocator module 'hail' not found"),
                 (("-n", NODE2), "Can not use evacuated node %s as the"
                  " target node" % NODE2),
                 (("-n", "nosuchnode"), "Node 'nosuchnode' not known"),

@@ -20,7 +20,7 @@ from testutils_kvm import RequireGuest
 # tools/local-cluster's addresses are fixed (127.0.80.x): its tests must
 # not run in parallel (see test_local_cluster)
 pytestmark = [pytest.mark.integration, pytest.mark.kvm,
-              pytest.mark.xdist_group("local-cluster")]
+              pytest.mark.usefixtures("local_cluster_lock")]
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(TOP, "tools", "local-cluster")

@@ -6,6 +6,7 @@ real noded and masterd processes, which are stopped by PID when the test
 ends. ``AddNode`` prepares further nodes and starts their noded.
 """
 
+import contextlib
 import os
 import random
 import shutil
@@ -15,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from ganeti import pathutils
+from ganeti import constants, pathutils
 from ganeti.utils import process
 
 import testutils_node
@@ -47,6 +48,18 @@ def WaitForJob(client, job_id: int, timeout: float = 30) -> str:
         if info[0] in constants.JOBS_FINALIZED:
             return info[0]
     raise AssertionError("job %s did not finish in %s s" % (job_id, timeout))
+
+
+@contextlib.contextmanager
+def NoDefaultIAllocator(cluster: "VirtualCluster"):
+    """The cluster without a default allocator for the duration (commands
+    given neither a node nor -I then refuse, as in Ganeti)."""
+    cluster.Run("gnt-cluster", "modify", "--default-iallocator", "")
+    try:
+        yield
+    finally:
+        cluster.Run("gnt-cluster", "modify", "--default-iallocator",
+                    constants.IALLOCATOR_BUILTIN)
 
 
 def RandomLoopbackNet() -> str:

@@ -6,10 +6,10 @@ from typing import Any
 from ganeti import cli, constants, opcodes
 from ganeti.cli_opts import (
     ARGS_MANY_GROUPS, ARGS_ONE_GROUP, ArgGroup, ArgNode, ArgUnknown,
-    DRY_RUN_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, NOHDR_OPT,
-    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, ParamsOption, SEP_OPT,
-    SUBMIT_OPT,
-    TAG_SRC_OPT, VERBOSE_OPT)
+    DRY_RUN_OPT, EARLY_RELEASE_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT,
+    IALLOCATOR_OPT, NOHDR_OPT, OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT,
+    ParamsOption, SEP_OPT, SUBMIT_OPT, TAG_SRC_OPT, TO_GROUP_OPT,
+    VERBOSE_OPT)
 
 _SetParams = opcodes.OpGroupSetParams
 
@@ -28,6 +28,11 @@ NDPARAMS_OPT = ParamsOption(_SetParams, "ndparams", "node")
 DISKPARAMS_OPT = ParamsOption(_SetParams, "diskparams", "disk")
 
 _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
+
+_Evacuate = opcodes.OpGroupEvacuate
+SEQUENTIAL_OPT = OpcodeOption(_Evacuate, "sequential", "--sequential")
+FORCE_FAILOVER_OPT = OpcodeOption(_Evacuate, "force_failover",
+                                  "--force-failover")
 
 
 def _DiskParams(opts: Any) -> dict | None:
@@ -103,6 +108,25 @@ def RenameGroup(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
+def EvacuateGroup(opts: Any, args: list[str]) -> int:
+    """Move a group's instances to other groups and wait for the jobs."""
+    (group_name,) = args
+    cl = cli.GetClient()
+    op = _Evacuate(group_name=group_name, iallocator=opts.iallocator,
+                   target_groups=opts.to, early_release=opts.early_release,
+                   sequential=opts.sequential,
+                   force_failover=opts.force_failover)
+    bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
+    if bad_cnt is None:
+        # A dry run submits nothing
+        return constants.EXIT_SUCCESS
+    if bad_cnt:
+        cli.ToStdout("There were %s errors during the evacuation.", bad_cnt)
+        return constants.EXIT_FAILURE
+    cli.ToStdout("All instances evacuated successfully.")
+    return constants.EXIT_SUCCESS
+
+
 _INFO_FIELDS = ["name", "ndparams", "custom_ndparams", "diskparams",
                 "custom_diskparams", "ipolicy", "custom_ipolicy"]
 
@@ -152,6 +176,11 @@ commands = {
                "Remove an (empty) node group from the cluster"),
     "rename": (RenameGroup, [ArgGroup(min=2, max=2)], _JOB_OPTS,
                "[--dry-run] <group-name> <new-name>", "Rename a node group"),
+    "evacuate": (EvacuateGroup, ARGS_ONE_GROUP,
+                 [TO_GROUP_OPT, IALLOCATOR_OPT, EARLY_RELEASE_OPT,
+                  SEQUENTIAL_OPT, FORCE_FAILOVER_OPT] + _JOB_OPTS,
+                 "[-I <iallocator>] [--to <group>] <source-group>",
+                 "Evacuate all instances within a group"),
     "info": (GroupInfo, ARGS_MANY_GROUPS, [], "[<group_name>...]",
              "Show group information"),
     "list-tags": (cli.ListTags, ARGS_ONE_GROUP, [], "<group_name>",

@@ -4,11 +4,12 @@ list and show instances."""
 import shlex
 from typing import Any
 
-from ganeti import cli, constants, errors, opcodes
+from ganeti import cli, constants, errors, ht, opcodes, serializer
 from ganeti.parameters.hypervisors import HVC_GLOBALS
 from ganeti.cli_opts import (
-    ALL_OPT, ARGS_MANY_INSTANCES, ARGS_ONE_INSTANCE, ArgInstance, ArgUnknown,
-    BACKEND_OPT, DISK_OPT, DISK_TEMPLATE_OPT, DRY_RUN_OPT, DST_NODE_OPT,
+    ALL_OPT, ARGS_MANY_INSTANCES, ARGS_ONE_INSTANCE, ArgFile, ArgInstance,
+    ArgUnknown, BACKEND_OPT, DISK_OPT, DISK_TEMPLATE_OPT, DRY_RUN_OPT,
+    DST_NODE_OPT, EARLY_RELEASE_OPT,
     COMPRESS_OPT, SINGLE_NODE_OPT,
     FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, HYPERVISOR_OPT,
     IALLOCATOR_OPT, IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
@@ -28,6 +29,8 @@ _Remove = opcodes.OpInstanceRemove
 # Ganeti's default list of fields for "list"
 _LIST_DEF_FIELDS = ["name", "hypervisor", "os", "pnode", "status",
                     "oper_ram"]
+# What a batch-create definition file holds
+_INST_DATA_VAL = ht.TListOf(ht.TDict)
 
 # Subcommands taking default arguments from GNT_INSTANCE_<CMD>
 _ENV_OVERRIDE = frozenset(["list"])
@@ -590,13 +593,54 @@ def MoveInstance(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
+def BatchCreate(opts: Any, args: list[str]) -> int:
+    """Create the instances a JSON file describes (a list of
+    OpInstanceCreate parameter dicts), placed by one allocator run
+    (OP_INSTANCE_MULTI_ALLOC), and wait for the creation jobs."""
+    (json_filename,) = args
+    cl = cli.GetClient()
+    try:
+        with open(json_filename) as fobj:
+            instance_data = serializer.LoadJson(fobj.read())
+    except (OSError, ValueError) as err:
+        cli.ToStderr("Can't parse the instance definition file: %s" % err)
+        return constants.EXIT_FAILURE
+    if not _INST_DATA_VAL(instance_data):
+        cli.ToStderr("The instance definition file is not %s" %
+                     _INST_DATA_VAL)
+        return constants.EXIT_FAILURE
+    possible = {param[0] for param in _Create.GetAllParams()}
+    instances = []
+    for idx, inst in enumerate(instance_data):
+        unknown = sorted(set(inst) - possible)
+        if unknown:
+            raise errors.OpPrereqError("Unknown fields in definition %s: %s"
+                                       % (idx, ", ".join(unknown)),
+                                       errors.ECODE_INVAL)
+        create = _Create(**inst)
+        create.Validate(False)
+        instances.append(create)
+    op = opcodes.OpInstanceMultiAlloc(iallocator=opts.iallocator,
+                                      instances=instances)
+    bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
+    if bad_cnt is None:
+        # A dry run submits nothing
+        return constants.EXIT_SUCCESS
+    if bad_cnt:
+        cli.ToStdout("There were %s errors during the creation.", bad_cnt)
+        return constants.EXIT_FAILURE
+    cli.ToStdout("All instances created successfully.")
+    return constants.EXIT_SUCCESS
+
+
 def ChangeGroup(opts: Any, args: list[str]) -> int:
     """Move an instance to another node group and wait for the move job."""
     name = args[0]
     cl = cli.GetClient()
     op = opcodes.OpInstanceChangeGroup(instance_name=name,
                                        iallocator=opts.iallocator,
-                                       target_groups=opts.to)
+                                       target_groups=opts.to,
+                                       early_release=opts.early_release)
     bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
     if bad_cnt is None:
         # A dry run submits nothing
@@ -818,8 +862,13 @@ commands = {
              "[-f] -n <node> <instance-name>",
              "Move instance to an arbitrary node (only for instances of"
              " type file and lv)"),
+    "batch-create": (BatchCreate, [ArgFile(min=1, max=1)],
+                     [IALLOCATOR_OPT] + _JOB_OPTS, "<instances.json>",
+                     "Create a bunch of instances based on specs in the"
+                     " file."),
     "change-group": (ChangeGroup, ARGS_ONE_INSTANCE,
-                     [TO_GROUP_OPT, IALLOCATOR_OPT] + _JOB_OPTS,
+                     [TO_GROUP_OPT, IALLOCATOR_OPT, EARLY_RELEASE_OPT] +
+                     _JOB_OPTS,
                      "[-I <iallocator>] [--to <group>] <instance-name>",
                      "Change group of instance"),
     "list": (ListInstances, ARGS_MANY_INSTANCES,

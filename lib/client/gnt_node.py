@@ -54,6 +54,9 @@ NODE_POWERED_OPT = OpcodeOption(_SetParams, "powered", "--node-powered",
 EVAC_NODE_OPT = OpcodeOption(opcodes.OpNodeEvacuate, "remote_node", "-n",
                              "--new-secondary", dest="dst_node",
                              metavar="NODE")
+IGNORE_SOFT_ERRORS_OPT = OpcodeOption(opcodes.OpNodeEvacuate,
+                                      "ignore_soft_errors",
+                                      "--ignore-soft-errors")
 PRIMARY_ONLY_OPT = cli_option("-p", "--primary-only", default=False,
                               action="store_true",
                               help="Evacuate primary instances only")
@@ -282,7 +285,8 @@ def EvacuateNode(opts: Any, args: list[str]) -> int:
     op = opcodes.OpNodeEvacuate(node_name=args[0], mode=mode,
                                 remote_node=opts.dst_node,
                                 iallocator=opts.iallocator,
-                                early_release=opts.early_release)
+                                early_release=opts.early_release,
+                                ignore_soft_errors=opts.ignore_soft_errors)
     bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
     if bad_cnt is None:
         # A dry run submits nothing
@@ -328,14 +332,15 @@ commands = {
                 "Migrate all the primary instances on a node away from it"
                 " (only for mirrored instances)"),
     "evacuate": (EvacuateNode, ARGS_ONE_NODE,
-                 [FORCE_OPT, IALLOCATOR_OPT, EVAC_NODE_OPT,
-                  EARLY_RELEASE_OPT, PRIMARY_ONLY_OPT, SECONDARY_ONLY_OPT] +
-                 _JOB_OPTS,
+                 [FORCE_OPT, IALLOCATOR_OPT, IGNORE_SOFT_ERRORS_OPT,
+                  EVAC_NODE_OPT, EARLY_RELEASE_OPT, PRIMARY_ONLY_OPT,
+                  SECONDARY_ONLY_OPT] + _JOB_OPTS,
                  "[-f] {-I <iallocator> | -n <dst>} [-p | -s] [options...]"
                  " <node>",
                  "Relocate the primary and/or secondary instances from a"
-                 " node; without an iallocator, -n names the new node of"
-                 " the primary instances too"),
+                 " node (with neither -I nor -n, the cluster's default"
+                 " iallocator chooses); -n names the new node of the"
+                 " primary instances too"),
     "volumes": (ListVolumes, ARGS_MANY_NODES, [], "[<node_name>...]",
                 "List logical volumes on node(s)"),
     "list-storage": (ListStorage, ARGS_MANY_NODES,

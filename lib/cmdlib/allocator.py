@@ -7,9 +7,12 @@ reports its explanation to the job.
 
 from typing import Any, Callable
 
-from ganeti import constants, errors, objects
+from ganeti import constants, errors, objects, opcodes
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.masterd import iallocator
+
+# "-I ." names the cluster's default allocator (Ganeti's shortcut)
+DEFAULT_IALLOCATOR_SHORTCUT = "."
 
 
 def AllocatorName(lu: LogicalUnit, name: str | None) -> str:
@@ -22,6 +25,23 @@ def AllocatorName(lu: LogicalUnit, name: str | None) -> str:
             " node, or set a cluster-wide default iallocator",
             errors.ECODE_INVAL)
     return name
+
+
+def CheckIAllocatorOrNode(lu: LogicalUnit, iallocator_slot: str,
+                          node_slot: str) -> None:
+    """Ganeti's rule for an opcode taking an allocator or a node: not
+    both; with neither (or ``-I .``) the cluster's default allocator is
+    put in ``iallocator_slot``."""
+    node = getattr(lu.op, node_slot, None)
+    ialloc = getattr(lu.op, iallocator_slot, None)
+    if node == []:
+        node = None
+    if node is not None and ialloc is not None:
+        raise errors.OpPrereqError("Do not specify both, iallocator and node",
+                                   errors.ECODE_INVAL)
+    if (node is None and ialloc is None) or \
+            ialloc == DEFAULT_IALLOCATOR_SHORTCUT:
+        setattr(lu.op, iallocator_slot, AllocatorName(lu, None))
 
 
 def RunAllocator(lu: LogicalUnit, req: iallocator.IARequest, name: str,
@@ -129,3 +149,36 @@ def InstanceAllocRequest(lu: LogicalUnit, op: Any, disks: list[dict],
                for disk in disks],
         nics=nic_data, os=op.os_type or "", tags=list(op.tags),
         hypervisor=hypervisor, node_whitelist=node_whitelist)
+
+
+def LoadNodeEvacResult(lu: LogicalUnit, result: list, early_release: bool,
+                       use_nodes: bool) -> list[list[opcodes.OpCode]]:
+    """The jobs of a checked ``node-evacuate``/``change-group`` answer.
+
+    Instances the allocator could not move fail the whole operation
+    before any job is submitted (Ganeti's rule), so an evacuation is
+    never half-planned. ``use_nodes`` logs the target nodes rather than
+    the groups.
+    """
+    moved, failed, jobs = result
+    if failed:
+        reasons = ", ".join("%s (%s)" % (name, reason)
+                            for name, reason in failed)
+        lu.LogWarning("Unable to evacuate instances %s", reasons)
+        raise errors.OpExecError("Unable to evacuate instances %s" % reasons)
+    if moved:
+        groups = lu.cfg.GetAllNodeGroupsInfo()
+        lu.LogInfo("Instances to be moved: %s", ", ".join(
+            "%s (to %s)" % (name, ", ".join(nodes) if use_nodes else
+                            getattr(groups.get(group), "name", group))
+            for name, group, nodes in moved))
+    result_jobs = []
+    for job in jobs:
+        ops = []
+        for data in job:
+            op = opcodes.OpCode.LoadOpCode(data)
+            if early_release and "early_release" in op._ParamNames():
+                op.early_release = True
+            ops.append(op)
+        result_jobs.append(ops)
+    return result_jobs

@@ -1,4 +1,4 @@
-"""LUs adding, changing, renaming and removing node groups.
+"""LUs adding, changing, renaming, removing and evacuating node groups.
 
 Every node belongs to exactly one group; the cluster always has at least
 one (``default``, created by init). Groups are locked by UUID, so a rename
@@ -7,9 +7,11 @@ needs no lock change.
 
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, locking, objects
+from ganeti import config, constants, errors, locking, objects, opcodes
+from ganeti.cmdlib.allocator import LoadNodeEvacResult, RunAllocator
 from ganeti.cmdlib.base import (ExpandNodeUuidAndName, LogicalUnit,
-                                NoHooksLU)
+                                NoHooksLU, ResultWithJobs)
+from ganeti.masterd import iallocator
 from ganeti.parameters.base import ForceParamDict, GetUpdatedParams
 
 
@@ -323,3 +325,118 @@ class LUGroupRename(_GroupLU):
         group.name = self.op.new_name
         self.cfg.Update(group, feedback_fn)
         return self.op.new_name
+
+
+class LUGroupEvacuate(_GroupLU):
+    """Move every instance of a group to other groups, as the follow-up
+    jobs of the allocator's ``change-group`` answer (the opcode's
+    allocator or the cluster's default)."""
+
+    HPATH = "group-evacuate"
+
+    def ExpandNames(self) -> None:
+        op = self.op
+        self.group_uuid = self.cfg.LookupNodeGroup(op.group_name)
+        self.req_target_uuids = [self.cfg.LookupNodeGroup(name)
+                                 for name in op.target_groups or []]
+        if self.group_uuid in self.req_target_uuids:
+            raise errors.OpPrereqError(
+                "Group to be evacuated (%s) can not be used as a target"
+                " group (targets are %s)" %
+                (self.group_uuid, ", ".join(self.req_target_uuids)),
+                errors.ECODE_INVAL)
+        op.iallocator = op.iallocator or \
+            self.cfg.GetClusterInfo().default_iallocator
+        if not op.iallocator:
+            raise errors.OpPrereqError("No iallocator was specified, neither"
+                                       " in the opcode nor as a cluster-wide"
+                                       " default", errors.ECODE_INVAL)
+        # Only looks: the follow-up jobs take their own locks
+        self.share_locks = dict.fromkeys(locking.LEVELS, 1)
+        self.needed_locks = {locking.LEVEL_INSTANCE: [],
+                             locking.LEVEL_NODEGROUP: [],
+                             locking.LEVEL_NODE: []}
+
+    def _GroupInstances(self) -> list[str]:
+        """UUIDs of the instances with a node in the group."""
+        members = set(self.cfg.GetNodeGroup(self.group_uuid).members)
+        return sorted(uuid for uuid in self.cfg.GetAllInstancesInfo()
+                      if members & set(self.cfg.GetInstanceNodes(uuid)))
+
+    def DeclareLocks(self, level: int) -> None:
+        if level == locking.LEVEL_INSTANCE:
+            # Checked again in CheckPrereq, once everything is locked
+            self.needed_locks[level] = self._GroupInstances()
+        elif level == locking.LEVEL_NODEGROUP:
+            self.needed_locks[level] = (
+                sorted({self.group_uuid, *self.req_target_uuids})
+                if self.req_target_uuids else locking.ALL_SET)
+        elif level == locking.LEVEL_NODE:
+            nodes: set[str] = set()
+            for group in self.glm.list_owned(locking.LEVEL_NODEGROUP):
+                nodes.update(self.cfg.GetNodeGroup(group).members)
+            self.needed_locks[level] = sorted(nodes)
+
+    def CheckPrereq(self) -> None:
+        owned = self.glm.list_owned(locking.LEVEL_INSTANCE)
+        self.instance_uuids = self._GroupInstances()
+        if set(self.instance_uuids) != owned:
+            raise errors.OpPrereqError(
+                "Instances of node group '%s' changed since locks were"
+                " acquired; retry the operation" % self.op.group_name,
+                errors.ECODE_STATE)
+        if self.req_target_uuids:
+            self.target_uuids = self.req_target_uuids
+        else:
+            self.target_uuids = sorted(
+                uuid for uuid in self.glm.list_owned(locking.LEVEL_NODEGROUP)
+                if uuid != self.group_uuid)
+            if not self.target_uuids:
+                raise errors.OpPrereqError("There are no possible target"
+                                           " groups", errors.ECODE_INVAL)
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"GROUP_NAME": self.op.group_name,
+                "TARGET_GROUPS": " ".join(self.target_uuids)}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        nodes = [self.cfg.GetMasterNode()] + \
+            list(self.cfg.GetNodeGroup(self.group_uuid).members)
+        return nodes, nodes
+
+    @staticmethod
+    def _MigrateToFailover(op: opcodes.OpCode) -> opcodes.OpCode:
+        """The failover doing what a migration opcode would."""
+        if not isinstance(op, opcodes.OpInstanceMigrate):
+            return op
+        return opcodes.OpInstanceFailover(
+            instance_name=op.instance_name,
+            instance_uuid=getattr(op, "instance_uuid", None),
+            target_node=getattr(op, "target_node", None),
+            target_node_uuid=getattr(op, "target_node_uuid", None),
+            ignore_ipolicy=getattr(op, "ignore_ipolicy", False))
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
+        op = self.op
+        if not self.instance_uuids:
+            self.LogInfo("No instances to evacuate from node group %s",
+                         op.group_name)
+            return ResultWithJobs([])
+        req = iallocator.IAReqGroupChange(
+            [self.cfg.GetInstanceInfo(uuid).name
+             for uuid in self.instance_uuids], self.target_uuids)
+        ial = RunAllocator(self, req, op.iallocator)
+        jobs = LoadNodeEvacResult(self, ial.result, op.early_release, False)
+        self.LogInfo("Iallocator returned %s job(s) for evacuating node"
+                     " group %s", len(jobs), op.group_name)
+        if op.force_failover:
+            self.LogInfo("Will insist on failovers")
+            jobs = [[self._MigrateToFailover(job_op) for job_op in job]
+                    for job in jobs]
+        if op.sequential:
+            self.LogInfo("Jobs will be submitted to run sequentially")
+            for job in jobs[1:]:
+                for job_op in job:
+                    job_op.depends = [[-1, [constants.JOB_STATUS_ERROR,
+                                            constants.JOB_STATUS_SUCCESS]]]
+        return ResultWithJobs(jobs)

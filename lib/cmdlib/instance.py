@@ -33,7 +33,7 @@ _NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name"])
 _IP_CHECK_TIMEOUT = 2.0
 
 
-def _ParseDisks(disks: list[dict], template: str) -> list[dict]:
+def ParseDisks(disks: list[dict], template: str) -> list[dict]:
     """Check the disk descriptions; sizes in MiB, mode filled in."""
     if template == constants.DT_DISKLESS:
         if disks:
@@ -95,7 +95,7 @@ def _ParseDisks(disks: list[dict], template: str) -> list[dict]:
     return result
 
 
-def _ParseNics(nics: list[dict], instance_ip: str | None) -> list[dict]:
+def ParseNics(nics: list[dict], instance_ip: str | None) -> list[dict]:
     """Check the NIC descriptions; MACs normalised, ips resolved."""
     result = []
     for idx, nic in enumerate(nics):
@@ -230,7 +230,7 @@ class LUInstanceCreate(LogicalUnit):
                     "The file storage directory '%s' must be a path below"
                     " the cluster's file storage directory (relative, no"
                     " '..')" % op.file_storage_dir, errors.ECODE_INVAL)
-        self._disks = _ParseDisks(op.disks, op.disk_template)
+        self._disks = ParseDisks(op.disks, op.disk_template)
         for tag in op.tags:
             try:
                 objects.ValidateTag(tag)
@@ -241,7 +241,7 @@ class LUInstanceCreate(LogicalUnit):
             hostname = _ResolveInstanceName(op.instance_name)
             op.instance_name = hostname.name
             self._instance_ip = hostname.ip
-        self._nics = _ParseNics(op.nics, self._instance_ip)
+        self._nics = ParseNics(op.nics, self._instance_ip)
 
     def ExpandNames(self) -> None:
         if self.cfg.GetInstanceInfoByName(self.op.instance_name) is not None:

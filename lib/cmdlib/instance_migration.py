@@ -35,6 +35,8 @@ import time
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, objects, opcodes
+from ganeti.cmdlib.allocator import (
+    CheckIAllocatorOrNode, LoadNodeEvacResult, RunAllocator)
 from ganeti.cmdlib.base import (
     ExpandNodeUuidAndName, LogicalUnit, ResultWithJobs)
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
@@ -47,6 +49,7 @@ from ganeti.cmdlib.instance_utils import (
     GetInstanceInfoText, InstanceLU, InstanceRuntimeInfo, RemoveDisks,
     SetDisksActive, SetInstancePrimaryNode, ShutdownInstanceDisks,
     StartInstance)
+from ganeti.masterd import iallocator
 
 # Seconds between two polls of the migration status, and between two
 # progress reports
@@ -55,37 +58,6 @@ _MIGRATION_FEEDBACK_INTERVAL = 10.0
 # Statuses of a migration still under way
 _MIGRATION_ACTIVE = frozenset([constants.HV_MIGRATION_ACTIVE,
                                constants.HV_MIGRATION_POSTCOPY_ACTIVE])
-
-
-def _RefuseIAllocator(iallocator: str | None) -> None:
-    """No instance allocator exists in this version."""
-    if iallocator:
-        raise errors.OpPrereqError(
-            "Instance allocators are not supported (iallocator '%s' was"
-            " given); please specify the target node" % iallocator,
-            errors.ECODE_INVAL)
-
-
-def CheckIAllocatorOrNode(lu: LogicalUnit, iallocator: str | None,
-                          target_node: str | None) -> None:
-    """Refuse a placement that needs an instance allocator.
-
-    None exists in this version: the target node must be given. The
-    messages follow Ganeti's, which would run the allocator instead.
-    """
-    _RefuseIAllocator(iallocator)
-    if target_node:
-        return
-    default = lu.cfg.GetClusterInfo().default_iallocator
-    if default:
-        raise errors.OpPrereqError(
-            "No target node given, and the cluster's default iallocator"
-            " '%s' can't be used: instance allocators are not supported;"
-            " please specify the target node" % default, errors.ECODE_INVAL)
-    raise errors.OpPrereqError(
-        "No iallocator or node given and no cluster-wide default iallocator"
-        " found; please specify either an iallocator or a node, or set a"
-        " cluster-wide default iallocator", errors.ECODE_INVAL)
 
 
 def _CheckMigrationMode(op: Any) -> None:
@@ -165,7 +137,9 @@ class TLMigrateInstance:
                 "Instance's disk layout '%s' is not supported by this"
                 " version, which has no internally mirrored disks" %
                 template, errors.ECODE_STATE)
-        CheckIAllocatorOrNode(lu, op.iallocator, op.target_node)
+        CheckIAllocatorOrNode(lu, "iallocator", "target_node")
+        if op.iallocator:
+            self._RunAllocator()
         target = self.target_node_uuid = op.target_node_uuid
         if target == instance.primary_node:
             raise errors.OpPrereqError(
@@ -207,6 +181,24 @@ class TLMigrateInstance:
             CheckNodeFreeDisk(lu, target,
                               sum(disk.size for disk in self._Disks()),
                               instance.hypervisor)
+
+    def _RunAllocator(self) -> None:
+        """The target chosen by the allocator's ``relocate`` answer (only
+        the locks of the source and the target are kept)."""
+        lu = self.lu
+        req = iallocator.IAReqRelocate(
+            self.instance.uuid, [self.instance.primary_node])
+        ial = RunAllocator(lu, req, lu.op.iallocator)
+        lu.op.target_node_uuid, lu.op.target_node = ExpandNodeUuidAndName(
+            self.cfg, None, ial.result[0])
+        lu.LogInfo("Selected nodes for instance %s via iallocator %s: %s",
+                   self.instance.name, lu.op.iallocator,
+                   ", ".join(ial.result))
+        keep = {self.instance.primary_node, lu.op.target_node_uuid}
+        for level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
+            unneeded = lu.glm.list_owned(level) - keep
+            if unneeded:
+                lu.glm.release(level, sorted(unneeded))
 
     def _CheckTemplate(self, template: str) -> None:
         """Only externally mirrored disks, and file disks the hypervisor
@@ -617,9 +609,13 @@ class _MigrationLU(InstanceLU):
 
     def DeclareLocks(self, level: int) -> None:
         super().DeclareLocks(level)
-        if level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES) and \
-                self.op.target_node_uuid is not None and \
-                self.op.target_node_uuid not in self.needed_locks[level]:
+        if level not in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
+            return
+        if self.op.target_node_uuid is None:
+            # The allocator may choose any node (unneeded locks are
+            # released once it has)
+            self.needed_locks[level] = locking.ALL_SET
+        elif self.op.target_node_uuid not in self.needed_locks[level]:
             self.needed_locks[level] = (list(self.needed_locks[level]) +
                                         [self.op.target_node_uuid])
 
@@ -717,17 +713,15 @@ class LUInstanceMigrate(_MigrationLU):
 class LUInstanceChangeGroup(InstanceLU):
     """Move an instance to a node of another node group.
 
-    Without an instance allocator the target is simply the node of the
-    target groups with the most free memory that can take the instance.
-    The move itself is a follow-up job: a migration (falling back to a
-    failover for a stopped instance) for externally mirrored disks, an
-    instance move (copying the disks) for the ``file`` template.
+    With an instance allocator its ``change-group`` answer gives the
+    follow-up jobs. Without one the target is simply the node of the
+    target groups with the most free memory that can take the instance,
+    and the move a follow-up job: a migration (falling back to a failover
+    for a stopped instance) for externally mirrored disks, an instance
+    move (copying the disks) for the ``file`` template.
     """
 
     HPATH = "instance-change-group"
-
-    def CheckArguments(self) -> None:
-        _RefuseIAllocator(self.op.iallocator)
 
     def ExpandNames(self) -> None:
         super().ExpandNames()
@@ -794,7 +788,8 @@ class LUInstanceChangeGroup(InstanceLU):
             raise errors.OpPrereqError(
                 "Instance's disk layout '%s' does not allow changing the"
                 " node group" % self.template, errors.ECODE_STATE)
-        self.target_node_uuid = self._ChooseNode()
+        if not self.op.iallocator:
+            self.target_node_uuid = self._ChooseNode()
 
     def _GroupNames(self, uuids: Any) -> list[str]:
         return sorted(self.cfg.GetNodeGroup(uuid).name for uuid in uuids)
@@ -897,6 +892,12 @@ class LUInstanceChangeGroup(InstanceLU):
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
         instance = self.instance
+        if self.op.iallocator:
+            req = iallocator.IAReqGroupChange([instance.name],
+                                              self.target_uuids)
+            ial = RunAllocator(self, req, self.op.iallocator)
+            return ResultWithJobs(LoadNodeEvacResult(
+                self, ial.result, self.op.early_release, False))
         target = self.cfg.GetNodeInfo(self.target_node_uuid)
         feedback_fn("Moving instance %s to node %s (group %s)" %
                     (instance.name, target.name,
@@ -941,8 +942,7 @@ class LUNodeMigrate(LogicalUnit):
     def CheckPrereq(self) -> None:
         self.instance_uuids = self.cfg.GetNodeInstances(self.op.node_uuid)[0]
         if self.instance_uuids:
-            CheckIAllocatorOrNode(self, self.op.iallocator,
-                                  self.op.target_node)
+            CheckIAllocatorOrNode(self, "iallocator", "target_node")
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         return {"NODE_NAME": self.op.node_name,
@@ -970,9 +970,12 @@ class LUNodeEvacuate(LogicalUnit):
     """Move the instances off a node, one follow-up job each.
 
     Only primary instances exist to move (no template has secondaries in
-    this version). Without an instance allocator the admin names their
-    new node: Ganeti's ``remote_node`` (the new secondary) doubles as it.
-    Each instance moves the least disruptive way its disks allow: a
+    this version). With an instance allocator (the opcode's, or the
+    cluster's default when no node is named) its ``node-evacuate`` answer
+    gives the jobs, within the node's group. Otherwise the admin names
+    the new node: Ganeti's ``remote_node`` (the new secondary) doubles
+    as it, and each instance moves the least disruptive way its disks
+    allow: a
     migration (falling back to a failover) when they are externally
     mirrored, a failover when it is stopped, a live migration when the
     hypervisor copies its ``file`` disks, else a move copying them.
@@ -983,7 +986,7 @@ class LUNodeEvacuate(LogicalUnit):
     REQ_BGL = False
 
     def CheckArguments(self) -> None:
-        _RefuseIAllocator(self.op.iallocator)
+        CheckIAllocatorOrNode(self, "iallocator", "remote_node")
 
     def ExpandNames(self) -> None:
         op = self.op
@@ -999,9 +1002,14 @@ class LUNodeEvacuate(LogicalUnit):
         # Only looks: the follow-up jobs take their own locks
         self.share_locks[locking.LEVEL_INSTANCE] = 1
         self.share_locks[locking.LEVEL_NODE] = 1
+        nodes = {op.node_uuid}
+        if op.iallocator:
+            # The allocator moves instances within the node's group
+            group = self.cfg.GetNodeInfo(op.node_uuid).group
+            nodes.update(self.cfg.GetNodeGroup(group).members)
         self.needed_locks = {
             locking.LEVEL_INSTANCE: self._Instances(),
-            locking.LEVEL_NODE: [op.node_uuid],
+            locking.LEVEL_NODE: sorted(nodes),
         }
 
     def _Instances(self) -> list[str]:
@@ -1034,7 +1042,9 @@ class LUNodeEvacuate(LogicalUnit):
             return
         self.LogInfo("Evacuating instances from node '%s': %s",
                      op.node_name, ", ".join(names))
-        CheckIAllocatorOrNode(self, op.iallocator, op.remote_node)
+        if op.iallocator:
+            # The allocator's answer says what can move where
+            return
         target = op.remote_node_uuid
         CheckNodeOnline(self, target)
         CheckNodeNotDrained(self, target)
@@ -1082,5 +1092,16 @@ class LUNodeEvacuate(LogicalUnit):
                                       target_node=target)
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
-        return ResultWithJobs([[self._MoveOp(uuid)]
-                               for uuid in self.instance_uuids])
+        op = self.op
+        if not self.instance_uuids:
+            return ResultWithJobs([])
+        if not op.iallocator:
+            return ResultWithJobs([[self._MoveOp(uuid)]
+                                   for uuid in self.instance_uuids])
+        req = iallocator.IAReqNodeEvac(
+            [self.cfg.GetInstanceInfo(uuid).name
+             for uuid in self.instance_uuids], op.mode,
+            ignore_soft_errors=bool(op.ignore_soft_errors))
+        ial = RunAllocator(self, req, op.iallocator)
+        return ResultWithJobs(LoadNodeEvacResult(self, ial.result,
+                                                 op.early_release, True))

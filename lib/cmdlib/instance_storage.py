@@ -13,6 +13,7 @@ import collections
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, objects
+from ganeti.cmdlib.allocator import RunAllocator
 from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.instance_policy import (
     CalculateGroupIPolicy, ComputeIPolicySpecViolation)
@@ -21,6 +22,7 @@ from ganeti.cmdlib.instance_utils import (
     CheckNodeFreeDisk, CheckNodeOnline, CheckNodeVmCapable,
     GetInstanceInfoText, InstanceLU, InstanceRunning, RemoveDisks,
     SetDisksActive, SetInstancePrimaryNode, ShutdownInstanceDisks)
+from ganeti.masterd import iallocator
 from ganeti.utils.text import FormatUnit
 
 
@@ -200,11 +202,6 @@ class LUInstanceRecreateDisks(InstanceLU):
         if op.iallocator and op.nodes:
             raise errors.OpPrereqError("Do not specify both, iallocator and"
                                        " node", errors.ECODE_INVAL)
-        if op.iallocator:
-            raise errors.OpPrereqError(
-                "Can't compute nodes using iallocator '%s': instance"
-                " allocators are not supported, give the new nodes" %
-                op.iallocator, errors.ECODE_INVAL)
         op.disks = [(idx, self._CheckChanges(idx, params))
                     for idx, params in op.disks]
 
@@ -253,14 +250,54 @@ class LUInstanceRecreateDisks(InstanceLU):
 
     def DeclareLocks(self, level: int) -> None:
         super().DeclareLocks(level)
-        if level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES) and \
-                self.op.node_uuids:
+        if level not in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
+            return
+        extra = self.op.node_uuids or []
+        if self.op.iallocator:
+            # The allocator chooses among the primary node's group
+            primary = self.cfg.GetInstanceInfo(
+                self.op.instance_uuid).primary_node
+            extra = self.cfg.GetNodeGroup(
+                self.cfg.GetNodeInfo(primary).group).members
+        if extra:
             self.needed_locks[level] = list(dict.fromkeys(
-                self.needed_locks[level] + self.op.node_uuids))
+                self.needed_locks[level] + list(extra)))
+
+    def _RunAllocator(self) -> None:
+        """New nodes from the allocator: an ``allocate`` request for the
+        instance as it is (Ganeti's workaround: no allocator relocates all
+        of an instance's nodes at once)."""
+        op, instance = self.op, self.instance
+        cluster = self.cfg.GetClusterInfo()
+        be_full = cluster.FillBE(instance)
+        template = self.cfg.GetInstanceDiskTemplate(instance.uuid)
+        req = iallocator.IAReqInstanceAlloc(
+            name=instance.name, disk_template=template,
+            memory=be_full[objects.BE_MAXMEM],
+            vcpus=be_full[objects.BE_VCPUS],
+            spindle_use=be_full[objects.BE_SPINDLE_USE],
+            disks=[{"size": disk.size, "mode": disk.mode}
+                   for disk in self.cfg.GetInstanceDisks(instance.uuid)],
+            nics=[{}], os=instance.os, tags=sorted(instance.GetTags()),
+            hypervisor=instance.hypervisor)
+        ial = RunAllocator(self, req, op.iallocator)
+        resolved = [ExpandNodeUuidAndName(self.cfg, None, name)
+                    for name in ial.result]
+        op.node_uuids = [uuid for uuid, _ in resolved]
+        op.nodes = [name for _, name in resolved]
+        self.LogInfo("Selected nodes for instance %s via iallocator %s: %s",
+                     instance.name, op.iallocator, ", ".join(op.nodes))
+        keep = set(op.node_uuids) | {instance.primary_node}
+        for level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
+            unneeded = self.glm.list_owned(level) - keep
+            if unneeded:
+                self.glm.release(level, sorted(unneeded))
 
     def CheckPrereq(self) -> None:
         super().CheckPrereq()
         op, instance = self.op, self.instance
+        if op.iallocator:
+            self._RunAllocator()
         old_nodes = self.cfg.GetInstanceNodes(instance.uuid)
         if op.node_uuids:
             if len(op.node_uuids) != len(old_nodes):

@@ -9,10 +9,11 @@ replace-primary and failover-and-replace (``--no-disk-moves``: failover
 only); externally mirrored ones get failover-to-any (a migration to any
 node); plain and file instances are never moved, as in hbal.
 
-To stay fast in Python a round first looks only at the instances of the
-``SOURCES`` most loaded nodes and the ``TARGETS`` least loaded ones; when
-that finds no acceptable move, the round is redone over every instance
-and node, so the plan stops exactly where hbal's full search would.
+Unlike hbal, a round does not try every instance on every node (too slow
+in Python): it looks at the instances of the ``SOURCES`` most loaded
+nodes (offline nodes first) moving to the ``TARGETS`` least loaded ones,
+and when that finds no acceptable move, once more with ``WIDE_SOURCES``
+and every node as target, before stopping.
 
 The accepted moves are split into job sets of consecutive moves touching
 disjoint nodes (``splitJobs``): the jobs of one set can run in parallel.
@@ -25,8 +26,9 @@ from ganeti.htools import metrics, moves
 from ganeti.htools.metrics import Score
 from ganeti.htools.model import Cluster, Failure, Instance, Node
 
-SOURCES = 4
-TARGETS = 16
+SOURCES = 3
+TARGETS = 8
+WIDE_SOURCES = 12
 
 # Sign of each std-dev component when telling loaded nodes: a low free
 # fraction is a loaded node, a high usage fraction too
@@ -179,14 +181,12 @@ def PlanBalance(message: dict, group: str | None = None,
         found = None
         loads = _Loads(score, nodes)
         ranked = sorted(nodes, key=lambda n: (-loads[n.name], n.name))
-        sources = {node.name for node in ranked[:SOURCES]}
-        targets = sorted(online, key=lambda n: (loads[n.name], n.name)
-                         )[:TARGETS]
-        for victims, tnodes in (
-                ([inst for inst in movable
-                  if inst.pnode in sources or inst.snode in sources],
-                 targets),
-                (movable, online)):
+        targets = sorted(online, key=lambda n: (loads[n.name], n.name))
+        for nsources, tnodes in ((SOURCES, targets[:TARGETS]),
+                                 (WIDE_SOURCES, targets)):
+            sources = {node.name for node in ranked[:nsources]}
+            victims = [inst for inst in movable
+                       if inst.pnode in sources or inst.snode in sources]
             found = _BestMove(cluster, score, victims, tnodes, opts)
             if found is not None and _Acceptable(current, found[0], opts):
                 break

@@ -13,7 +13,6 @@ from collections import Counter
 from typing import NamedTuple
 
 from ganeti import constants
-from ganeti.htools import FAIL_CPU, FAIL_DISK, FAIL_MEM, FAIL_MODES
 from ganeti.htools.metrics import Score
 from ganeti.htools.model import Cluster, Group
 from ganeti.htools.placement import Commit, TryGroup
@@ -23,10 +22,10 @@ from ganeti.parameters import families
 # clusters reporting nonsensical resources
 MAX_ALLOCATIONS = 1000000
 
-_RESOURCE = {FAIL_MEM: "memory", FAIL_DISK: "disk", FAIL_CPU: "vcpus"}
-_SHRINK = {FAIL_MEM: families.ISPEC_MEM_SIZE,
-           FAIL_DISK: families.ISPEC_DISK_SIZE,
-           FAIL_CPU: families.ISPEC_CPU_COUNT}
+# The ispec shrunk when a resource (first word of a failure) runs out
+_SHRINK = {"memory": families.ISPEC_MEM_SIZE,
+           "disk": families.ISPEC_DISK_SIZE,
+           "vcpus": families.ISPEC_CPU_COUNT}
 
 
 class Spec(NamedTuple):
@@ -59,7 +58,7 @@ class GroupCapacity(NamedTuple):
     spec: Spec
     count: int
     limit: str
-    failures: dict[str, int]
+    failures: dict[str, int]  # resource -> nodes on which it ran out
 
 
 def _Fill(cluster: Cluster, group: Group, spec: Spec,
@@ -74,7 +73,9 @@ def _Fill(cluster: Cluster, group: Group, spec: Spec,
         inst = cluster.NewInstance(name, spec.Request(name))
         res = TryGroup(cluster, score, group, inst, required, keep=1)
         if res.best is None:
-            return count, res.fails
+            # the resource named by each node's first failed check
+            return count, Counter(text.split()[0] for text in
+                                  res.details.values())
         Commit(cluster, score, inst, list(res.best.nodes))
         count += 1
     return count, Counter()
@@ -83,8 +84,7 @@ def _Fill(cluster: Cluster, group: Group, spec: Spec,
 def _Limit(fails: Counter) -> str:
     if not fails:
         return "none"
-    mode = max(FAIL_MODES, key=lambda m: (fails[m], -FAIL_MODES.index(m)))
-    return _RESOURCE.get(mode, mode)
+    return min(fails, key=lambda what: (-fails[what], what))
 
 
 def Capacity(message: dict, spec: Spec | None = None,
@@ -123,8 +123,8 @@ def Tiered(message: dict, template: str = constants.DT_PLAIN
             if count:
                 steps.append((spec, count))
             shrunk = False
-            for mode in sorted(fails, key=lambda m: -fails[m]):
-                key = _SHRINK.get(mode)
+            for what in sorted(fails, key=lambda m: (-fails[m], m)):
+                key = _SHRINK.get(what)
                 if key is not None and current[key] > low[key]:
                     current[key] = max(low[key], current[key] // 2)
                     shrunk = True

@@ -63,34 +63,45 @@ class Group:
 class Instance:
     """An instance (existing or requested), with what placement needs."""
     __slots__ = ("name", "mem", "dsk", "vcpus", "spindle_use", "disks",
-                 "disk_spindles", "template", "tags", "xtags", "pnode",
-                 "snode", "runs", "offline", "networks", "nics")
+                 "disk_data", "template", "tags", "xtags", "pnode",
+                 "snode", "runs", "offline", "nics")
 
     def __init__(self, name: str, data: dict, ex_prefixes: tuple) -> None:
+        # Read straight from the message: clusters with 10,000 instances
+        # are parsed for every request
+        get = data.get
         self.name = name
-        self.mem = int(data.get("memory", 0))
-        self.disks = [int(disk.get("size", 0))
-                      for disk in data.get("disks") or ()]
-        self.disk_spindles = [disk.get("spindles")
-                              for disk in data.get("disks") or ()]
-        total = data.get("disk_space_total")
-        self.dsk = int(total) if total is not None else sum(self.disks)
-        self.vcpus = int(data.get("vcpus", 1))
-        self.spindle_use = int(data.get("spindle_use", 1))
-        self.template: str = data.get("disk_template", constants.DT_PLAIN)
-        self.tags = list(data.get("tags") or ())
-        self.xtags = tuple(sorted(tag for tag in self.tags
-                                  if tag.startswith(ex_prefixes))) \
+        self.mem: int = get("memory", 0)
+        disks = get("disks") or ()
+        self.disks: list[int] = [disk["size"] for disk in disks]
+        self.disk_data = disks
+        total = get("disk_space_total")
+        self.dsk: int = total if total is not None else sum(self.disks)
+        self.vcpus: int = get("vcpus", 1)
+        self.spindle_use: int = get("spindle_use", 1)
+        self.template: str = get("disk_template", constants.DT_PLAIN)
+        self.tags: list[str] = get("tags") or []
+        self.xtags: tuple[str, ...] = tuple(sorted(
+            tag for tag in self.tags if tag.startswith(ex_prefixes))) \
             if ex_prefixes else ()
-        nodes = list(data.get("nodes") or [])
+        nodes = get("nodes") or []
         self.pnode: str | None = nodes[0] if nodes else None
         self.snode: str | None = nodes[1] if len(nodes) > 1 else None
-        state = data.get("admin_state", "up")
+        state = get("admin_state", "up")
         self.runs = state == "up"
         self.offline = state == "offline"
-        self.nics = list(data.get("nics") or ())
-        self.networks = frozenset(nic["network"] for nic in self.nics
-                                  if nic.get("network"))
+        self.nics: list[dict] = get("nics") or []
+
+    @property
+    def disk_spindles(self) -> list[int | None]:
+        """Per-disk spindles (needed with exclusive storage only)."""
+        return [disk.get("spindles") for disk in self.disk_data]
+
+    @property
+    def networks(self) -> frozenset[str]:
+        """The networks the instance's NICs are connected to."""
+        return frozenset(nic["network"] for nic in self.nics
+                         if nic.get("network"))
 
     @property
     def internal_mirror(self) -> bool:
@@ -178,8 +189,10 @@ class Node:
         self.plist.add(inst.name)
         self.u_cpu += inst.vcpus
         self.inst_sp += inst.spindle_use
-        self.f_mem_forth -= 0 if inst.runs else inst.mem
-        self.xtags.update(inst.xtags)
+        if not inst.runs:
+            self.f_mem_forth -= inst.mem
+        if inst.xtags:
+            self.xtags.update(inst.xtags)
 
     def LoadSec(self, inst: Instance) -> None:
         self.slist.add(inst.name)
@@ -419,17 +432,21 @@ class Cluster:
                 group = self.groups[uuid] = Group(uuid, {}, cluster_ipolicy)
             self.nodes[name] = Node(name, data, group, self.loc_prefixes)
         self.instances: dict[str, Instance] = {}
-        for name, data in sorted((message.get("instances") or {}).items()):
-            self.AddExisting(Instance(name, data, self.ex_prefixes))
+        # Accounting does not depend on the order: no sorting needed
+        ex_prefixes = self.ex_prefixes
+        for name, data in (message.get("instances") or {}).items():
+            self.AddExisting(Instance(name, data, ex_prefixes))
 
     def AddExisting(self, inst: Instance) -> None:
         """Account an instance already placed (its nodes' free values
         include it)."""
         self.instances[inst.name] = inst
-        pnode = self.nodes.get(inst.pnode) if inst.pnode else None
+        pnode = self.nodes.get(inst.pnode)  # type: ignore[arg-type]
         if pnode is not None:
             pnode.LoadPri(inst)
-        snode = self.nodes.get(inst.snode) if inst.snode else None
+        if inst.snode is None:
+            return
+        snode = self.nodes.get(inst.snode)
         if snode is not None:
             snode.LoadSec(inst)
             if pnode is not None:

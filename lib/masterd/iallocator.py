@@ -218,8 +218,9 @@ class IAReqRelocate(IARequest):
     def GetRequest(self, cfg: Any) -> dict:
         instance = cfg.GetInstanceInfo(self.inst_uuid)
         disks = cfg.GetInstanceDisks(self.inst_uuid)
-        if not disks or any(disk.dev_type not in constants.DTS_MIRRORED
-                            for disk in disks):
+        # A diskless instance counts as mirrored (Ganeti's AllDiskOfType)
+        if any(disk.dev_type not in constants.DTS_MIRRORED
+               for disk in disks):
             raise errors.OpPrereqError("Can't relocate non-mirrored"
                                        " instances", errors.ECODE_INVAL)
         return {

@@ -80,6 +80,7 @@ RESOURCES: _ResourceMap = {
     "/2/groups/{group_name}/tags": rlib2.R_2_groups_name_tags,
 
     "/2/instances": rlib2.R_2_instances,
+    "/2/instances-multi-alloc": rlib2.R_2_instances_multi_alloc,
     "/2/instances/{instance_name}": rlib2.R_2_instances_name,
     "/2/instances/{instance_name}/startup":
         rlib2.R_2_instances_name_startup,

@@ -693,6 +693,27 @@ class R_2_instances(_HvParamsBody):
         return result
 
 
+class R_2_instances_multi_alloc(OpcodeResource):
+    """/2/instances-multi-alloc resource: several creations placed by one
+    allocator run; each instance takes the body of POST /2/instances."""
+
+    POST_OPCODE = opcodes.OpInstanceMultiAlloc
+    POST_QUERY = {"dry-run": "dry_run"}
+
+    def GetPostOpInput(self) -> tuple[Any, dict]:
+        body, static = self._GetOpInput("POST")
+        if not isinstance(body, dict) or "instances" not in body:
+            raise ghttp.HttpBadRequest("Request is missing required"
+                                       " 'instances' field in body")
+        instances = baserlib.CheckType(body["instances"], list,
+                                       "'instances' field")
+        body = dict(body, instances=[
+            baserlib.FillOpcode(opcodes.OpInstanceCreate, inst, {},
+                                rename=R_2_instances.POST_RENAME)
+            for inst in instances])
+        return body, static
+
+
 class R_2_instances_name(_R_Instance):
     """/2/instances/[instance_name] resource."""
 

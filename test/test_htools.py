@@ -1,0 +1,456 @@
+"""The built-in allocator, capacity and balance planning (ganeti.htools)."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import ganeti
+from ganeti import errors
+from ganeti.htools import allocator, balance, capacity, metrics, model, simu
+
+pytestmark = pytest.mark.unit
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GROUP = "f4e06e0d-528a-4963-a5ad-10f3e114232d"
+
+
+def _Example() -> dict:
+    """The allocation example of iallocator.rst."""
+    ipolicy = {
+        "disk-templates": ["drbd", "plain"],
+        "minmax": [{"max": {"cpu-count": 2, "disk-count": 8,
+                            "disk-size": 2048, "memory-size": 12800,
+                            "nic-count": 8, "spindle-use": 8},
+                    "min": {"cpu-count": 1, "disk-count": 1,
+                            "disk-size": 1024, "memory-size": 128,
+                            "nic-count": 1, "spindle-use": 1}}],
+        "spindle-ratio": 32.0,
+        "std": {"cpu-count": 1, "disk-count": 1, "disk-size": 1024,
+                "memory-size": 128, "nic-count": 1, "spindle-use": 1},
+        "vcpu-ratio": 4.0}
+
+    def node(total_disk, free_disk, tags):
+        return {"total_disk": total_disk, "free_disk": free_disk,
+                "tags": tags, "group": GROUP, "free_memory": 3505,
+                "total_memory": 4095}
+
+    return {
+        "version": 2, "cluster_name": "cluster1.example.com",
+        "cluster_tags": [], "enabled_hypervisors": ["xen-pvm"],
+        "nodegroups": {GROUP: {"name": "default",
+                               "alloc_policy": "preferred",
+                               "networks": ["net-uuid-1", "net-uuid-2"],
+                               "ipolicy": ipolicy,
+                               "tags": ["ng-tag-1", "ng-tag-2"]}},
+        "instances": {
+            "instance1.example.com": {
+                "tags": [], "should_run": False,
+                "disks": [{"mode": "w", "size": 64},
+                          {"mode": "w", "size": 512}],
+                "nics": [{"ip": None, "mac": "aa:00:00:00:60:bf",
+                          "bridge": "xen-br0"}],
+                "vcpus": 1, "disk_template": "plain", "memory": 128,
+                "nodes": ["nodee1.com"], "os": "debootstrap+default"},
+            "instance2.example.com": {
+                "tags": [], "should_run": False,
+                "disks": [{"mode": "w", "size": 512},
+                          {"mode": "w", "size": 256}],
+                "nics": [{"ip": None, "mac": "aa:00:00:55:f8:38",
+                          "bridge": "xen-br0"}],
+                "vcpus": 1, "disk_template": "drbd", "memory": 512,
+                "nodes": ["node2.example.com", "node3.example.com"],
+                "os": "debootstrap+default"}},
+        "nodes": {
+            "node1.example.com": node(858276, 856740, []),
+            "node2.example.com": node(858240, 848320, ["test"]),
+            "node3.example.com": node(572184, 570648, [])},
+        "request": {
+            "type": "allocate", "name": "instance3.example.com",
+            "required_nodes": 2, "disk_space_total": 3328,
+            "disks": [{"mode": "w", "size": 1024},
+                      {"mode": "w", "size": 2048}],
+            "nics": [{"ip": None, "mac": "00:11:22:33:44:55",
+                      "bridge": None}],
+            "vcpus": 1, "disk_template": "drbd", "memory": 2048,
+            "os": "debootstrap+default", "tags": ["type:test", "owner:foo"],
+            "hypervisor": "xen-pvm"}}
+
+
+def _Small(nodes: int = 3, memory: int = 4096, **kwargs) -> dict:
+    return simu.Message(nodes, memory=memory, **kwargs)
+
+
+def test_example_allocation_drbd():
+    answer = allocator.Run(_Example())
+    assert answer["success"], answer
+    assert len(answer["result"]) == 2
+    assert len(set(answer["result"])) == 2
+    assert set(answer["result"]) <= set(_Example()["nodes"])
+    assert answer["info"].startswith("Request successful: Selected group:"
+                                     " default")
+    assert answer == allocator.Run(_Example())
+
+
+def test_example_relocation():
+    msg = _Example()
+    msg["request"] = {"type": "relocate", "name": "instance2.example.com",
+                      "required_nodes": 1, "disk_space_total": 832,
+                      "relocate_from": ["node3.example.com"]}
+    answer = allocator.Run(msg)
+    assert answer["success"], answer
+    assert answer["result"] == ["node1.example.com"]
+
+
+def test_relocate_from_must_be_the_secondary():
+    msg = _Example()
+    msg["request"] = {"type": "relocate", "name": "instance2.example.com",
+                      "required_nodes": 1,
+                      "relocate_from": ["node2.example.com"]}
+    answer = allocator.Run(msg)
+    assert not answer["success"] and answer["result"] == []
+    assert "must be [node3.example.com]" in answer["info"]
+
+
+@pytest.mark.parametrize("size", [1, 2, 10, 100, 1000])
+def test_generated_clusters(size):
+    msg = simu.Message(size, size * 5, request=simu.AllocRequest())
+    answer = allocator.Run(msg)
+    assert answer["success"], answer["info"][:300]
+    assert len(answer["result"]) == 1 and answer["result"][0] in msg["nodes"]
+    assert allocator.Run(copy.deepcopy(msg)) == answer
+
+
+@pytest.mark.parametrize("size", [2, 5, 20])
+def test_generated_clusters_drbd(size):
+    msg = simu.Message(size, size * 3, groups=2 if size > 2 else 1,
+                       templates=("drbd", "plain"),
+                       request=simu.AllocRequest(template="drbd"))
+    answer = allocator.Run(msg)
+    assert answer["success"], answer["info"][:300]
+    pnode, snode = answer["result"]
+    assert pnode != snode
+    assert msg["nodes"][pnode]["group"] == msg["nodes"][snode]["group"]
+    assert allocator.Run(msg) == answer
+
+
+def test_fills_the_emptiest_node():
+    msg = _Small(3, memory=8192)
+    msg["nodes"]["node0001.example.com"]["free_memory"] = 7000
+    msg["nodes"]["node0002.example.com"]["free_memory"] = 2000
+    msg["request"] = simu.AllocRequest(memory=1024)
+    assert allocator.Run(msg)["result"] == ["node0000.example.com"]
+
+
+def test_failure_memory_names_node_and_values():
+    msg = _Small(3, memory=2560)
+    msg["request"] = simu.AllocRequest(memory=2048)
+    answer = allocator.Run(msg)
+    assert not answer["success"] and answer["result"] == []
+    assert "FailMem: 3" in answer["info"]
+    assert "node0000.example.com: memory 2048 MiB needed, 1536 MiB free" \
+        in answer["info"]
+
+
+def test_failure_summary_mixes_modes():
+    msg = _Small(4, memory=8192)
+    msg["nodes"]["node0000.example.com"]["free_memory"] = 100
+    msg["nodes"]["node0001.example.com"]["free_disk"] = 10
+    msg["nodes"]["node0002.example.com"]["total_cpus"] = 1
+    msg["nodes"]["node0002.example.com"]["free_memory"] = 200
+    msg["nodes"]["node0003.example.com"]["offline"] = True
+    msg["request"] = simu.AllocRequest(memory=1024, disk=1024)
+    answer = allocator.Run(msg)
+    assert not answer["success"]
+    assert "failure reasons: FailMem: 2, FailDisk: 1" in answer["info"]
+    assert "node0001.example.com: disk 1024 MiB needed, 10 MiB free" in \
+        answer["info"]
+    assert "node0003" not in answer["info"]
+
+
+def test_failure_vcpu_ratio():
+    msg = _Small(1, memory=8192, cpus=1)
+    msg["request"] = simu.AllocRequest(vcpus=8)
+    answer = allocator.Run(msg)
+    assert "FailCPU: 1" in answer["info"]
+    assert "vcpus 8 needed, 4 of 4 allowed (vcpu-ratio 4) free" in \
+        answer["info"]
+
+
+def test_failure_instance_policy():
+    msg = _Small(2, memory=65536)
+    msg["request"] = simu.AllocRequest(memory=40000)
+    answer = allocator.Run(msg)
+    assert "FailMem: 2" in answer["info"]
+    assert "memory 40000 outside the instance policy range [128, 32768]" \
+        in answer["info"]
+
+
+def test_exclusion_tags():
+    msg = simu.Message(2, 1, memory=8192)
+    msg["cluster_tags"] = ["htools:iextags:service"]
+    msg["instances"]["inst00000.example.com"]["tags"] = ["service:db"]
+    msg["request"] = simu.AllocRequest(tags=["service:db"])
+    assert allocator.Run(msg)["result"] == ["node0001.example.com"]
+    msg["nodes"]["node0001.example.com"]["drained"] = True
+    answer = allocator.Run(msg)
+    assert not answer["success"]
+    assert "FailTags: 1" in answer["info"]
+    assert "exclusion tag service:db" in answer["info"]
+
+
+def test_offline_drained_not_vm_capable_never_chosen():
+    msg = _Small(4, memory=8192)
+    msg["nodes"]["node0000.example.com"]["offline"] = True
+    msg["nodes"]["node0001.example.com"]["drained"] = True
+    msg["nodes"]["node0002.example.com"]["vm_capable"] = False
+    msg["request"] = simu.AllocRequest()
+    assert allocator.Run(msg)["result"] == ["node0003.example.com"]
+
+
+def test_group_policies():
+    msg = simu.Message(4, groups=2, memory=8192)
+    groups = msg["nodegroups"]
+    first, second = sorted(groups)
+    groups[first]["alloc_policy"] = "last_resort"
+    msg["request"] = simu.AllocRequest()
+    answer = allocator.Run(msg)
+    assert msg["nodes"][answer["result"][0]]["group"] == second
+    groups[second]["alloc_policy"] = "unallocable"
+    answer = allocator.Run(msg)
+    assert msg["nodes"][answer["result"][0]]["group"] == first
+    groups[first]["alloc_policy"] = "unallocable"
+    assert not allocator.Run(msg)["success"]
+    msg["request"]["group_name"] = groups[second]["name"]
+    answer = allocator.Run(msg)
+    assert msg["nodes"][answer["result"][0]]["group"] == second
+
+
+def test_restrict_to_nodes():
+    msg = _Small(4, memory=8192)
+    msg["request"] = simu.AllocRequest(**{"restrict-to-nodes":
+                                          ["node0002.example.com"]})
+    assert allocator.Run(msg)["result"] == ["node0002.example.com"]
+    answer = allocator.Run(msg, options={"restrict-allocation-to":
+                                         "node0003.example.com"})
+    assert answer["result"] == ["node0003.example.com"]
+
+
+def test_multi_allocate_sees_previous_allocations():
+    msg = _Small(2, memory=4096)
+    msg["request"] = {"type": "multi-allocate", "instances": [
+        simu.AllocRequest(name="a", memory=2048),
+        simu.AllocRequest(name="b", memory=2048),
+        simu.AllocRequest(name="c", memory=2048)]}
+    answer = allocator.Run(msg)
+    assert answer["success"]
+    done, failed = answer["result"]
+    assert sorted(nodes[0] for _, nodes in done) == [
+        "node0000.example.com", "node0001.example.com"]
+    assert [name for name, _ in done] == ["a", "b"]
+    assert failed == ["c"]
+    assert "c: No valid allocation solutions" in answer["info"]
+
+
+def test_explain():
+    msg = _Small(3, memory=8192)
+    msg["nodes"]["node0002.example.com"]["free_memory"] = 3000
+    msg["request"] = simu.AllocRequest()
+    answer = allocator.Run(msg, explain=True)
+    text = answer["explanation"]
+    assert "Top candidates" in text
+    assert "node0002.example.com" in text
+    assert "Winner node0000.example.com beats node0001.example.com" in text
+    assert "explanation" not in allocator.Run(msg)
+
+
+def _EvacMessage(mode: str, instances: list[str]) -> dict:
+    msg = simu.Message(4, 6, memory=16384,
+                       templates=("drbd", "diskless", "plain"))
+    msg["request"] = {"type": "node-evacuate", "instances": instances,
+                      "evac_mode": mode}
+    return msg
+
+
+def test_node_evacuate_primary_only():
+    # inst0 drbd, inst1 diskless, inst2 plain; all on node0..2
+    msg = _EvacMessage("primary-only", ["inst00000.example.com",
+                                        "inst00001.example.com",
+                                        "inst00002.example.com"])
+    answer = allocator.Run(msg)
+    assert answer["success"]
+    moved, failed, jobs = answer["result"]
+    assert [m[0] for m in moved] == ["inst00000.example.com",
+                                     "inst00001.example.com"]
+    assert moved[0][2] == list(reversed(
+        msg["instances"]["inst00000.example.com"]["nodes"]))
+    assert failed == [["inst00002.example.com",
+                       "Instances of type plain cannot be relocated"]]
+    assert jobs[0] == [{
+        "OP_ID": "OP_INSTANCE_MIGRATE", "instance_name":
+        "inst00000.example.com", "allow_runtime_changes": False,
+        "ignore_ipolicy": False, "cleanup": False, "allow_failover": True,
+        "ignore_hvversions": True}]
+    assert jobs[1][0]["OP_ID"] == "OP_INSTANCE_MIGRATE"
+    assert jobs[1][0]["target_node"] not in ("node0001.example.com", )
+    assert moved[1][1] == "default"
+
+
+def test_node_evacuate_secondary_and_all():
+    msg = _EvacMessage("secondary-only", ["inst00000.example.com"])
+    old = msg["instances"]["inst00000.example.com"]["nodes"]
+    moved, failed, jobs = allocator.Run(msg)["result"]
+    assert failed == []
+    assert moved[0][2][0] == old[0] and moved[0][2][1] not in old
+    assert jobs[0][0]["OP_ID"] == "OP_INSTANCE_REPLACE_DISKS"
+    assert jobs[0][0]["mode"] == "replace_new_secondary"
+    assert jobs[0][0]["remote_node"] == moved[0][2][1]
+    msg = _EvacMessage("all", ["inst00000.example.com"])
+    moved, failed, jobs = allocator.Run(msg)["result"]
+    assert not set(moved[0][2]) & set(old)
+    assert [op["OP_ID"] for op in jobs[0]] == [
+        "OP_INSTANCE_REPLACE_DISKS", "OP_INSTANCE_MIGRATE",
+        "OP_INSTANCE_REPLACE_DISKS"]
+
+
+def test_change_group():
+    msg = simu.Message(6, 2, groups=2, memory=16384,
+                       templates=("drbd", "diskless"))
+    msg["request"] = {"type": "change-group", "target_groups": [],
+                      "instances": ["inst00000.example.com",
+                                    "inst00001.example.com"]}
+    answer = allocator.Run(msg)
+    moved, failed, jobs = answer["result"]
+    assert failed == []
+    assert [m[1] for m in moved] == ["group1", "group1"]
+    for _, _, nodes in moved:
+        assert all(msg["nodes"][n]["group"] == "group-0001-uuid"
+                   for n in nodes)
+    assert len(jobs[0]) == 3 and len(jobs[1]) == 1
+
+
+def test_allocate_secondary():
+    msg = simu.Message(3, 1, memory=16384)
+    msg["request"] = {"type": "allocate-secondary",
+                      "name": "inst00000.example.com"}
+    answer = allocator.Run(msg)
+    assert answer["success"]
+    assert answer["result"] in ("node0001.example.com",
+                                "node0002.example.com")
+
+
+@pytest.mark.parametrize("message", [
+    [], {}, {"request": {"type": "bogus"}},
+    {"request": {"type": "allocate"}, "nodes": {"n": {"group": "g",
+                                                      "total_memory": "x"}}},
+])
+def test_malformed_input_raises(message):
+    with pytest.raises(errors.ParameterError):
+        allocator.Run(message)
+
+
+def test_score_components():
+    msg = simu.Message(2, memory=8192)
+    cluster = model.Cluster(msg)
+    nodes = list(cluster.nodes.values())
+    assert metrics.ClusterScore(nodes) == 0.0
+    msg["nodes"]["node0000.example.com"]["free_memory"] = 1024
+    cluster = model.Cluster(msg)
+    score = metrics.Score(list(cluster.nodes.values()))
+    # pMem 1024/8192 vs 7168/8192: std-dev 0.375, weights 0.5 (+ forth)
+    assert score.Components()["free_mem_cv"] == pytest.approx(0.375)
+    assert score.Total() == pytest.approx(0.375)
+    msg["nodes"]["node0001.example.com"]["offline"] = True
+    msg["instances"] = {"i": {"nodes": ["node0001.example.com"],
+                              "memory": 128, "disk_template": "plain"}}
+    cluster = model.Cluster(msg)
+    # one primary on an offline node: 4 + 16
+    assert metrics.ClusterScore(list(cluster.nodes.values())) == 20.0
+
+
+def test_capacity_sequential_and_limit():
+    msg = simu.Message(2, memory=8192)
+    [result] = capacity.Capacity(msg, capacity.Spec(1024, 1024, 1))
+    # 7168 MiB free per node; memory must stay above 0: 6 per node
+    assert result.count == 12
+    assert result.limit == "memory"
+    [result] = capacity.Capacity(msg, capacity.Spec(128, 10240, 1))
+    assert result.limit == "spindles"
+    assert result.count == 64
+
+
+def test_capacity_tiered():
+    msg = simu.Message(2, memory=8192)
+    steps = capacity.Tiered(msg)["default"]
+    assert steps
+    assert steps[0][0].memory < 32768
+    assert all(count > 0 for _, count in steps)
+
+
+def test_balance_lowers_score_with_disjoint_jobsets():
+    msg = simu.Message(10, 60, memory=32768, skew=0.5,
+                       templates=("drbd", "diskless"))
+    plan = balance.PlanBalance(msg)
+    assert plan.steps
+    assert plan.final_score < plan.initial_score
+    for step in plan.steps:
+        assert step.after < step.before
+    for jobset in plan.jobsets:
+        seen: set = set()
+        for step in jobset:
+            assert not seen & step.nodes
+            seen |= step.nodes
+    assert sum(len(js) for js in plan.jobsets) == len(plan.steps)
+    jobs = plan.Jobs()
+    assert all(op["OP_ID"] in ("OP_INSTANCE_MIGRATE",
+                               "OP_INSTANCE_REPLACE_DISKS")
+               for jobset in jobs for job in jobset for op in job)
+    again = balance.PlanBalance(msg)
+    assert [s.move for s in again.steps] == [s.move for s in plan.steps]
+
+
+def test_balance_options():
+    msg = simu.Message(10, 60, memory=32768, skew=0.5,
+                       templates=("drbd", ))
+    plan = balance.PlanBalance(msg, opts=balance.Options(no_disk_moves=True))
+    assert all(s.move.kind == "failover" for s in plan.steps)
+    plan = balance.PlanBalance(msg, opts=balance.Options(max_length=2))
+    assert len(plan.steps) == 2
+    plan = balance.PlanBalance(msg, opts=balance.Options(evac_mode=True))
+    assert plan.steps == []
+    msg["nodes"]["node0000.example.com"]["offline"] = True
+    plan = balance.PlanBalance(msg, opts=balance.Options(evac_mode=True))
+    assert plan.steps
+    assert all("node0000.example.com" in s.nodes for s in plan.steps)
+    with pytest.raises(errors.ParameterError):
+        balance.PlanBalance(simu.Message(4, groups=2))
+
+
+def _Halloc(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(ganeti.__file__))
+    return subprocess.run([sys.executable, os.path.join(TOP, "scripts",
+                                                        "halloc")] +
+                          list(args), env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def test_halloc_program(tmp_path):
+    good = tmp_path / "in.json"
+    good.write_text(json.dumps(_Example()))
+    result = _Halloc(str(good), "--explain")
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["success"] and len(answer["result"]) == 2
+    assert "explanation" in answer
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    result = _Halloc(str(bad))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "invalid input" in result.stderr
+    result = _Halloc(str(tmp_path / "missing.json"))
+    assert result.returncode == 1 and "cannot read" in result.stderr
