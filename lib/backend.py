@@ -1577,7 +1577,8 @@ def blockdev_assemble(disk: dict, instance: dict, on_primary: bool,
                       idx: int) -> str | None:
     """Make disk ``idx`` of ``instance`` usable; returns the device path.
 
-    These templates need nothing on a secondary node (None).
+    On a secondary node only mirrored disks have something to do (serve
+    the replica); the result is None there.
     """
     cf = _DiskFromDict(disk)
     name = instance.get("name") if isinstance(instance, dict) else None
@@ -1586,13 +1587,37 @@ def blockdev_assemble(disk: dict, instance: dict, on_primary: bool,
               instance)
     if isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
         _Fail("Invalid disk index %r", idx)
-    if not _CheckFlag(on_primary, "on_primary"):
-        return None
     try:
+        if not _CheckFlag(on_primary, "on_primary"):
+            storage.GetDevice(cf).AssembleSecondary()
+            return None
         dev = storage.Assemble(cf)
     except errors.BlockDeviceError as err:
         _Fail("Cannot assemble disk/%d of instance %s: %s", idx, name, err)
     return dev.dev_path
+
+
+def blockdev_getmirrorstatus(disks: list) -> list:
+    """Ganeti's status 7-tuple of each disk on this node.
+
+    ``(dev_path, major, minor, sync_percent, estimated_time, is_degraded,
+    ldisk_status)``; FUSE-exported devices have no major/minor (None).
+    """
+    if not isinstance(disks, list):
+        _Fail("Invalid disks %r, expected a list", disks)
+    result = []
+    for data in disks:
+        disk = _DiskFromDict(data)
+        try:
+            dev = storage.GetDevice(disk)
+            dev.Attach()
+            percent, eta, degraded, ldisk = dev.GetSyncStatus()
+        except errors.BlockDeviceError as err:
+            _Fail("Cannot get the status of disk %s: %s",
+                  disk.iv_name or disk.uuid, err)
+        result.append([dev.dev_path, None, None, percent, eta, degraded,
+                       ldisk])
+    return result
 
 
 def blockdev_shutdown(disk: dict) -> None:

@@ -292,6 +292,16 @@ IP4_FAMILY = 2
 IP6_FAMILY = 10
 FIRST_DRBD_PORT = 11000
 LAST_DRBD_PORT = 14999
+# Dynamic disk parameters the master adds for the node it calls (drbd:
+# the addresses of both ends of the pair)
+DDP_LOCAL_IP = "local-ip"
+DDP_REMOTE_IP = "remote-ip"
+DDP_LOCAL_MINOR = "local-minor"
+DDP_REMOTE_MINOR = "remote-minor"
+# Local disk status, the last element of a mirror status tuple
+LDS_OKAY = 1
+LDS_UNKNOWN = 2
+LDS_FAULTY = 3
 CLUSTER_NAME_RE = r"^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$"
 
 # Validity of the cluster certificate created by init, in days

@@ -119,6 +119,10 @@ class CommandError(GenericError):
     """An external command failed."""
 
 
+class QmpError(GenericError):
+    """A QMP command of a QEMU process failed or got no answer."""
+
+
 class StorageError(GenericError):
     """A storage operation failed."""
 

@@ -48,6 +48,9 @@ DISK_LINKS_DIR = RUN_DIR + "/instance-disks"
 # Runtime state of the KVM hypervisor (pid files, QMP and serial sockets,
 # saved command lines)
 KVM_HV_DIR = RUN_DIR + "/kvm-hypervisor"
+# Runtime state of drbd disks (QEMU block daemons: pid files, QMP and NBD
+# sockets, the FUSE-exported device files)
+DRBD_RUN_DIR = RUN_DIR + "/drbd"
 # The shipped script attaching a KVM tap to its NIC's network, installed
 # beside daemon-util; an executable KVM_IFUP_CUSTOM replaces what it does
 KVM_IFUP = os.path.join(os.path.dirname(DAEMON_UTIL), "kvm-ifup")
@@ -57,6 +60,9 @@ KVM_IFUP_CUSTOM = CONF_DIR + "/kvm-ifup-custom"
 CLUSTER_CONF_FILE = DATA_DIR + "/config.data"
 NODED_CERT_FILE = DATA_DIR + "/server.pem"
 NODED_CLIENT_CERT_FILE = DATA_DIR + "/client.pem"
+# QEMU's x509 credentials directory for drbd disks, made from the cluster
+# certificate (ca-cert.pem, server-*.pem, client-*.pem)
+DRBD_TLS_DIR = DATA_DIR + "/drbd-tls"
 RAPI_CERT_FILE = DATA_DIR + "/rapi.pem"
 CLUSTER_DOMAIN_SECRET_FILE = DATA_DIR + "/cluster-domain-secret"
 # A node not yet in a cluster: noded's temporary certificate and join key

@@ -282,8 +282,13 @@ CALLS += (
             (_A("disk"), _A("instance"), _A("on_primary"), _A("idx")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Make disk idx of the instance usable; returns the device path"
-            " (None on a secondary node, where these templates have nothing"
-            " to assemble)"),
+            " (None on a secondary node, where only drbd disks have"
+            " something to do: serve the replica)"),
+    RpcCall("blockdev_getmirrorstatus", (_A("disks"),),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Status of each disk: [dev_path, major, minor, sync_percent,"
+            " estimated_time, is_degraded, ldisk_status]",
+            repeatable=True),
     RpcCall("blockdev_shutdown", (_A("disk"),), constants.RPC_TMO_NORMAL,
             CALL_SINGLE, "Undo blockdev_assemble; the data stays"),
     RpcCall("blockdev_grow",

@@ -169,10 +169,13 @@ def test_file_path_tricks(node, tmp_path):
 
 
 def test_unsupported_templates(node):
-    for template in (constants.DT_PLAIN, constants.DT_DRBD8):
-        with pytest.raises(errors.BlockDeviceError, match="not supported"):
-            storage.GetDevice(objects.Disk(dev_type=template, size=1,
-                                           logical_id=["vg", "lv"]))
+    with pytest.raises(errors.BlockDeviceError, match="not supported"):
+        storage.GetDevice(objects.Disk(dev_type=constants.DT_PLAIN, size=1,
+                                       logical_id=["vg", "lv"]))
+    # drbd is supported (test_storage_drbd) and checks its logical id
+    with pytest.raises(errors.BlockDeviceError, match="drbd logical id"):
+        storage.GetDevice(objects.Disk(dev_type=constants.DT_DRBD8, size=1,
+                                       logical_id=["vg", "lv"]))
 
 
 def test_file_storage_unit(node):

@@ -29,12 +29,12 @@ import re
 import select
 import shlex
 import signal
-import socket
 import time
 from typing import Any
 
 from ganeti import constants, errors, netutils, objects, pathutils
 from ganeti.hypervisor import hv_base
+from ganeti.utils import qmp
 from ganeti.parameters.hypervisors import (
     CPU_PINNING_ALL, HT_BO_CDROM, HT_CACHE_DEFAULT, HT_KVM_EXIT,
     HT_KVM_REBOOT, HT_SM_USER, HV_ACPI, HV_BOOT_ORDER, HV_CDROM_IMAGE_PATH,
@@ -61,7 +61,6 @@ _UNIX_PATH_MAX = 107
 # Longest socket directory that leaves room for long instance names
 _CTRL_DIR_MAX = 48
 _SHORT_CTRL_PREFIX = "/run/ganeti-kvm"
-_QMP_TIMEOUT = 10.0
 # After QMP "quit" (forced stop), how long QEMU gets before SIGKILL
 _QUIT_GRACE = 3.0
 # How long the threads of a killed QEMU may take to exit
@@ -148,86 +147,10 @@ class QmpError(errors.HypervisorError):
     """A QMP command failed or the monitor did not answer."""
 
 
-class QmpConnection:
-    """A short-lived QMP session: connect, negotiate, run commands.
+class QmpConnection(qmp.QmpConnection):
+    """A QMP session whose failures are hypervisor errors."""
 
-    Asynchronous events received while waiting for a reply are kept in
-    ``events``.
-    """
-
-    def __init__(self, path: str, timeout: float = _QMP_TIMEOUT):
-        self._path = path
-        self._timeout = timeout
-        self._sock: socket.socket | None = None
-        self._buf = b""
-        self.events: list[dict] = []
-
-    def __enter__(self) -> "QmpConnection":
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self._timeout)
-        try:
-            sock.connect(self._path)
-        except OSError as err:
-            sock.close()
-            raise QmpError("Cannot connect to QMP socket %s: %s" %
-                           (self._path, err)) from err
-        self._sock = sock
-        try:
-            greeting = self._Read()
-            if "QMP" not in greeting:
-                raise QmpError("Not a QMP greeting: %r" % greeting)
-            self.Execute("qmp_capabilities")
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *_exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
-
-    def _Read(self) -> dict:
-        assert self._sock is not None
-        while b"\n" not in self._buf:
-            try:
-                data = self._sock.recv(65536)
-            except OSError as err:
-                raise QmpError("Reading from QMP socket %s: %s" %
-                               (self._path, err)) from err
-            if not data:
-                raise QmpError("QMP socket %s closed" % self._path)
-            self._buf += data
-        line, _, self._buf = self._buf.partition(b"\n")
-        try:
-            return json.loads(line)
-        except ValueError as err:
-            raise QmpError("Invalid QMP message %r" % line) from err
-
-    def Execute(self, command: str, arguments: dict | None = None) -> Any:
-        """Run a command; its "return" value, QmpError on "error"."""
-        assert self._sock is not None
-        message: dict[str, Any] = {"execute": command}
-        if arguments:
-            message["arguments"] = arguments
-        try:
-            self._sock.sendall(json.dumps(message).encode() + b"\n")
-        except OSError as err:
-            raise QmpError("Writing to QMP socket %s: %s" %
-                           (self._path, err)) from err
-        while True:
-            reply = self._Read()
-            if "event" in reply:
-                self.events.append(reply)
-            elif "error" in reply:
-                raise QmpError("QMP command %s failed: %s" %
-                               (command, reply["error"].get("desc",
-                                                            reply["error"])))
-            elif "return" in reply:
-                return reply["return"]
+    ERROR = QmpError
 
 
 def _CheckDrivePath(name: str, path: str) -> None:

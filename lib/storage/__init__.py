@@ -8,18 +8,19 @@ points), which pick the class from the disk's ``dev_type``:
 * ``Assemble(disk)``: the device, made usable (``dev_path`` set);
 * ``GetStorageUnit(su_name, su_args)``: a storage unit to list.
 
-Templates without storage here (``plain``, ``drbd``: no LVM or DRBD on
-these nodes) are refused with BlockDeviceError.
+``drbd`` is built from QEMU's block layer (see storage.drbd); ``plain``
+(no LVM on these nodes) is refused with BlockDeviceError.
 """
 
 from ganeti import constants, errors, objects
-from ganeti.storage import base, blockdev, extstorage, filestorage
+from ganeti.storage import base, blockdev, drbd, extstorage, filestorage
 
 DEV_MAP: dict[str, type[base.BlockDev]] = {
     constants.DT_FILE: filestorage.FileStorage,
     constants.DT_SHARED_FILE: filestorage.SharedFileStorage,
     constants.DT_BLOCK: blockdev.PersistentBlockDevice,
     constants.DT_EXT: extstorage.ExtStorageDevice,
+    constants.DT_DRBD8: drbd.DRBD8Dev,
 }
 
 

@@ -15,7 +15,7 @@ import os
 import stat
 from typing import Any, NoReturn
 
-from ganeti import errors
+from ganeti import constants, errors
 
 _MIB = 1024 * 1024
 
@@ -103,6 +103,16 @@ class BlockDev(abc.ABC):
         if not self.Attach():
             ThrowError("Cannot assemble %r: the device is not available",
                        self)
+
+    def GetSyncStatus(self) -> tuple[float | None, float | None, bool, int]:
+        """``(sync_percent, estimated_time, is_degraded, ldisk_status)``.
+
+        Only mirrored templates sync; the others are never degraded.
+        """
+        return None, None, False, constants.LDS_OKAY
+
+    def AssembleSecondary(self) -> None:
+        """Take the secondary role of a mirrored disk (others: nothing)."""
 
     def Shutdown(self) -> None:
         """Make the device unused again (the data stays)."""

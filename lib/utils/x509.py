@@ -73,6 +73,63 @@ def GenerateSelfSignedX509Cert(common_name: str,
     return key_pem.decode("ascii"), cert_pem.decode("ascii")
 
 
+def GenerateSignedX509Cert(ca_pem: str, common_name: str,
+                           validity_days: int) -> tuple[str, str]:
+    """Create a key and a leaf certificate signed by a CA's key.
+
+    ``ca_pem`` holds the CA's key and certificate (the cluster
+    certificate file). QEMU's TLS credentials refuse a CA certificate in
+    the server or client role, so its peers get such a leaf (not a CA,
+    server and client authentication). Returns ``(key_pem, cert_pem)``.
+    """
+    if validity_days <= 0:
+        raise errors.ProgrammerError("Certificate validity must be positive,"
+                                     " not %r" % validity_days)
+    ca_cert = LoadCertificate(ca_pem)
+    try:
+        ca_key = serialization.load_pem_private_key(ca_pem.encode("ascii"),
+                                                    password=None)
+    except ValueError as err:
+        raise errors.X509CertError(None, "Unable to load the CA's key: %s" %
+                                   err) from err
+    if not isinstance(ca_key, rsa.RSAPrivateKey):
+        raise errors.X509CertError(None, "The CA's key is not an RSA key")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=_KEY_BITS)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    not_after = min(now + datetime.timedelta(days=validity_days),
+                    ca_cert.not_valid_after_utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
+                                                    common_name)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _CLOCK_SKEW)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None),
+                       critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True,
+                                     content_commitment=False,
+                                     key_encipherment=True,
+                                     data_encipherment=False,
+                                     key_agreement=False,
+                                     key_cert_sign=False,
+                                     crl_sign=False,
+                                     encipher_only=False,
+                                     decipher_only=False),
+                       critical=True)
+        .add_extension(x509.ExtendedKeyUsage(_EXTENDED_KEY_USAGES),
+                       critical=False)
+        .sign(ca_key, getattr(hashes, constants.X509_CERT_SIGN_DIGEST)())
+    )
+    key_pem = key.private_bytes(serialization.Encoding.PEM,
+                                serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    return key_pem.decode("ascii"), cert_pem.decode("ascii")
+
+
 def GenerateSelfSignedSslCert(
         file_name: str, common_name: str = "ganeti.example.com",
         validity_days: int = constants.X509_CERT_DEFAULT_VALIDITY) -> None:

@@ -1,0 +1,457 @@
+"""Disk template ``drbd``: network RAID1 in user space with QEMU.
+
+These nodes have no DRBD, device-mapper or kernel NBD, so the pair is
+built from QEMU's block layer (``qemu-storage-daemon``, one per disk and
+node); the template keeps Ganeti's name and logical id
+``(pnode_uuid, snode_uuid, port, pminor, sminor, secret)``.
+
+Each node keeps its copy in a qcow2 image below the cluster's file
+storage directory (``drbd/<disk uuid>.qcow2``, metadata preallocated so
+a data write never changes qcow2 metadata).
+
+* Secondary: the image is served over NBD on the disk's port (from the
+  cluster's DRBD port range), with TLS: both ends present a certificate
+  signed by the cluster certificate (QEMU's ``tls-creds-x509``); the
+  export name is the disk's secret. Each write is flushed before it is
+  acknowledged (writethrough), as the primary does not forward flushes.
+* Primary: the block daemon opens the local image and the remote export
+  and runs an active mirror (``blockdev-mirror copy-mode=write-blocking``)
+  from the first to the second: a write completes once both have it,
+  like DRBD's protocol C. The result is exported over NBD on a Unix socket
+  (what KVM guests attach to) and, by a second daemon, as a FUSE file:
+  ``dev_path``, used by the fake hypervisor, the OS scripts and ``dd``.
+  (A FUSE export needs the resize permission, which a mirror source
+  refuses, hence the second process.)
+* Degraded: a write the secondary did not take is marked in the mirror's
+  dirty bitmap (``on-target-error=ignore``); QEMU's NBD client reconnects
+  when the secondary is back and the mirror copies only those blocks, at
+  ``resync-rate``. A persistent bitmap on the local image (one per peer)
+  records the writes since the block daemon started, so that a restarted
+  primary copies only those (before its device is exported); without a
+  consistent bitmap for this peer (a new secondary, a crash) the sync is
+  full.
+"""
+
+import logging
+import os
+import socket
+import time
+from typing import Any
+
+from ganeti import constants, errors, pathutils, serializer
+from ganeti.storage import base, filestorage
+from ganeti.utils import io, process, qmp, x509
+
+QSD = "qemu-storage-daemon"
+QEMU_IMG = "qemu-img"
+_MIB = 1024 * 1024
+# The common name of the TLS certificates of drbd daemons; clients check
+# the server's certificate against it (the cluster CA signs them all)
+TLS_HOSTNAME = "ganeti-drbd"
+_TLS_VALIDITY_DAYS = 5 * 365
+_TLS_FILES = ("ca-cert.pem", "server-cert.pem", "server-key.pem",
+              "client-cert.pem", "client-key.pem")
+_JOB = "resync"
+_LOCAL, _REMOTE, _MIRROR_TOP = "local", "remote", "mirror-top"
+_EXPORT = "disk"
+_STOP_TIMEOUT = 10.0
+_SYNC_TIMEOUT = 3600.0
+_CONNECT_TIMEOUT = 2.0
+
+
+def EnsureTlsDir() -> str:
+    """QEMU's x509 directory for drbd daemons, made from the cluster cert.
+
+    The cluster certificate is a CA; QEMU refuses a CA in the server and
+    client roles, so this node gets a leaf certificate it signs. The
+    directory is remade when the cluster certificate changed.
+    """
+    tls_dir = pathutils.DRBD_TLS_DIR
+    try:
+        cluster_pem = io.ReadFile(pathutils.NODED_CERT_FILE)
+    except OSError as err:
+        base.ThrowError("Cannot read the cluster certificate %s: %s",
+                        pathutils.NODED_CERT_FILE, err.strerror)
+    ca_pem = cluster_pem[cluster_pem.find("-----BEGIN CERTIFICATE-----"):]
+    ca_file = os.path.join(tls_dir, "ca-cert.pem")
+    try:
+        if io.ReadFile(ca_file) == ca_pem and all(
+                os.path.exists(os.path.join(tls_dir, name))
+                for name in _TLS_FILES):
+            return tls_dir
+    except FileNotFoundError:
+        pass
+    key_pem, cert_pem = x509.GenerateSignedX509Cert(
+        cluster_pem, TLS_HOSTNAME, _TLS_VALIDITY_DAYS)
+    os.makedirs(tls_dir, mode=0o700, exist_ok=True)
+    for name, data in (("server-cert.pem", cert_pem),
+                       ("server-key.pem", key_pem),
+                       ("client-cert.pem", cert_pem),
+                       ("client-key.pem", key_pem), ("ca-cert.pem", ca_pem)):
+        io.WriteFile(os.path.join(tls_dir, name), data=data, mode=0o600)
+    return tls_dir
+
+
+def _Run(cmd: list[str], what: str) -> None:
+    result = process.RunCmd(cmd)
+    if result.failed:
+        base.ThrowError("Cannot %s: %s", what, result.output.strip())
+
+
+class DRBD8Dev(base.BlockDev):
+    """One node's side of a mirrored disk (see the module doc)."""
+
+    def __init__(self, unique_id, children, size, params, dyn_params,
+                 name=None, uuid=None):
+        if not isinstance(unique_id, (list, tuple)) or len(unique_id) != 6:
+            base.ThrowError("Invalid drbd logical id %r, expected (pnode,"
+                            " snode, port, pminor, sminor, secret)",
+                            unique_id)
+        (self.pnode, self.snode, self.port, _, _,
+         self.secret) = unique_id
+        if not isinstance(self.port, int) or \
+                not constants.FIRST_DRBD_PORT <= self.port <= \
+                constants.LAST_DRBD_PORT:
+            base.ThrowError("Invalid drbd port %r", self.port)
+        if not isinstance(self.secret, str) or not self.secret.isalnum():
+            base.ThrowError("Invalid drbd secret of disk %s", uuid)
+        if not uuid:
+            base.ThrowError("A drbd disk needs its UUID")
+        base.BlockDev.__init__(self, ["drbd", uuid], children, size, params,
+                               dyn_params, name=name, uuid=uuid)
+        self.unique_id = tuple(unique_id)
+        self.vpath = os.path.join(
+            filestorage.GetClusterStorageDir(constants.DT_FILE), "drbd",
+            "%s.qcow2" % uuid)
+        try:
+            self.image = filestorage.CheckFileStoragePath(self.vpath,
+                                                          constants.DT_FILE)
+        except errors.FileStoragePathError as err:
+            base.ThrowError("%s", err)
+        # Short names: Unix socket paths are limited to 107 bytes
+        prefix = os.path.join(pathutils.DRBD_RUN_DIR, "d%d" % self.port)
+        self.qmp_socket = prefix + ".qmp"
+        self.nbd_socket = prefix + ".nbd"
+        self.pid_file = prefix + ".pid"
+        self.fuse_pid_file = prefix + ".fuse.pid"
+        self.sec_qmp_socket = prefix + ".s.qmp"
+        self.sec_pid_file = prefix + ".s.pid"
+        self.device = prefix + ".dev"
+
+    # Addresses ------------------------------------------------------------
+
+    def _Ip(self, key: str) -> str:
+        value = self.dyn_params.get(key)
+        if not isinstance(value, str) or not value:
+            base.ThrowError("The master did not say the %s of drbd disk %s",
+                            key, self.uuid)
+        return value
+
+    def _PeerUuid(self, primary: bool) -> str:
+        return self.snode if primary else self.pnode
+
+    # Life cycle -----------------------------------------------------------
+
+    @classmethod
+    def Create(cls, unique_id, children, size, spindles, params, excl_stor,
+               dyn_params, name=None, uuid=None) -> "DRBD8Dev":
+        """Create this node's image (either side); never overwrites one."""
+        if excl_stor:
+            base.ThrowError("Exclusive storage is not supported by the drbd"
+                            " template")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            base.ThrowError("Invalid size %r, expected MiB", size)
+        dev = cls(unique_id, children, size, params, dyn_params, name=name,
+                  uuid=uuid)
+        if os.path.lexists(dev.image):
+            base.ThrowError("File already existing: %s", dev.vpath)
+        os.makedirs(os.path.dirname(dev.image), mode=0o750, exist_ok=True)
+        _Run([QEMU_IMG, "create", "-q", "-f", "qcow2", "-o",
+              "preallocation=metadata", dev.image, "%dM" % size],
+             "create the image of drbd disk %s" % uuid)
+        return dev
+
+    def Remove(self) -> None:
+        """Stop both roles' daemons and delete the image."""
+        self.Shutdown()
+        try:
+            os.unlink(self.image)
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            base.ThrowError("Cannot remove %s: %s", self.vpath, err.strerror)
+
+    def Attach(self) -> bool:
+        """Whether this node is the assembled primary (device exported)."""
+        if _DaemonAlive(self.pid_file) and _DaemonAlive(self.fuse_pid_file):
+            self.dev_path = self.device
+            self.attached = True
+        else:
+            self.dev_path = None
+            self.attached = False
+        return self.attached
+
+    def AssembleSecondary(self) -> None:
+        """Serve the image to the primary (stops a primary role here)."""
+        if _DaemonAlive(self.sec_pid_file):
+            return
+        self._StopPrimary()
+        tls_dir = EnsureTlsDir()
+        _CheckOptionValue(tls_dir)
+        self._StartDaemon(self.sec_pid_file, self.sec_qmp_socket, [
+            "--object", "tls-creds-x509,id=tls0,dir=%s,endpoint=server,"
+            "verify-peer=on" % tls_dir,
+            "--blockdev", _Json(self._ImageNode()),
+            "--nbd-server", "addr.type=inet,addr.host=%s,addr.port=%d,"
+            "tls-creds=tls0" % (self._Ip(constants.DDP_LOCAL_IP), self.port),
+            "--export", "type=nbd,id=e0,node-name=%s,name=%s,writable=on,"
+            "writethrough=on" % (_LOCAL, self.secret)])
+        # Bitmaps of an earlier primary role are stale once the peer writes
+        with qmp.QmpConnection(self.sec_qmp_socket) as mon:
+            for bitmap in self._Bitmaps(mon):
+                mon.Execute("block-dirty-bitmap-remove",
+                            {"node": _LOCAL, "name": bitmap["name"]})
+        logging.info("Serving drbd disk %s on port %d", self.uuid, self.port)
+
+    def Assemble(self) -> None:
+        """Become the primary: mirror to the peer and export the device.
+
+        On an assembled primary this only reconnects a lost peer.
+        """
+        if self.Attach():
+            self._ConnectPeer(exported=True)
+            return
+        self._StopSecondary()
+        self._StopPrimary()
+        _CheckOptionValue(self.nbd_socket)
+        self._StartDaemon(self.pid_file, self.qmp_socket, [
+            "--object", "tls-creds-x509,id=tls0,dir=%s,endpoint=client" %
+            EnsureTlsDir(),
+            "--blockdev", _Json(self._ImageNode()),
+            "--nbd-server", "addr.type=unix,addr.path=%s" % self.nbd_socket])
+        try:
+            self._ConnectPeer(exported=False)
+            with qmp.QmpConnection(self.qmp_socket) as mon:
+                top = _MIRROR_TOP if self._MirrorJob(mon) else _LOCAL
+                mon.Execute("block-export-add", {
+                    "type": "nbd", "id": "e0", "node-name": top,
+                    "name": _EXPORT, "writable": True})
+            io.WriteFile(self.device, data="", mode=0o600)
+            self._StartDaemon(self.fuse_pid_file, None, [
+                "--blockdev", _Json({
+                    "driver": "nbd", "node-name": "n",
+                    "server": {"type": "unix", "path": self.nbd_socket},
+                    "export": _EXPORT}),
+                "--export", "type=fuse,id=f0,node-name=n,mountpoint=%s,"
+                "writable=on" % self.device])
+        except (errors.BlockDeviceError, errors.QmpError) as err:
+            self._StopPrimary()
+            base.ThrowError("Cannot assemble drbd disk %s: %s", self.uuid, err)
+        if not self.Attach():
+            base.ThrowError("The device of drbd disk %s did not appear",
+                            self.uuid)
+
+    def Shutdown(self) -> None:
+        """Stop this node's daemons (either role); the image stays."""
+        self._StopPrimary()
+        self._StopSecondary()
+        self.dev_path = None
+        self.attached = False
+
+    # Primary side ---------------------------------------------------------
+
+    def _ConnectPeer(self, exported: bool) -> None:
+        """Open the peer's export and start the mirror, if possible.
+
+        Before the device is exported (nothing writes), a consistent
+        bitmap for this peer makes the first copy incremental; otherwise
+        the mirror copies the whole disk. An unreachable peer leaves the
+        disk degraded.
+        """
+        bitmap = "peer-%s" % self._PeerUuid(True)
+        with qmp.QmpConnection(self.qmp_socket, timeout=_SYNC_TIMEOUT) as mon:
+            if self._MirrorJob(mon):
+                return
+            names = {node["node-name"] for node in
+                     mon.Execute("query-named-block-nodes", {"flat": True})}
+            if _REMOTE not in names:
+                try:
+                    mon.Execute("blockdev-add", {
+                        "driver": "nbd", "node-name": _REMOTE,
+                        "server": {"type": "inet",
+                                   "host": self._Ip(constants.DDP_REMOTE_IP),
+                                   "port": str(self.port)},
+                        "export": self.secret, "tls-creds": "tls0",
+                        "tls-hostname": TLS_HOSTNAME})
+                except errors.QmpError as err:
+                    logging.warning("drbd disk %s is degraded: %s",
+                                    self.uuid, err)
+                    self._EnsureBitmap(mon, bitmap)
+                    return
+            usable = [b for b in self._Bitmaps(mon)
+                      if b["name"] == bitmap and
+                      not b.get("inconsistent")]
+            if usable and not exported:
+                self._RunJob(mon, "blockdev-backup", {
+                    "device": _LOCAL, "target": _REMOTE, "sync": "bitmap",
+                    "bitmap": bitmap, "bitmap-mode": "on-success"})
+            for stale in self._Bitmaps(mon):
+                if stale["name"] != bitmap or stale.get("inconsistent"):
+                    mon.Execute("block-dirty-bitmap-remove",
+                                {"node": _LOCAL, "name": stale["name"]})
+            self._EnsureBitmap(mon, bitmap)
+            mon.Execute("blockdev-mirror", {
+                "job-id": _JOB, "device": _LOCAL, "target": _REMOTE,
+                "sync": "none" if usable and not exported else "full",
+                "copy-mode": "write-blocking", "on-target-error": "ignore",
+                "filter-node-name": _MIRROR_TOP, "speed": self._Speed()})
+
+    def _Speed(self) -> int:
+        """The resync rate in bytes/s (the parameter is in KiB/s)."""
+        rate = self.params.get("resync-rate")
+        if isinstance(rate, int) and not isinstance(rate, bool) and rate > 0:
+            return rate * 1024
+        return 0
+
+    def _RunJob(self, mon: qmp.QmpConnection, command: str,
+                args: dict) -> None:
+        """Run a block job to its end, as one synchronous step."""
+        mon.Execute(command, dict(args, **{"job-id": _JOB,
+                                           "auto-dismiss": False,
+                                           "speed": self._Speed()}))
+        deadline = time.monotonic() + _SYNC_TIMEOUT
+        while time.monotonic() < deadline:
+            for job in mon.Execute("query-jobs"):
+                if job["id"] == _JOB and job["status"] == "concluded":
+                    mon.Execute("job-dismiss", {"id": _JOB})
+                    if job.get("error"):
+                        base.ThrowError("Resync of drbd disk %s failed: %s",
+                                        self.uuid, job["error"])
+                    return
+            time.sleep(0.05)
+        base.ThrowError("Resync of drbd disk %s did not end", self.uuid)
+
+    @staticmethod
+    def _MirrorJob(mon: qmp.QmpConnection) -> dict | None:
+        for job in mon.Execute("query-block-jobs"):
+            if job["device"] == _JOB and job["type"] == "mirror":
+                return job
+        return None
+
+    @staticmethod
+    def _Bitmaps(mon: qmp.QmpConnection) -> list[dict]:
+        for node in mon.Execute("query-named-block-nodes", {"flat": True}):
+            if node["node-name"] == _LOCAL:
+                return list(node.get("dirty-bitmaps", []))
+        return []
+
+    def _EnsureBitmap(self, mon: qmp.QmpConnection, name: str) -> None:
+        if not any(b["name"] == name for b in self._Bitmaps(mon)):
+            mon.Execute("block-dirty-bitmap-add",
+                        {"node": _LOCAL, "name": name, "persistent": True})
+
+    def GetSyncStatus(self) -> tuple[float | None, float | None, bool, int]:
+        """``(sync_percent, estimated_time, is_degraded, ldisk_status)``.
+
+        On the primary: degraded while the mirror has blocks the peer
+        lacks or the peer does not answer; on a secondary: degraded when
+        not serving.
+        """
+        if not self.Attach():
+            if _DaemonAlive(self.sec_pid_file):
+                return None, None, False, constants.LDS_OKAY
+            return None, None, True, (constants.LDS_OKAY
+                                      if os.path.exists(self.image)
+                                      else constants.LDS_FAULTY)
+        try:
+            with qmp.QmpConnection(self.qmp_socket) as mon:
+                job = self._MirrorJob(mon)
+        except errors.QmpError as err:
+            logging.warning("No status of drbd disk %s: %s", self.uuid, err)
+            return None, None, True, constants.LDS_UNKNOWN
+        if job is None:
+            return None, None, True, constants.LDS_OKAY
+        remaining = job["len"] - job["offset"]
+        percent = None
+        eta = None
+        if remaining or not job["ready"]:
+            percent = 100.0 * job["offset"] / job["len"] if job["len"] else 0.0
+            if job.get("speed"):
+                eta = remaining / job["speed"]
+        degraded = percent is not None or not self._PeerReachable()
+        return percent, eta, degraded, constants.LDS_OKAY
+
+    def GetSyncedBytes(self) -> int:
+        """Bytes the running mirror copied so far (progress counter)."""
+        with qmp.QmpConnection(self.qmp_socket) as mon:
+            job = self._MirrorJob(mon)
+        return job["offset"] if job else 0
+
+    def _PeerReachable(self) -> bool:
+        try:
+            with socket.create_connection(
+                    (self._Ip(constants.DDP_REMOTE_IP), self.port),
+                    timeout=_CONNECT_TIMEOUT):
+                return True
+        except OSError:
+            return False
+
+    # Processes ------------------------------------------------------------
+
+    def _ImageNode(self) -> dict:
+        return {"driver": "qcow2", "node-name": _LOCAL,
+                "file": {"driver": "file", "filename": self.image}}
+
+    def _StartDaemon(self, pid_file: str, qmp_socket: str | None,
+                     args: list[str]) -> None:
+        if not os.path.exists(self.image):
+            base.ThrowError("The image of drbd disk %s is missing: %s",
+                            self.uuid, self.vpath)
+        os.makedirs(pathutils.DRBD_RUN_DIR, mode=0o750, exist_ok=True)
+        io.RemoveFile(pid_file)
+        cmd = [QSD] + args + ["--pidfile", pid_file, "--daemonize"]
+        if qmp_socket:
+            io.RemoveFile(qmp_socket)
+            cmd[1:1] = ["--chardev", "socket,id=mon0,path=%s,server=on,"
+                        "wait=off" % qmp_socket, "--monitor", "chardev=mon0"]
+        _Run(cmd, "start %s for drbd disk %s" % (QSD, self.uuid))
+
+    def _StopPrimary(self) -> None:
+        _StopDaemon(self.fuse_pid_file)
+        if _DaemonAlive(self.pid_file):
+            # A clean exit stores the persistent bitmap in the image
+            try:
+                with qmp.QmpConnection(self.qmp_socket) as mon:
+                    mon.Execute("quit")
+            except errors.QmpError as err:
+                logging.warning("Cannot quit the block daemon of drbd disk"
+                                " %s: %s", self.uuid, err)
+        _StopDaemon(self.pid_file)
+        for path in (self.qmp_socket, self.nbd_socket, self.device):
+            io.RemoveFile(path)
+
+    def _StopSecondary(self) -> None:
+        _StopDaemon(self.sec_pid_file)
+        io.RemoveFile(self.sec_qmp_socket)
+
+
+def _Json(value: Any) -> str:
+    return serializer.DumpJson(value)
+
+
+def _CheckOptionValue(value: str) -> None:
+    """QEMU's key=value option lists cannot carry a comma in a value."""
+    if "," in value:
+        base.ThrowError("Path %s contains a comma", value)
+
+
+def _DaemonAlive(pid_file: str) -> bool:
+    return process.IsProcessAlive(process.ReadPidFile(pid_file))
+
+
+def _StopDaemon(pid_file: str) -> None:
+    """Stop a daemon by its pid file and wait until it is gone."""
+    pid = process.ReadPidFile(pid_file)
+    if process.IsProcessAlive(pid):
+        process.KillProcess(pid, timeout=_STOP_TIMEOUT)
+    io.RemoveFile(pid_file)

@@ -1,0 +1,235 @@
+"""The drbd template's storage layer: a mirrored pair of real QEMU daemons.
+
+Two nodes share this process: each has its own data, run and file storage
+directories below a temporary directory (pathutils switched per call),
+both on 127.0.0.1. Data goes through the primary's FUSE device and is
+compared with the secondary's image.
+"""
+
+import contextlib
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid as uuidlib
+
+import pytest
+
+from ganeti import backend, constants, objects, pathutils
+from ganeti.storage import drbd
+from ganeti.utils import x509
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which(drbd.QSD) is None or
+                       shutil.which(drbd.QEMU_IMG) is None,
+                       reason="qemu-storage-daemon/qemu-img not installed"),
+    pytest.mark.skipif(not os.path.exists("/dev/fuse"),
+                       reason="no /dev/fuse for FUSE block exports"),
+]
+
+MIB = 1024 * 1024
+SIZE = 32
+
+
+class Pair:
+    """Two nodes' directories and the drbd disk they hold."""
+
+    def __init__(self, tmp_path, monkeypatch, port):
+        self.tmp = str(tmp_path)
+        self.monkeypatch = monkeypatch
+        key_pem, cert_pem = x509.GenerateSelfSignedX509Cert("cluster", 10)
+        self.nodes = {}
+        for name in ("pnode", "snode"):
+            root = os.path.join(self.tmp, name)
+            dirs = {key: os.path.join(root, key)
+                    for key in ("data", "run", "conf", "files")}
+            for path in dirs.values():
+                os.makedirs(path)
+            with open(os.path.join(dirs["data"], "server.pem"), "w",
+                      encoding="ascii") as fobj:
+                fobj.write(key_pem + cert_pem)
+            with open(os.path.join(dirs["data"], "ssconf_file_storage_dir"),
+                      "w", encoding="utf-8") as fobj:
+                fobj.write(dirs["files"] + "\n")
+            with open(os.path.join(dirs["conf"], "file-storage-paths"), "w",
+                      encoding="utf-8") as fobj:
+                fobj.write(dirs["files"] + "\n")
+            self.nodes[name] = dirs
+        self.disk = objects.Disk(
+            dev_type=constants.DT_DRBD8, size=SIZE, uuid=str(uuidlib.uuid4()),
+            logical_id=["pnode-uuid", "snode-uuid", port, 0, 0,
+                        "0123456789abcdef"],
+            params={"resync-rate": 1024 * 1024})
+
+    @contextlib.contextmanager
+    def On(self, name):
+        """pathutils pointed at one node's directories."""
+        dirs = self.nodes[name]
+        with self.monkeypatch.context() as patch:
+            for attr, value in (
+                    ("DATA_DIR", dirs["data"]),
+                    ("NODED_CERT_FILE",
+                     os.path.join(dirs["data"], "server.pem")),
+                    ("DRBD_TLS_DIR", os.path.join(dirs["data"], "drbd-tls")),
+                    ("DRBD_RUN_DIR", os.path.join(dirs["run"], "drbd")),
+                    ("FILE_STORAGE_PATHS_FILE",
+                     os.path.join(dirs["conf"], "file-storage-paths"))):
+                patch.setattr(pathutils, attr, value)
+            yield
+
+    def DiskDict(self):
+        disk = self.disk.Copy()
+        disk.dynamic_params = {constants.DDP_LOCAL_IP: "127.0.0.1",
+                               constants.DDP_REMOTE_IP: "127.0.0.1"}
+        return disk.ToDict()
+
+    def Dev(self, name):
+        disk = self.disk.Copy()
+        disk.dynamic_params = {constants.DDP_LOCAL_IP: "127.0.0.1",
+                               constants.DDP_REMOTE_IP: "127.0.0.1"}
+        with self.On(name):
+            return drbd.DRBD8Dev(disk.logical_id, [], disk.size, disk.params,
+                                 disk.dynamic_params, uuid=disk.uuid)
+
+    def Call(self, name, method, *args):
+        dev = self.Dev(name)
+        with self.On(name):
+            return getattr(dev, method)(*args)
+
+    def Create(self):
+        for name in ("snode", "pnode"):
+            disk = self.disk.Copy()
+            with self.On(name):
+                drbd.DRBD8Dev.Create(disk.logical_id, [], SIZE, None,
+                                     disk.params, False, {}, uuid=disk.uuid)
+
+    def Status(self):
+        return self.Call("pnode", "GetSyncStatus")
+
+    def WaitInSync(self, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.Status()
+            if not status[2]:
+                return
+            time.sleep(0.1)
+        raise AssertionError("not in sync: %r" % (self.Status(),))
+
+    def Image(self, name):
+        return self.Dev(name).image
+
+    def Files(self):
+        found = []
+        for dirs in self.nodes.values():
+            for key in ("run", "files"):
+                for dirpath, _, filenames in os.walk(dirs[key]):
+                    found.extend(os.path.join(dirpath, f) for f in filenames)
+        return sorted(found)
+
+
+def _Write(path, offset_mib, count_mib, seed):
+    data = hashlib.sha256(seed.encode()).digest() * (MIB // 32)
+    with open(path, "r+b") as fobj:
+        for i in range(count_mib):
+            fobj.seek((offset_mib + i) * MIB)
+            fobj.write(data)
+        fobj.flush()
+        os.fsync(fobj.fileno())
+
+
+def _Contents(image):
+    """The guest-visible data of an image, as qemu-img reads it."""
+    out = image + ".raw"
+    subprocess.run([drbd.QEMU_IMG, "convert", "-U", "-O", "raw", image, out],
+                   check=True)
+    with open(out, "rb") as fobj:
+        digest = hashlib.sha256(fobj.read()).hexdigest()
+    os.unlink(out)
+    return digest
+
+
+@pytest.fixture
+def pair(tmp_path, monkeypatch, unused_port_range):
+    pair = Pair(tmp_path, monkeypatch, unused_port_range)
+    yield pair
+    for name in ("pnode", "snode"):
+        pair.Call(name, "Shutdown")
+
+
+@pytest.fixture
+def unused_port_range():
+    for port in range(constants.FIRST_DRBD_PORT + 3000 + os.getpid() % 900,
+                      constants.LAST_DRBD_PORT):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    pytest.skip("no free port in the DRBD range")
+
+
+def test_mirror_incremental_resync_and_cleanup(pair):
+    pair.Create()
+    pair.Call("snode", "AssembleSecondary")
+    pair.Call("pnode", "Assemble")
+    assert pair.Call("pnode", "Attach")
+    device = pair.Dev("pnode").device
+    assert os.path.getsize(device) == SIZE * MIB
+    pair.WaitInSync()
+    _Write(device, 2, 8, "first")
+    assert pair.Status()[2] is False
+    assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))
+
+    # The secondary dies: writes go on, the disk is degraded
+    pair.Call("snode", "Shutdown")
+    synced = pair.Call("pnode", "GetSyncedBytes")
+    _Write(device, 20, 3, "degraded")
+    percent, _, degraded, ldisk = pair.Status()
+    assert degraded and percent is not None and ldisk == constants.LDS_OKAY
+    assert _Contents(pair.Image("pnode")) != _Contents(pair.Image("snode"))
+
+    # It comes back: only the 3 MiB written meanwhile are copied
+    pair.Call("snode", "AssembleSecondary")
+    _Write(device, 30, 1, "wake")
+    pair.WaitInSync()
+    copied = pair.Call("pnode", "GetSyncedBytes") - synced
+    assert 3 * MIB <= copied <= 5 * MIB, copied
+    pair.Call("pnode", "Shutdown")
+    assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))
+
+    # Removal on both nodes leaves nothing behind
+    for name in ("pnode", "snode"):
+        pair.Call(name, "Remove")
+    assert [f for f in pair.Files() if "drbd" in f] == []
+
+
+def test_restart_primary_copies_only_new_writes(pair):
+    pair.Create()
+    pair.Call("snode", "AssembleSecondary")
+    pair.Call("pnode", "Assemble")
+    pair.WaitInSync()
+    device = pair.Dev("pnode").device
+    _Write(device, 0, 4, "one")
+    pair.Call("pnode", "Shutdown")
+    pair.Call("snode", "Shutdown")
+    # The primary runs alone, then restarts with its peer back
+    pair.Call("pnode", "Assemble")
+    assert pair.Status()[2] is True
+    _Write(device, 10, 2, "alone")
+    pair.Call("pnode", "Shutdown")
+    # Through noded's functions: the secondary role, then the status tuple
+    with pair.On("snode"):
+        assert backend.blockdev_assemble(pair.DiskDict(), {"name": "inst1"},
+                                         False, 0) is None
+    pair.Call("pnode", "Assemble")
+    pair.WaitInSync()
+    assert pair.Call("pnode", "GetSyncedBytes") == 0
+    with pair.On("pnode"):
+        assert backend.blockdev_getmirrorstatus([pair.DiskDict()]) == [
+            [device, None, None, None, None, False, constants.LDS_OKAY]]
+    pair.Call("pnode", "Shutdown")
+    assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))
