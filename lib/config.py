@@ -1039,8 +1039,8 @@ class ConfigWriter:
 
     def RemoveInstance(self, inst_uuid: str,
                        feedback_fn: FeedbackFn = None) -> None:
-        """Remove an instance and its disks; its network port goes back
-        to the cluster's pool."""
+        """Remove an instance and its disks; its network port and its
+        drbd disks' ports go back to the cluster's pool."""
         def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
             inst = snap.data.instances.get(inst_uuid)
             if inst is None:
@@ -1048,11 +1048,17 @@ class ConfigWriter:
                                                 inst_uuid)
             changes = {"instances": {inst_uuid: None},
                        "disks": {uuid: None for uuid in inst.disks}}
-            if inst.network_port is None:
+            # drbd disks give their port back too (logical id's third)
+            ports = {snap.data.disks[uuid].logical_id[2]
+                     for uuid in inst.disks
+                     if snap.data.disks[uuid].dev_type == constants.DT_DRBD8}
+            if inst.network_port is not None:
+                ports.add(inst.network_port)
+            if not ports:
                 return changes, None
             cluster = snap.data.cluster.Copy()
             cluster.tcpudp_port_pool = sorted(
-                set(cluster.tcpudp_port_pool) | {inst.network_port})
+                set(cluster.tcpudp_port_pool) | ports)
             _Stamp(cluster, now, new=False)
             return changes, cluster
 
@@ -1084,6 +1090,21 @@ class ConfigWriter:
 
         self._Modify(prepare, feedback_fn)
         return allocated[0]
+
+    def ReleasePorts(self, ports: Iterable[int],
+                     feedback_fn: FeedbackFn = None) -> None:
+        """Give ports taken by AllocatePort back to the pool (a creation
+        that failed before its instance was added)."""
+        released = set(ports)
+
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            cluster = snap.data.cluster.Copy()
+            cluster.tcpudp_port_pool = sorted(
+                set(cluster.tcpudp_port_pool) | released)
+            _Stamp(cluster, now, new=False)
+            return {}, cluster
+
+        self._Modify(prepare, feedback_fn)
 
     def RenameInstance(self, inst_uuid: str, new_name: str,
                        feedback_fn: FeedbackFn = None) -> None:
@@ -1123,8 +1144,9 @@ class ConfigWriter:
         """Make ``node_uuid`` an instance's primary node, in one write.
 
         The disks follow: the old primary is replaced by the new node in
-        each disk's nodes, so no reader ever sees the instance on one node
-        and its disks on another.
+        each disk's nodes (swapped with it where the new node held the
+        disk already: a mirrored disk's secondary), so no reader ever sees
+        the instance on one node and its disks on another.
         """
         def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
             inst = snap.data.instances.get(inst_uuid)
@@ -1143,8 +1165,8 @@ class ConfigWriter:
             disk_changes = {}
             for disk_uuid in inst.disks:
                 disk = snap.data.disks[disk_uuid]
-                nodes = [node_uuid if node == old_node else node
-                         for node in disk.nodes or []]
+                swap = {old_node: node_uuid, node_uuid: old_node}
+                nodes = [swap.get(node, node) for node in disk.nodes or []]
                 if nodes != disk.nodes:
                     disk = disk.Copy()
                     disk.nodes = nodes

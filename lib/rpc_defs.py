@@ -14,6 +14,9 @@ sending, so callers pass plain values:
   (vcluster.MakeVirtualPath); a path that is already virtual is sent as is.
 * ``ENC_CONTENT``: str or bytes, sent as ``[encoding, data]`` (zlib+base64
   for larger data); an already encoded pair is sent as is.
+* ``ENC_DISKS``: a disk or a list of disks (objects or dicts); each drbd
+  disk gets the dynamic parameters of the node the call goes to (its own
+  and its peer's replication address), so the body is built per node.
 """
 
 from typing import Any, Callable, NamedTuple
@@ -25,6 +28,7 @@ CALL_MULTI = "multi"
 
 ENC_VPATH = "vpath"
 ENC_CONTENT = "content"
+ENC_DISKS = "disks"
 
 
 class RpcArg(NamedTuple):
@@ -268,40 +272,42 @@ CALLS += (
             "Source side: drop the migrated instance, or resume it on"
             " failure"),
     RpcCall("blockdev_create",
-            (_A("bdev"), _A("size"), _A("owner"), _A("on_primary"),
-             _A("info"), _A("excl_stor")),
+            (_A("bdev", ENC_DISKS), _A("size"), _A("owner"),
+             _A("on_primary"), _A("info"), _A("excl_stor")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Create the storage of a disk (size in MiB) for instance owner;"
             " assembled if on_primary, info stored as its metadata; returns"
             " the disk's logical id"),
-    RpcCall("blockdev_remove", (_A("bdev"),), constants.RPC_TMO_NORMAL,
-            CALL_SINGLE,
+    RpcCall("blockdev_remove", (_A("bdev", ENC_DISKS),),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Destroy the storage of a disk (adopted block devices are only"
             " forgotten)"),
     RpcCall("blockdev_assemble",
-            (_A("disk"), _A("instance"), _A("on_primary"), _A("idx")),
+            (_A("disk", ENC_DISKS), _A("instance"), _A("on_primary"),
+             _A("idx")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Make disk idx of the instance usable; returns the device path"
             " (None on a secondary node, where only drbd disks have"
             " something to do: serve the replica)"),
-    RpcCall("blockdev_getmirrorstatus", (_A("disks"),),
+    RpcCall("blockdev_getmirrorstatus", (_A("disks", ENC_DISKS),),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Status of each disk: [dev_path, major, minor, sync_percent,"
             " estimated_time, is_degraded, ldisk_status]",
             repeatable=True),
-    RpcCall("blockdev_shutdown", (_A("disk"),), constants.RPC_TMO_NORMAL,
-            CALL_SINGLE, "Undo blockdev_assemble; the data stays"),
+    RpcCall("blockdev_shutdown", (_A("disk", ENC_DISKS),),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Undo blockdev_assemble; the data stays"),
     RpcCall("blockdev_grow",
-            (_A("disk"), _A("amount"), _A("dryrun"), _A("backingstore"),
-             _A("excl_stor")),
+            (_A("disk", ENC_DISKS), _A("amount"), _A("dryrun"),
+             _A("backingstore"), _A("excl_stor")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Grow a disk by amount MiB (never shrinks); dryrun only checks"),
-    RpcCall("blockdev_getdimensions", (_A("disks"),),
+    RpcCall("blockdev_getdimensions", (_A("disks", ENC_DISKS),),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "[size in bytes, spindles] of each disk, None for a disk that"
             " is not available",
             repeatable=True),
-    RpcCall("blockdev_setinfo", (_A("disk"), _A("info")),
+    RpcCall("blockdev_setinfo", (_A("disk", ENC_DISKS), _A("info")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Store metadata (the owner instance) with a disk"),
     RpcCall("storage_list",

@@ -1,5 +1,6 @@
 """Tests for ganeti.config: the configuration store and its file."""
 
+import hashlib
 import json
 import os
 import stat
@@ -40,10 +41,12 @@ def cfg(cfg_file):
 
 def _NewInstance(cfg, name, node_name="node2.example.com", **kwargs):
     node = cfg.GetNodeInfoByName(node_name)
+    # A MAC of its own: the config refuses one already in use
+    mac = "aa:00:00:%02x:%02x:%02x" % tuple(
+        hashlib.sha1(name.encode()).digest()[:3])
     inst = objects.Instance(name=name, primary_node=node.uuid,
                             hypervisor="fake", os="debootstrap",
-                            nics=[objects.NIC(mac="aa:00:00:00:00:01")],
-                            **kwargs)
+                            nics=[objects.NIC(mac=mac)], **kwargs)
     disk = objects.Disk(dev_type=constants.DT_FILE, size=1024,
                         logical_id=["loop", "/srv/%s/disk0" % name],
                         nodes=[node.uuid])
@@ -152,6 +155,7 @@ def test_readers(cfg):
 
 def test_readers_return_copies(cfg):
     inst = _NewInstance(cfg, "web1.example.com")
+    mac = inst.nics[0].mac
     copy = cfg.GetInstanceInfo(inst.uuid)
     copy.beparams["maxmem"] = 4096
     copy.nics[0].mac = "aa:00:00:00:00:ff"
@@ -161,7 +165,7 @@ def test_readers_return_copies(cfg):
     group = cfg.GetAllNodeGroupsInfo()[cfg.LookupNodeGroup(None)]
     group.members.append("bogus")
     assert cfg.GetInstanceInfo(inst.uuid).beparams == {}
-    assert cfg.GetInstanceInfo(inst.uuid).nics[0].mac == "aa:00:00:00:00:01"
+    assert cfg.GetInstanceInfo(inst.uuid).nics[0].mac == mac
     assert cfg.GetClusterInfo().GetTags() == {"prod"}
     assert cfg.GetClusterInfo().hvparams == {
         "fake": {"migration_mode": "live"}}

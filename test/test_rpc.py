@@ -499,3 +499,27 @@ def test_upload_file_keeps_config_private(noded_cluster, noded_runner):
                 fobj.write(old)
         else:
             os.unlink(local)
+
+
+def test_annotate_disks_drbd_addresses_per_node():
+    """Each node of a drbd disk is told its own and its peer's address;
+    other disks and the caller's dicts are left alone."""
+    addresses = {"n1": ("u1", "192.0.2.1"), "u1": ("u1", "192.0.2.1"),
+                 "u2": ("u2", "198.51.100.2")}
+    drbd_disk = {"dev_type": constants.DT_DRBD8, "uuid": "d",
+                 "logical_id": ["u1", "u2", 11000, 0, 0, "s"]}
+    file_disk = {"dev_type": constants.DT_FILE, "logical_id": ["loop", "/x"]}
+    annotated = rpc_node.AnnotateDisks([drbd_disk, file_disk], "n1",
+                                       addresses.__getitem__)
+    assert annotated[0]["dynamic_params"] == {
+        constants.DDP_LOCAL_IP: "192.0.2.1",
+        constants.DDP_REMOTE_IP: "198.51.100.2"}
+    assert "dynamic_params" not in annotated[1]
+    assert "dynamic_params" not in drbd_disk
+    on_peer = rpc_node.AnnotateDisks(drbd_disk, "u2", addresses.__getitem__)
+    assert on_peer["dynamic_params"] == {
+        constants.DDP_LOCAL_IP: "198.51.100.2",
+        constants.DDP_REMOTE_IP: "192.0.2.1"}
+    with pytest.raises(errors.ProgrammerError, match="holds no side"):
+        rpc_node.AnnotateDisks(drbd_disk, "u3",
+                               lambda node: ("u3", "203.0.113.3"))

@@ -24,8 +24,8 @@ from ganeti.cmdlib.instance_utils import (
     CheckInstanceState, CheckMinMaxMem, CheckNodeFreeDisk,
     CheckNodeFreeMemory, CheckNodeNotDrained, CheckNodeOnline,
     CheckNodeVmCapable, ConvertBeParams, ConvertHvParams, GenerateMAC,
-    GetInstanceInfoText, InstanceLU, RemoveDisks, RemoveInstance,
-    StartInstance, UsedMacs)
+    DrbdLogicalId, GetInstanceInfoText, InstanceLU, RemoveDisks,
+    RemoveInstance, ShutdownInstanceDisks, StartInstance, UsedMacs)
 
 _DISK_KEYS = frozenset(["size", "mode", "name", "adopt"])
 _NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name"])
@@ -219,6 +219,10 @@ class LUInstanceCreate(LogicalUnit):
             raise errors.OpPrereqError("Disk template %s does not use a"
                                        " secondary node" % op.disk_template,
                                        errors.ECODE_INVAL)
+        if op.disk_template in constants.DTS_INT_MIRROR and op.pnode and \
+                op.snode is None:
+            raise errors.OpPrereqError("The networked disk templates need"
+                                       " a mirror node", errors.ECODE_INVAL)
         if op.file_storage_dir is not None:
             if op.disk_template not in constants.DTS_FILEBASED:
                 raise errors.OpPrereqError(
@@ -251,6 +255,7 @@ class LUInstanceCreate(LogicalUnit):
         # The exclusive BGL covers everything this LU touches; without it
         # the allocator only sees the nodes whose locks could be taken
         self.needed_locks = {}
+        self._snode_uuid: str | None = None
         if self.op.iallocator:
             if self.op.opportunistic_locking:
                 self.needed_locks[locking.LEVEL_NODE] = locking.ALL_SET
@@ -258,6 +263,14 @@ class LUInstanceCreate(LogicalUnit):
             return
         self.op.pnode_uuid, self.op.pnode = ExpandNodeUuidAndName(
             self.cfg, self.op.pnode_uuid, self.op.pnode)
+        if self.op.snode is not None:
+            self._snode_uuid, self.op.snode = ExpandNodeUuidAndName(
+                self.cfg, None, self.op.snode)
+
+    def _DiskNodes(self) -> list[str]:
+        """The nodes holding each disk: primary, then secondary."""
+        return [self.op.pnode_uuid] + ([self._snode_uuid]
+                                       if self._snode_uuid else [])
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         op = self.op
@@ -273,7 +286,7 @@ class LUInstanceCreate(LogicalUnit):
             tags=set(op.tags))
         disks = [objects.Disk(dev_type=op.disk_template,
                               size=spec["size"] or 0, mode=spec["mode"],
-                              name=spec["name"], nodes=[op.pnode_uuid])
+                              name=spec["name"], nodes=self._DiskNodes())
                  for spec in self._disks]
         env = BuildInstanceHookEnv(self, instance, disks)
         env["INSTANCE_ADD_MODE"] = op.mode
@@ -282,7 +295,7 @@ class LUInstanceCreate(LogicalUnit):
         return env
 
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
-        nodes = [self.cfg.GetMasterNode(), self.op.pnode_uuid]
+        nodes = [self.cfg.GetMasterNode()] + self._DiskNodes()
         return nodes, nodes
 
     def _CheckTemplate(self, cluster: objects.Cluster) -> None:
@@ -377,11 +390,15 @@ class LUInstanceCreate(LogicalUnit):
         ial = RunAllocator(self, req, op.iallocator, explain=op.explain)
         self.op.pnode_uuid, self.op.pnode = ExpandNodeUuidAndName(
             self.cfg, None, ial.result[0])
+        if len(ial.result) > 1:
+            self._snode_uuid, self.op.snode = ExpandNodeUuidAndName(
+                self.cfg, None, ial.result[1])
         self.LogInfo("Selected nodes for instance %s via iallocator %s: %s",
-                     op.instance_name, op.iallocator, op.pnode)
+                     op.instance_name, op.iallocator,
+                     ", ".join(ial.result))
         if op.opportunistic_locking:
             others = self.glm.list_owned(locking.LEVEL_NODE) - \
-                {op.pnode_uuid}
+                set(self._DiskNodes())
             if others:
                 self.glm.release(locking.LEVEL_NODE, sorted(others))
 
@@ -391,9 +408,17 @@ class LUInstanceCreate(LogicalUnit):
         self._CheckTemplate(cluster)
         if op.iallocator:
             self._Allocate(cluster)
-        CheckNodeOnline(self, op.pnode_uuid)
-        CheckNodeNotDrained(self, op.pnode_uuid)
-        CheckNodeVmCapable(self, op.pnode_uuid)
+        for node_uuid in self._DiskNodes():
+            CheckNodeOnline(self, node_uuid)
+            CheckNodeNotDrained(self, node_uuid)
+            CheckNodeVmCapable(self, node_uuid)
+        if op.disk_template in constants.DTS_INT_MIRROR and \
+                self._snode_uuid is None:
+            raise errors.OpPrereqError("The networked disk templates need"
+                                       " a mirror node", errors.ECODE_INVAL)
+        if self._snode_uuid == op.pnode_uuid:
+            raise errors.OpPrereqError("The secondary node cannot be the"
+                                       " primary node", errors.ECODE_INVAL)
         self._CheckParams(cluster)
         self._CheckNics(cluster)
         self._CheckIPolicy()
@@ -422,6 +447,7 @@ class LUInstanceCreate(LogicalUnit):
     def _BuildDisks(self, cluster: objects.Cluster) -> list[objects.Disk]:
         template = self.op.disk_template
         result = []
+        minors: dict[str, set[int]] = {}
         for idx, spec in enumerate(self._disks):
             uuid = self.cfg.GenerateUniqueID()
             if template in constants.DTS_FILEBASED:
@@ -431,6 +457,9 @@ class LUInstanceCreate(LogicalUnit):
             elif template == constants.DT_BLOCK:
                 logical_id = [constants.BLOCKDEV_DRIVER_MANUAL,
                               spec["adopt"]]
+            elif template == constants.DT_DRBD8:
+                logical_id = DrbdLogicalId(self.cfg, self.op.pnode_uuid,
+                                           self._snode_uuid or "", minors)
             else:
                 raise errors.OpPrereqError("Disk template %s is not supported"
                                            " for new instances" % template,
@@ -438,7 +467,7 @@ class LUInstanceCreate(LogicalUnit):
             result.append(objects.Disk(
                 dev_type=template, size=spec["size"] or 0,
                 mode=spec["mode"], name=spec["name"], logical_id=logical_id,
-                nodes=[self.op.pnode_uuid], iv_name="disk/%d" % idx,
+                nodes=self._DiskNodes(), iv_name="disk/%d" % idx,
                 params={}, uuid=uuid))
         return result
 
@@ -484,15 +513,29 @@ class LUInstanceCreate(LogicalUnit):
     def _CreateDisks(self, instance: objects.Instance,
                      disks: list[objects.Disk],
                      created: list[objects.Disk]) -> None:
-        for disk in disks:
-            result = self.rpc.call_blockdev_create(
-                instance.primary_node, disk.ToDict(), disk.size,
-                instance.name, True, "originstname+%s" % instance.name,
-                False)
-            result.Raise("Can't create block device %s on node %s for"
-                         " instance %s" % (disk.iv_name, self.op.pnode,
-                                           instance.name))
-            created.append(disk)
+        """Create each disk on its nodes, the secondary side first (Ganeti's
+        order): the primary's side connects to it when assembled."""
+        info = GetInstanceInfoText(instance)
+        for idx, disk in enumerate(disks):
+            for node_uuid in reversed(disk.nodes):
+                on_primary = node_uuid == instance.primary_node
+                result = self.rpc.call_blockdev_create(
+                    node_uuid, disk, disk.size, instance.name, on_primary,
+                    info, False)
+                result.Raise("Can't create block device %s on node %s for"
+                             " instance %s" % (disk.iv_name, result.node,
+                                               instance.name))
+                if disk not in created:
+                    created.append(disk)
+                if not on_primary and disk.dev_type in \
+                        constants.DTS_INT_MIRROR:
+                    self.rpc.call_blockdev_assemble(
+                        node_uuid, disk, {"name": instance.name}, False,
+                        idx).Raise("Can't serve block device %s on node %s"
+                                   % (disk.iv_name, result.node))
+        if any(disk.dev_type in constants.DTS_INT_MIRROR for disk in disks):
+            # Assembled again for the OS scripts and the start
+            ShutdownInstanceDisks(self, instance, disks)
 
     def _InstallOS(self, instance: objects.Instance,
                    disks: list[objects.Disk],
@@ -538,6 +581,10 @@ class LUInstanceCreate(LogicalUnit):
                             " was created", instance.name)
             if added:
                 self.cfg.RemoveInstance(instance.uuid)
+            else:
+                self.cfg.ReleasePorts(
+                    disk.logical_id[2] for disk in disks
+                    if disk.dev_type == constants.DT_DRBD8)
             # A record whose disks could not all be removed stays for the
             # clean-up at the next master daemon start
             if RemoveDisks(self, instance.name, created) and recorded:

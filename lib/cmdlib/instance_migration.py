@@ -108,6 +108,8 @@ class TLMigrateInstance:
         # file disks, copied to the target by the hypervisor
         self.copy_disks = False
         self.target_disks: list[objects.Disk] = []
+        # drbd: the disks are on the source and the target already
+        self.int_mirror = False
         self.feedback_fn: Callable[[str], None] = lambda msg: None
 
     # Checks ----------------------------------------------------------------
@@ -131,16 +133,24 @@ class TLMigrateInstance:
             template == constants.DT_FILE and
             HypervisorClass(instance.hypervisor).CAN_MIGRATE_STORAGE)
         self._CheckTemplate(template)
+        self.int_mirror = template in constants.DTS_INT_MIRROR
+        if self.int_mirror and not self.failover and not self.cleanup:
+            raise errors.OpPrereqError(
+                "Instance's disk layout '%s' can only be failed over by this"
+                " version" % template, errors.ECODE_STATE)
         if template not in constants.DTS_EXT_MIRROR and \
-                not self.copy_disks:
+                not self.copy_disks and not self.int_mirror:
             raise errors.OpPrereqError(
                 "Instance's disk layout '%s' is not supported by this"
-                " version, which has no internally mirrored disks" %
-                template, errors.ECODE_STATE)
-        CheckIAllocatorOrNode(lu, "iallocator", "target_node")
-        if op.iallocator:
-            self._RunAllocator()
-        target = self.target_node_uuid = op.target_node_uuid
+                " version" % template, errors.ECODE_STATE)
+        if self.int_mirror:
+            target = self._SecondaryTarget(template)
+        else:
+            CheckIAllocatorOrNode(lu, "iallocator", "target_node")
+            if op.iallocator:
+                self._RunAllocator()
+            target = op.target_node_uuid
+        self.target_node_uuid = target
         if target == instance.primary_node:
             raise errors.OpPrereqError(
                 "Cannot migrate instance %s to its primary (%s)" %
@@ -181,6 +191,24 @@ class TLMigrateInstance:
             CheckNodeFreeDisk(lu, target,
                               sum(disk.size for disk in self._Disks()),
                               instance.hypervisor)
+
+    def _SecondaryTarget(self, template: str) -> str:
+        """An internally mirrored instance moves to its secondary only."""
+        lu = self.lu
+        secondaries = self.cfg.GetInstanceSecondaryNodes(self.instance.uuid)
+        if not secondaries:
+            raise errors.ConfigurationError("No secondary node but using"
+                                            " %s disk template" % template)
+        if lu.op.iallocator or (lu.op.target_node_uuid and
+                                lu.op.target_node_uuid != secondaries[0]):
+            raise errors.OpPrereqError(
+                "Instances with disk template %s cannot be %s to arbitrary"
+                " nodes (neither an iallocator nor a target node can be"
+                " passed)" % (template, "failed over" if self.failover
+                              else "migrated"), errors.ECODE_INVAL)
+        lu.op.target_node_uuid = secondaries[0]
+        lu.op.target_node = self._NodeName(secondaries[0])
+        return secondaries[0]
 
     def _RunAllocator(self) -> None:
         """The target chosen by the allocator's ``relocate`` answer (only
@@ -286,6 +314,8 @@ class TLMigrateInstance:
         source = self.source_node_uuid
         source_node = self.cfg.GetNodeInfo(source)
         target_name = self._NodeName(self.target_node_uuid)
+        if self.int_mirror:
+            self._CheckMirrorConsistency(source_node)
         self.feedback_fn("* shutting down instance on source node")
         logging.info("Shutting down instance %s on node %s", instance.name,
                      source_node.name)
@@ -304,7 +334,12 @@ class TLMigrateInstance:
                           " down; error details: %s", instance.name,
                           source_node.name, source_node.name, msg)
         disks = self._Disks()
-        if disks and not source_node.offline:
+        if disks and self.int_mirror:
+            # Both roles end; a dead source only gets warnings
+            self.feedback_fn("* deactivating the instance's disks on source"
+                             " node")
+            ShutdownInstanceDisks(lu, instance, disks)
+        elif disks and not source_node.offline:
             self.feedback_fn("* deactivating the instance's disks on source"
                              " node")
             ShutdownInstanceDisks(lu, instance, disks, node_uuid=source)
@@ -316,9 +351,33 @@ class TLMigrateInstance:
                              % target_name)
             logging.info("Starting instance %s on node %s", instance.name,
                          target_name)
-            StartInstance(lu, self.instance)
+            StartInstance(lu, self.instance,
+                          ignore_secondaries=self.int_mirror)
         elif self.instance.disks_active:
             self.instance = SetDisksActive(lu, self.instance.uuid, False)
+
+    def _CheckMirrorConsistency(self, source_node: objects.Node) -> None:
+        """The target must hold all the data (Ganeti's disk consistency
+        check); only the source's mirror knows, so a dead source makes
+        it an error unless consistency is ignored."""
+        self.feedback_fn("* checking disk consistency between source and"
+                         " target")
+        result = None
+        if not source_node.offline:
+            result = self.rpc.call_blockdev_getmirrorstatus(
+                source_node.uuid, self._Disks())
+        for idx in range(len(self._Disks())):
+            if result is not None and not result.fail_msg and \
+                    not result.payload[idx][5]:
+                continue
+            if source_node.offline:
+                self.feedback_fn("Node %s is offline, ignoring degraded disk"
+                                 " %s on target node %s" %
+                                 (source_node.name, idx,
+                                  self._NodeName(self.target_node_uuid)))
+            elif not self.ignore_consistency:
+                raise errors.OpExecError("Disk %s is degraded on target"
+                                         " node, aborting failover" % idx)
 
     def _CheckHvVersions(self) -> None:
         """Refuse hypervisor versions the hypervisor can't migrate between.

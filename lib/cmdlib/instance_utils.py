@@ -8,6 +8,7 @@ and only ever go back to that node.
 
 import contextlib
 import random
+import secrets
 from typing import Any, Iterator
 
 from ganeti import constants, errors, impexp, locking, objects
@@ -133,15 +134,36 @@ def CheckCompressionTool(lu: LogicalUnit, compression_tool: str) -> None:
 
 def AssembleInstanceDisks(lu: LogicalUnit, instance: objects.Instance,
                           disks: list[objects.Disk],
-                          node_uuid: str | None = None) -> list[list]:
+                          node_uuid: str | None = None,
+                          ignore_secondaries: bool = False) -> list[list]:
     """Make the disks usable on the primary node (or ``node_uuid``, the
     target of a migration, which shares the externally mirrored disks).
 
-    Returns ``[[disk dict, device path], ...]`` in disk order, what
-    instance_start takes. A failure shuts the disks down again there.
+    As Ganeti, in two passes: the secondary role of mirrored disks first
+    (their nodes serve the replica), then the primary's, which connects
+    to them. A secondary that fails is an error unless
+    ``ignore_secondaries`` (the disk then runs degraded). Returns
+    ``[[disk dict, device path], ...]`` in disk order, what instance_start
+    takes. A failure shuts the disks down again there.
     """
     node = node_uuid or instance.primary_node
     inst_dict = {"name": instance.name}
+    for idx, disk in enumerate(disks):
+        for secondary in disk.nodes or []:
+            if secondary == node or \
+                    disk.dev_type not in constants.DTS_INT_MIRROR:
+                continue
+            answer = lu.rpc.call_blockdev_assemble(secondary, disk,
+                                                   inst_dict, False, idx)
+            if not answer.fail_msg:
+                continue
+            lu.LogWarning("Could not prepare block device disk/%d on node"
+                          " %s (is_primary=False, pass=1): %s", idx,
+                          answer.node, answer.fail_msg)
+            if not ignore_secondaries:
+                ShutdownInstanceDisks(lu, instance, disks)
+                answer.Raise("Cannot activate block device disk/%d of"
+                             " instance %s" % (idx, instance.name))
     result = []
     for idx, disk in enumerate(disks):
         answer = lu.rpc.call_blockdev_assemble(node, disk.ToDict(),
@@ -227,7 +249,8 @@ def RemoveInstance(lu: LogicalUnit, instance: objects.Instance,
 def StartInstance(lu: LogicalUnit, instance: objects.Instance,
                   hvparams: dict | None = None,
                   beparams: dict | None = None,
-                  paused: bool = False) -> None:
+                  paused: bool = False,
+                  ignore_secondaries: bool = False) -> None:
     """Assemble the disks and start the instance on its primary node.
 
     ``hvparams``/``beparams`` override the effective ones for this start
@@ -236,7 +259,8 @@ def StartInstance(lu: LogicalUnit, instance: objects.Instance,
     is stale afterwards).
     """
     disks = lu.cfg.GetInstanceDisks(instance.uuid)
-    block_devices = AssembleInstanceDisks(lu, instance, disks)
+    block_devices = AssembleInstanceDisks(
+        lu, instance, disks, ignore_secondaries=ignore_secondaries)
     cluster = lu.cfg.GetClusterInfo()
     result = lu.rpc.call_instance_start(
         instance.primary_node,
@@ -389,6 +413,32 @@ def GenerateMAC(prefix: str, used: set[str]) -> str:
 
 
 # Creation ------------------------------------------------------------------
+
+def DrbdLogicalId(cfg: Any, pnode_uuid: str, snode_uuid: str,
+                  taken: dict[str, set[int]]) -> list:
+    """A new drbd disk's ``(pnode, snode, port, pminor, sminor, secret)``.
+
+    The port comes from the cluster's DRBD port range through the
+    configuration (given back when the instance is removed), each minor is
+    the lowest one free on its node (``taken`` collects those of the disks
+    being built), the secret is random (Ganeti's GenerateDRBDSecret).
+    """
+    used: dict[str, set[int]] = {node: set(minors)
+                                 for node, minors in taken.items()}
+    for disk in cfg.GetAllDisksInfo().values():
+        if disk.dev_type == constants.DT_DRBD8:
+            for node, minor in zip(disk.logical_id[:2],
+                                   disk.logical_id[3:5]):
+                used.setdefault(node, set()).add(minor)
+    minors = []
+    for node in (pnode_uuid, snode_uuid):
+        minor = min(set(range(len(used.get(node, ())) + 1)) -
+                    used.get(node, set()))
+        taken.setdefault(node, set()).add(minor)
+        minors.append(minor)
+    return [pnode_uuid, snode_uuid, cfg.AllocatePort(), minors[0],
+            minors[1], secrets.token_hex(20)]
+
 
 
 # Hooks ---------------------------------------------------------------------

@@ -22,6 +22,9 @@ from ganeti import serializer, vcluster
 from ganeti.rpc.client import RpcClient, RpcResult
 
 Resolver = Callable[[list[str]], list[tuple[str, str | None, bool]]]
+# A node id -> (node UUID, its replication address: secondary IP, else
+# primary IP); what drbd disks are told of their two nodes
+ReplicationAddress = Callable[[str], tuple[str, str]]
 
 # Content shorter than this is sent as is; compressing it gains nothing
 _COMPRESS_THRESHOLD = 512
@@ -74,8 +77,39 @@ def _EncodeValue(value: Any) -> Any:
     return value
 
 
+def AnnotateDisks(value: Any, node: str,
+                  address_fn: ReplicationAddress) -> Any:
+    """Encoded disk(s) with the dynamic parameters for ``node`` filled in.
+
+    Ganeti's AnnotateDiskParams/UpdateDynamicDiskParams: a drbd disk's
+    node learns its own and its peer's replication address only from
+    here (``local-ip``/``remote-ip``), children included. ``value`` is an
+    encoded disk dict or list of them; it is not changed.
+    """
+    if isinstance(value, list):
+        return [AnnotateDisks(item, node, address_fn) for item in value]
+    if not isinstance(value, dict):
+        return value
+    disk = dict(value)
+    if disk.get("children"):
+        disk["children"] = AnnotateDisks(disk["children"], node, address_fn)
+    if disk.get("dev_type") != constants.DT_DRBD8:
+        return disk
+    node_uuid, local_ip = address_fn(node)
+    pnode, snode = (disk.get("logical_id") or [None, None])[:2]
+    if node_uuid not in (pnode, snode):
+        raise errors.ProgrammerError("Node %s holds no side of drbd disk %s"
+                                     % (node, disk.get("uuid")))
+    _, remote_ip = address_fn(snode if node_uuid == pnode else pnode)
+    disk["dynamic_params"] = dict(disk.get("dynamic_params") or {}, **{
+        constants.DDP_LOCAL_IP: local_ip,
+        constants.DDP_REMOTE_IP: remote_ip})
+    return disk
+
+
 _ARG_ENCODERS = {
     None: _EncodeValue,
+    rpc_defs.ENC_DISKS: _EncodeValue,
     rpc_defs.ENC_VPATH: EncodeVirtualPath,
     rpc_defs.ENC_CONTENT: EncodeContent,
 }
@@ -102,6 +136,8 @@ class RpcRunner:
     """Calls node procedures; one instance may be shared by many threads.
 
     Without ``port``, noded's cluster-wide port (netutils.GetDaemonPort).
+    With ``address_fn`` (the master's), disk arguments are annotated per
+    node (AnnotateDisks).
     """
 
     if TYPE_CHECKING:
@@ -110,8 +146,10 @@ class RpcRunner:
 
     def __init__(self, resolver: Resolver,
                  cert_file: str = pathutils.NODED_CERT_FILE,
-                 port: int | None = None):
+                 port: int | None = None,
+                 address_fn: ReplicationAddress | None = None):
         self._resolver = resolver
+        self._address_fn = address_fn
         self._port = port or netutils.GetDaemonPort(constants.NODED)
         self._client = RpcClient(cert_file)
 
@@ -144,7 +182,6 @@ class RpcRunner:
                 (procedure, len(call.args), len(args)))
         encoded = [_ARG_ENCODERS[arg.encoding](value)
                    for arg, value in zip(call.args, args)]
-        body = serializer.DumpJsonBytes(encoded)
         if read_timeout is None:
             read_timeout = call.GetTimeout(args)
         keys = list(dict.fromkeys(nodes))
@@ -154,8 +191,22 @@ class RpcRunner:
                                          " nodes" % (len(resolved), len(keys)))
         targets = [(key, name, ip, offline)
                    for key, (name, ip, offline) in zip(keys, resolved)]
-        return self._client.Call(procedure, targets, self._port, body,
-                                 read_timeout, repeatable=call.repeatable)
+        disk_args = [arg.encoding == rpc_defs.ENC_DISKS for arg in call.args]
+        address_fn = self._address_fn
+        if address_fn is None or not any(disk_args):
+            return self._client.Call(procedure, targets, self._port,
+                                     serializer.DumpJsonBytes(encoded),
+                                     read_timeout, repeatable=call.repeatable)
+        # Disks are told about the node they go to: one body per node
+        results = {}
+        for target in targets:
+            body = serializer.DumpJsonBytes([
+                AnnotateDisks(value, target[0], address_fn) if is_disk
+                else value for is_disk, value in zip(disk_args, encoded)])
+            results.update(self._client.Call(
+                procedure, [target], self._port, body, read_timeout,
+                repeatable=call.repeatable))
+        return results
 
 
 def _MakeCallMethod(call: rpc_defs.RpcCall) -> Callable:

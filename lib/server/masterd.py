@@ -33,7 +33,8 @@ class GanetiContext:
         self.glm = locking.GanetiLockManager(
             cfg.GetNodeList(), list(cfg.GetAllNodeGroupsInfo()),
             cfg.GetInstanceList(), [])
-        self.rpc = rpc_node.RpcRunner(self._ResolveNodes)
+        self.rpc = rpc_node.RpcRunner(self._ResolveNodes,
+                                      address_fn=self._ReplicationAddress)
         self.replicator = replication.Replicator(
             cfg, self.rpc, cfg.GetMasterNode(), queue_dir=queue_dir,
             is_drained=lambda: self.jobqueue.IsDrained())
@@ -53,6 +54,15 @@ class GanetiContext:
                                            errors.ECODE_NOENT)
             result.append((node.name, node.primary_ip, node.offline))
         return result
+
+    def _ReplicationAddress(self, name: str) -> tuple[str, str]:
+        """A node's UUID and the address its drbd peers reach it on."""
+        uuid = self.cfg.ExpandNodeName(name)
+        node = self.cfg.GetNodeInfo(uuid) if uuid else None
+        if node is None:
+            raise errors.OpPrereqError("Node '%s' not known" % name,
+                                       errors.ECODE_NOENT)
+        return node.uuid, node.secondary_ip or node.primary_ip
 
     # Node membership (called by the node LUs, which hold the BGL) ---------
     def AddNode(self, node: objects.Node) -> None:
