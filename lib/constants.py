@@ -126,6 +126,8 @@ OPCODE_REASON_SRC_RLIB2 = "gnt:library:rlib2"
 OPCODE_REASON_SRC_WATCHER = "gnt:watcher"
 OPCODE_REASON_SRC_NODED = "gnt:daemon:noded"
 OPCODE_REASON_SRC_PICKUP = "gnt:daemon:masterd:pickup"
+# The jobs gnt-cluster rebalance (hbal -X) submits
+OPCODE_REASON_SRC_REBALANCE = "gnt:daemon:rebalance"
 
 # LUXI -----------------------------------------------------------------------
 LUXI_EOM = b"\x03"

@@ -59,8 +59,10 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # the master over LUXI only, never its code (cmdlib, jqueue)
     "clients": (("query", ), ("ganeti.cli", "ganeti.cli_opts",
                               "ganeti.rapi")),
-    # Programs: the gnt-* commands and the daemons
-    "programs": (("jobs", "clients"), ("ganeti.client", "ganeti.server")),
+    # Programs: the gnt-* commands and the daemons; hbal and hspace plan
+    # with the htools on what they read over LUXI
+    "programs": (("jobs", "clients", "htools"),
+                 ("ganeti.client", "ganeti.server")),
 }
 
 

@@ -12,6 +12,7 @@ from ganeti.cli_opts import (
     NODE_LIST_OPT, VERBOSE_OPT, OpcodeOption, ParamsOption, SplitKeyVal,
     PRIORITY_OPT, DRY_RUN_OPT, SUBMIT_OPT, PRINT_JOBID_OPT, TAG_SRC_OPT,
     YES_DOIT_OPT, cli_option)
+from ganeti.client import hbal, hspace
 from ganeti.rpc import node as rpc_node
 
 _SetParams = opcodes.OpClusterSetParams
@@ -632,6 +633,16 @@ commands = {
     "copyfile": (ClusterCopyFile, [ArgFile(min=1, max=1)], [NODE_LIST_OPT],
                  "[-n node...] <filename>",
                  "Copies a file to all (or only some) nodes"),
+    "rebalance": (hbal.Rebalance, [], hbal.REBALANCE_OPTS,
+                  "[-G <group>] [-C] [-X] [<opts>...]",
+                  "Computes instance moves that lower the cluster score"
+                  " (as hbal does), prints them and with -X runs them"),
+    "capacity": (hspace.ShowCapacity, [], hspace.CAPACITY_OPTS,
+                 "[--memory <size>] [--disk <size>] [--vcpus <n>]"
+                 " [--disk-template <template>] [--tiered-alloc]",
+                 "Shows per node group how many more instances of a spec"
+                 " (by default the policy's standard spec) fit and which"
+                 " resource runs out first (as hspace does)"),
 }
 
 aliases = {"masterfailover": "master-failover", "show": "info"}

@@ -1,0 +1,286 @@
+"""Cluster balancer: hbal-compatible rebalancing of a node group.
+
+The cluster is read live from the master daemon: the input message of
+an instance allocator (``OP_TEST_ALLOCATOR`` direction "in"), the same
+data the built-in allocator sees. The moves come from
+``ganeti.htools.balance``; they are printed in hbal's format and, with
+-X, submitted as hbal does: one job per move, the jobs of a job set in
+parallel, the job sets one after the other, stopping at the first set
+with a failed job. ``gnt-cluster rebalance`` is this same command.
+"""
+
+import sys
+import time
+from optparse import OptionParser
+from typing import Any, Callable
+
+from ganeti import cli, constants, errors, opcodes, serializer
+from ganeti.cli_opts import (DEBUG_OPT, PRIORITY_OPT, REASON_OPT,
+                             CliOption, cli_option)
+from ganeti.htools import balance, moves
+from ganeti.htools.model import Cluster, Failure
+
+# Name of the (never created) instance of the probe request whose input
+# message describes the cluster
+_PROBE_NAME = "htools-cluster-probe"
+
+GROUP_OPT = cli_option("-G", "--group", dest="group", default=None,
+                       metavar="GROUP",
+                       help="Node group (name or UUID) to work on; needed"
+                       " when the cluster has several")
+MAX_CPU_OPT = cli_option("--max-cpu", dest="max_cpu", type="float",
+                         default=None, metavar="RATIO",
+                         help="Maximum virtual to physical CPU ratio (the"
+                         " instance policy's by default)")
+MIN_GAIN_OPT = cli_option("-g", "--min-gain", dest="min_gain",
+                          type="float", default=balance.Options().min_gain,
+                          metavar="DELTA",
+                          help="Minimum score gain of a move once the score"
+                          " is below --min-gain-limit (default: %default)")
+MIN_GAIN_LIMIT_OPT = cli_option(
+    "--min-gain-limit", dest="min_gain_limit", type="float",
+    default=balance.Options().min_gain_limit, metavar="SCORE",
+    help="Score below which --min-gain applies (default: %default)")
+MIN_SCORE_OPT = cli_option("-e", "--min-score", dest="min_score",
+                           type="float", default=balance.Options().min_score,
+                           metavar="SCORE",
+                           help="Score that is good enough: no balancing"
+                           " below it (default: %default)")
+MAX_LENGTH_OPT = cli_option("-l", "--max-length", dest="max_length",
+                            type="int", default=-1, metavar="N",
+                            help="Stop after N moves (-1: no limit)")
+NO_DISK_MOVES_OPT = cli_option("--no-disk-moves", dest="no_disk_moves",
+                               default=False, action="store_true",
+                               help="Only fail over or migrate, never"
+                               " replace disks")
+EVAC_MODE_OPT = cli_option("--evac-mode", dest="evac_mode", default=False,
+                           action="store_true",
+                           help="Only move instances on offline or drained"
+                           " nodes")
+IGNORE_SOFT_ERRORS_OPT = cli_option(
+    "--ignore-soft-errors", dest="ignore_soft_errors", default=False,
+    action="store_true",
+    help="Ignore soft errors (instance policy, CPU ratio, exclusion tags)"
+    " when moving")
+PRINT_COMMANDS_OPT = cli_option("-C", "--print-commands",
+                                dest="print_commands", default=False,
+                                action="store_true",
+                                help="Print the gnt-instance commands of the"
+                                " moves, per job set")
+EXEC_OPT = cli_option("-X", "--exec", dest="execute", default=False,
+                      action="store_true",
+                      help="Submit the moves as jobs and wait for them")
+LUXI_OPT = cli_option("-L", "--luxi", dest="luxi", default=False,
+                      action="store_true",
+                      help="Read the cluster from the master daemon (always"
+                      " done; accepted for hbal compatibility)")
+
+REBALANCE_OPTS = [GROUP_OPT, MAX_CPU_OPT, MIN_GAIN_OPT, MIN_GAIN_LIMIT_OPT,
+                  MIN_SCORE_OPT, MAX_LENGTH_OPT, NO_DISK_MOVES_OPT,
+                  EVAC_MODE_OPT, IGNORE_SOFT_ERRORS_OPT, PRINT_COMMANDS_OPT,
+                  EXEC_OPT, LUXI_OPT, PRIORITY_OPT]
+
+# hbal's short names of the elementary steps of each move kind
+_MOVE_CODES = {
+    moves.FAILOVER: "f",
+    moves.FAILOVER_TO_ANY: "fa:%s",
+    moves.FAILOVER_AND_REPLACE: "f r:%s",
+    moves.REPLACE_SECONDARY: "r:%s",
+    moves.REPLACE_AND_FAILOVER: "r:%s f",
+    moves.REPLACE_PRIMARY: "f r:%s f",
+}
+
+
+def ClusterMessage(opts: Any, disk_template: str | None = None,
+                   cl: Any = None) -> dict:
+    """The cluster as an allocator sees it, from the master daemon.
+
+    The storage figures are those of ``disk_template`` (default: the
+    cluster's first enabled template).
+    """
+    op = opcodes.OpTestAllocator(
+        direction=constants.IALLOCATOR_DIR_IN,
+        mode=constants.IALLOCATOR_MODE_ALLOC, name=_PROBE_NAME, memory=0,
+        vcpus=1, disks=[], nics=[], os="none", disk_template=disk_template)
+    return serializer.LoadJson(cli.SubmitOpCode(op, cl=cl, opts=opts))
+
+
+class _Line:
+    """One move as hbal prints it, with its gnt-instance commands."""
+
+    def __init__(self, cluster: Cluster, step: balance.Step) -> None:
+        move = step.move
+        inst = cluster.instances[move.instance]
+        self.old = _NodeText(inst.pnode, inst.snode)
+        applied = moves.ApplyMove(cluster, move, strict=False)
+        if isinstance(applied, Failure):
+            raise errors.ProgrammerError("Planned move %s cannot be"
+                                         " replayed: %s" %
+                                         (move.Describe(), applied.text))
+        self.new = _NodeText(inst.pnode, inst.snode)
+        self.step = step
+        # A replace-disks target is the new secondary, a failover-to-any
+        # one the new primary
+        code = _MOVE_CODES[move.kind]
+        self.code = code % move.target if "%s" in code else code
+        mig = "%s -f" % ("migrate" if inst.runs else "failover")
+        self.commands = []
+        for op in moves.MoveOpcodes(move):
+            if op["OP_ID"] == "OP_INSTANCE_REPLACE_DISKS":
+                self.commands.append("replace-disks -n %s %s" %
+                                     (op["remote_node"], move.instance))
+            elif "target_node" in op:
+                self.commands.append("%s -n %s %s" % (mig, op["target_node"],
+                                                      move.instance))
+            else:
+                self.commands.append("%s %s" % (mig, move.instance))
+
+
+def _NodeText(pnode: str | None, snode: str | None) -> str:
+    return "%s:%s" % (pnode, snode) if snode else str(pnode)
+
+
+def _Lines(message: dict, plan: balance.Plan) -> dict[balance.Step, _Line]:
+    """Per step, its line: the steps replayed on a fresh model."""
+    cluster = Cluster(message)
+    return {step: _Line(cluster, step) for step in plan.steps}
+
+
+def FormatSolution(lines: list[_Line], with_gain: bool) -> list[str]:
+    """hbal's step lines: position, instance, old => new nodes, score
+    after the move (``with_gain``: and the change it brings), moves."""
+    if not lines:
+        return []
+    ilen = max(len(line.step.move.instance) for line in lines)
+    nlen = max(len(text) for line in lines for text in (line.old, line.new))
+    result = []
+    for pos, line in enumerate(lines, 1):
+        gain = " %+12.8f" % -line.step.gain if with_gain else ""
+        result.append("  %3d. %-*s %-*s => %-*s %12.8f%s a=%s" %
+                      (pos, ilen, line.step.move.instance, nlen, line.old,
+                       nlen, line.new, line.step.after, gain, line.code))
+    return result
+
+
+def FormatCommands(plan: balance.Plan,
+                   lines: dict[balance.Step, _Line]) -> list[str]:
+    """hbal's -C output: the commands per job set and job."""
+    result = ["Commands to run to reach the above solution:"]
+    for setno, jobset in enumerate(plan.jobsets, 1):
+        result += ["", "  echo jobset %d, %d jobs" % (setno, len(jobset))]
+        for jobno, step in enumerate(jobset, 1):
+            result.append("    echo job %d/%d" % (setno, jobno))
+            result += ["    gnt-instance %s" % command
+                       for command in lines[step].commands]
+    return result
+
+
+def _Execute(opts: Any, plan: balance.Plan,
+             lines: dict[balance.Step, _Line]) -> int:
+    """Submit the job sets in order, each set's jobs at once; stop at the
+    first set with a failed job."""
+    cl = cli.GetClient()
+    for jobset, jobs in zip(plan.jobsets, plan.Jobs()):
+        cli.ToStdout("Executing jobset for instances %s",
+                     ", ".join(step.move.instance for step in jobset))
+        # opts=None: the reason trail is set here, once per opcode
+        jex = cli.JobExecutor(cl=cl, verbose=False, opts=None)
+        for step, ops in zip(jobset, jobs):
+            cli.SetGenericOpcodeOpts(ops, opts)
+            for op in ops:
+                op["reason"].append((constants.OPCODE_REASON_SRC_REBALANCE,
+                                     "%s (score %.8f => %.8f)" %
+                                     (lines[step].code, step.before,
+                                      step.after), time.time_ns()))
+            jex.QueueJob(step.move.instance, *ops)
+        jex.SubmitPending()
+        cli.ToStdout("Got job IDs %s", ", ".join(
+            str(job[2]) for job in jex.jobs if job[1]))
+        if not all(success for success, _ in jex.GetResults()):
+            cli.ToStderr("A job of the job set failed; not continuing")
+            return constants.EXIT_FAILURE
+    return constants.EXIT_SUCCESS
+
+
+def Rebalance(opts: Any, args: list[str]) -> int:
+    """Compute (and with -X run) the moves that balance a node group."""
+    message = ClusterMessage(opts)
+    if not message["instances"]:
+        cli.ToStdout("Cluster is empty, exiting.")
+        return constants.EXIT_SUCCESS
+    plan = balance.PlanBalance(message, group=opts.group, opts=balance.Options(
+        min_gain=opts.min_gain, min_gain_limit=opts.min_gain_limit,
+        min_score=opts.min_score, max_cpu=opts.max_cpu,
+        no_disk_moves=opts.no_disk_moves, evac_mode=opts.evac_mode,
+        max_length=opts.max_length,
+        ignore_soft_errors=opts.ignore_soft_errors))
+    cli.ToStdout("Loaded %d nodes, %d instances", len(message["nodes"]),
+                 len(message["instances"]))
+    cli.ToStdout("Selected node group: %s", plan.group)
+    cli.ToStdout("Initial score: %.8f", plan.initial_score)
+    if plan.initial_score < opts.min_score:
+        cli.ToStdout("Cluster is already well balanced (initial score %.6g,"
+                     " min score %.6g)", plan.initial_score, opts.min_score)
+        cli.ToStdout("Nothing to do, exiting")
+        return constants.EXIT_SUCCESS
+    cli.ToStdout("Trying to minimize the CV...")
+    lines = _Lines(message, plan)
+    ordered = [lines[step] for step in plan.steps]
+    for text in FormatSolution(ordered, with_gain=True):
+        cli.ToStdout("%s", text)
+    if not plan.steps:
+        cli.ToStdout("No solution found")
+        return constants.EXIT_SUCCESS
+    cli.ToStdout("Cluster score improved from %.8f to %.8f",
+                 plan.initial_score, plan.final_score)
+    cli.ToStdout("Solution length=%d", len(plan.steps))
+    if opts.print_commands:
+        cli.ToStdout("")
+        for text in FormatCommands(plan, lines):
+            cli.ToStdout("%s", text)
+    if opts.execute:
+        return _Execute(opts, plan, lines)
+    return constants.EXIT_SUCCESS
+
+
+def BuildParser(usage: str, description: str,
+                options: list[CliOption]) -> OptionParser:
+    """The option parser of an htools-compatible program."""
+    parser = OptionParser(usage=usage, description=description,
+                          option_class=CliOption,
+                          version="%%prog (ganeti) %s" %
+                          constants.RELEASE_VERSION)
+    for option in options + [DEBUG_OPT, REASON_OPT]:
+        parser.add_option(option)
+    return parser
+
+
+def RunProgram(parser: OptionParser, fn: Callable[[Any, list[str]], int],
+               argv: list[str] | None = None) -> int:
+    """Parse the command line and run ``fn`` with gnt-*'s error
+    reporting (messages and exit codes as cli.FormatError gives them)."""
+    opts, args = parser.parse_args((sys.argv if argv is None else argv)[1:])
+    if args:
+        # A usage error, reported as gnt-* commands do
+        cli.ToStderr("%s\n%s: error: unexpected arguments: %s",
+                     parser.get_usage().strip(), parser.get_prog_name(),
+                     " ".join(args))
+        return constants.EXIT_FAILURE
+    try:
+        return fn(opts, args)
+    except (errors.GenericError, errors.JobSubmittedException) as err:
+        code, text = cli.FormatError(err)
+        cli.ToStderr("%s", text)
+        return code
+
+
+def Parser() -> OptionParser:
+    return BuildParser("%prog [options...]",
+                       "Computes a series of instance moves that lower the"
+                       " score of a node group (see gnt-cluster rebalance),"
+                       " prints them and with -X runs them",
+                       REBALANCE_OPTS)
+
+
+def Main() -> int:
+    return RunProgram(Parser(), Rebalance)
