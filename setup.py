@@ -69,8 +69,14 @@ class BuildPyWithAutoconf(build_py):
             fobj.write("DAEMON_UTIL = %s\n" % daemon_util_code)
 
 
+# Installed where allocators are looked for (lib/ganeti/iallocators below
+# the prefix, as Ganeti installs hail), not among the commands
+_BUILTIN_IALLOCATOR = "scripts/halloc"
+
+
 def _Scripts() -> list[str]:
-    scripts = sorted(glob.glob("scripts/gnt-*"))
+    scripts = sorted(path for path in glob.glob("scripts/*")
+                     if path != _BUILTIN_IALLOCATOR)
     scripts += sorted(glob.glob("daemons/ganeti-*"))
     for helper in ("daemons/daemon-util", "daemons/kvm-ifup"):
         if os.path.exists(helper):
@@ -91,6 +97,7 @@ setup(
                                where="lib",
                                exclude=["__pycache__", "*.__pycache__"])],
     scripts=_Scripts(),
+    data_files=[("lib/ganeti/iallocators", [_BUILTIN_IALLOCATOR])],
     install_requires=_Requirements(),
     extras_require={"test": ["pytest>=7.0"]},
     cmdclass={"build_py": BuildPyWithAutoconf},
