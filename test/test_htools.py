@@ -375,11 +375,11 @@ def test_capacity_sequential_and_limit():
     msg = simu.Message(2, memory=8192)
     [result] = capacity.Capacity(msg, capacity.Spec(1024, 1024, 1))
     # 7168 MiB free per node; memory must stay above 0: 6 per node
-    assert result.count == 12
+    assert result.instances == 12
     assert result.limit == "memory"
     [result] = capacity.Capacity(msg, capacity.Spec(128, 10240, 1))
     assert result.limit == "spindles"
-    assert result.count == 64
+    assert result.instances == 64
 
 
 def test_capacity_tiered():

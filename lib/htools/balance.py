@@ -155,10 +155,10 @@ def PlanBalance(message: dict, group: str | None = None,
                                                    cluster.groups.values())))
         target_group = next(iter(cluster.groups.values()))
     else:
-        found = cluster.FindGroup(group)
-        if found is None:
+        named = cluster.FindGroup(group)
+        if named is None:
             raise errors.ParameterError("Unknown node group %s" % group)
-        target_group = found
+        target_group = named
     nodes = cluster.GroupNodes(target_group)
     if opts.max_cpu is not None:
         for node in nodes:
@@ -170,9 +170,6 @@ def PlanBalance(message: dict, group: str | None = None,
                if inst.pnode in names and (inst.snode is None or
                                            inst.snode in names)
                and (inst.internal_mirror or inst.external_mirror)]
-    if opts.evac_mode:
-        movable = [inst for inst in movable
-                   if inst.pnode in offline or inst.snode in offline]
     score = Score(nodes)
     initial = current = score.Total()
     steps: list[Step] = []
@@ -186,7 +183,9 @@ def PlanBalance(message: dict, group: str | None = None,
                                  (WIDE_SOURCES, targets)):
             sources = {node.name for node in ranked[:nsources]}
             victims = [inst for inst in movable
-                       if inst.pnode in sources or inst.snode in sources]
+                       if (inst.pnode in sources or inst.snode in sources)
+                       and (not opts.evac_mode or inst.pnode in offline or
+                            inst.snode in offline)]
             found = _BestMove(cluster, score, victims, tnodes, opts)
             if found is not None and _Acceptable(current, found[0], opts):
                 break
@@ -209,5 +208,8 @@ def PlanBalance(message: dict, group: str | None = None,
 
 
 def _Acceptable(current: float, new: float, opts: Options) -> bool:
-    return new < current and (current > opts.min_gain_limit or
-                              current - new >= opts.min_gain)
+    # min_score also absorbs the rounding of the candidates' scores, so a
+    # move and its reverse can never both look like gains
+    gain = current - new
+    return gain > opts.min_score and (current > opts.min_gain_limit or
+                                      gain >= opts.min_gain)

@@ -56,7 +56,7 @@ class GroupCapacity(NamedTuple):
     """How many more instances of a spec a group takes."""
     group: str
     spec: Spec
-    count: int
+    instances: int
     limit: str
     failures: dict[str, int]  # resource -> nodes on which it ran out
 

@@ -381,7 +381,7 @@ def _SpecFailure(inst: Instance, low: dict, high: dict,
         if any(sp is None for sp in inst.disk_spindles):
             return Failure(FAIL_SPINDLES, "disk spindles missing with"
                            " exclusive storage")
-        spindles = sum(inst.disk_spindles)
+        spindles = sum(sp or 0 for sp in inst.disk_spindles)
     else:
         spindles = inst.spindle_use
     if outside(families.ISPEC_SPINDLE_USE, spindles):

@@ -7,6 +7,7 @@ free values lowered by what the instances use, as live data would be.
 """
 
 import random
+from typing import Any
 
 from ganeti import constants
 from ganeti.parameters import families
@@ -29,7 +30,7 @@ def Message(nodes: int, instances: int = 0, groups: int = 1,
                          "networks": [], "ipolicy": ipolicy, "tags": []}
                   for idx, uuid in enumerate(group_uuids)}
     names = ["node%04d.example.com" % idx for idx in range(nodes)]
-    msg_nodes = {}
+    msg_nodes: dict[str, dict[str, Any]] = {}
     for idx, name in enumerate(names):
         msg_nodes[name] = {
             "tags": [], "primary_ip": "192.0.2.%d" % (idx % 250 + 1),
