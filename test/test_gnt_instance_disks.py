@@ -195,8 +195,7 @@ def test_recreate_disks(vc):
                 (("-n", "%s:%s" % (NODE3, NODE1)),
                  "Instance rec1 currently has 1 nodes, but 2 replacement"
                  " nodes were specified"),
-                (("-I", "hail"), "Can't compute nodes using iallocator"
-                 " 'hail'"),
+                (("-I", "hail"), "iallocator module 'hail' not found"),
                 (("-n", "nosuchnode"), "Node 'nosuchnode' not known")]:
             out = Fail(vc, "gnt-instance", "recreate-disks", *args, "rec1")
             assert message in out, (args, out)

@@ -3,6 +3,7 @@
 import copy
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -10,7 +11,8 @@ import pytest
 
 import ganeti
 from ganeti import errors
-from ganeti.htools import allocator, balance, capacity, metrics, model, simu
+from ganeti.htools import (allocator, balance, capacity, metrics, model,
+                           moves, movescore, simu)
 
 pytestmark = pytest.mark.unit
 
@@ -454,3 +456,59 @@ def test_halloc_program(tmp_path):
     assert "invalid input" in result.stderr
     result = _Halloc(str(tmp_path / "missing.json"))
     assert result.returncode == 1 and "cannot read" in result.stderr
+
+
+def _BruteBest(cluster, score, candidates, strict):
+    """The reference: apply, score and undo every candidate."""
+    best = None
+    for move in candidates:
+        applied = moves.ApplyMove(cluster, move, strict)
+        if isinstance(applied, model.Failure):
+            continue
+        value = round(score.With(applied.touched), 10)
+        moves.UndoMove(cluster, applied)
+        key = (value, (move.instance, move.kind, move.target or ""))
+        if best is None or key < best[:2]:
+            best = (value, key[1], move)
+    return None if best is None else (best[0], best[2])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_move_scores_equal_apply_score_undo(seed):
+    """The analytic candidate scores (and the pruned search for the best
+    one) agree with applying, scoring and undoing each move, also after
+    moves were accepted and with offline nodes and soft errors ignored."""
+    rnd = random.Random(seed)
+    msg = simu.Message(rnd.randint(3, 10), rnd.randint(10, 60),
+                       memory=rnd.choice([8192, 32768]), seed=seed,
+                       templates=("drbd", "diskless", "plain"),
+                       skew=rnd.choice([0.0, 0.5]))
+    for data in msg["nodes"].values():
+        data["offline"] = rnd.random() < 0.15
+    cluster = model.Cluster(msg)
+    nodes = list(cluster.nodes.values())
+    score = metrics.Score(nodes)
+    strict = rnd.random() < 0.7
+    evaluator = movescore.Evaluator(cluster, score, strict)
+    insts = sorted(cluster.instances.values(), key=lambda inst: inst.name)
+    for _ in range(3):
+        candidates = [move for inst in insts for move in
+                      balance._Candidates(inst, nodes, balance.Options())]
+        for move in candidates:
+            applied = moves.ApplyMove(cluster, move, strict)
+            expected = None
+            if not isinstance(applied, model.Failure):
+                expected = round(score.With(applied.touched), 10)
+                moves.UndoMove(cluster, applied)
+            value = evaluator.Value(move)
+            if expected is None:
+                assert value is None, move
+            else:
+                assert value == pytest.approx(expected, abs=1e-9), move
+        best = evaluator.Best(candidates)
+        assert best == _BruteBest(cluster, score, candidates, strict)
+        if best is None:
+            break
+        applied = moves.ApplyMove(cluster, best[1], strict)
+        score.Update(applied.touched)
+        evaluator.Changed({node.name for node in applied.touched})

@@ -1,7 +1,9 @@
 """Rebalancing plans in the manner of hbal (``Cluster.tryBalance``).
 
-Greedy, one move per round: every candidate move is applied in the model
-with hail's checks and scored; the round's best move is accepted when it
+Greedy, one move per round: every candidate move is scored with hail's
+checks (``movescore``: from the running sums, without applying it, the
+exact score only where a lower bound can beat the round's best); the
+round's best move, ties broken by name, is accepted when it
 lowers the score and, once the score is below ``min_gain_limit``, by at
 least ``min_gain``. Movable instances are the mirrored ones: DRBD
 instances get failover, replace-secondary, replace-and-failover,
@@ -22,7 +24,7 @@ disjoint nodes (``splitJobs``): the jobs of one set can run in parallel.
 from typing import NamedTuple
 
 from ganeti import errors
-from ganeti.htools import metrics, moves
+from ganeti.htools import metrics, moves, movescore
 from ganeti.htools.metrics import Score
 from ganeti.htools.model import Cluster, Failure, Instance, Node
 
@@ -124,22 +126,11 @@ def _Candidates(inst: Instance, targets: list[Node],
     return result
 
 
-def _BestMove(cluster: Cluster, score: Score, victims: list[Instance],
+def _BestMove(evaluator: movescore.Evaluator, victims: list[Instance],
               targets: list[Node], opts: Options
               ) -> tuple[float, moves.Move] | None:
-    best: tuple[float, tuple, moves.Move] | None = None
-    strict = not opts.ignore_soft_errors
-    for inst in victims:
-        for move in _Candidates(inst, targets, opts):
-            applied = moves.ApplyMove(cluster, move, strict)
-            if isinstance(applied, Failure):
-                continue
-            value = round(score.With(applied.touched), 10)
-            moves.UndoMove(cluster, applied)
-            key = (value, (move.instance, move.kind, move.target or ""))
-            if best is None or key < best[:2]:
-                best = (value, key[1], move)
-    return None if best is None else (best[0], best[2])
+    return evaluator.Best([move for inst in victims
+                           for move in _Candidates(inst, targets, opts)])
 
 
 def PlanBalance(message: dict, group: str | None = None,
@@ -171,6 +162,8 @@ def PlanBalance(message: dict, group: str | None = None,
                                            inst.snode in names)
                and (inst.internal_mirror or inst.external_mirror)]
     score = Score(nodes)
+    evaluator = movescore.Evaluator(cluster, score,
+                                    not opts.ignore_soft_errors)
     initial = current = score.Total()
     steps: list[Step] = []
     while (opts.max_length < 0 or len(steps) < opts.max_length) and \
@@ -186,7 +179,7 @@ def PlanBalance(message: dict, group: str | None = None,
                        if (inst.pnode in sources or inst.snode in sources)
                        and (not opts.evac_mode or inst.pnode in offline or
                             inst.snode in offline)]
-            found = _BestMove(cluster, score, victims, tnodes, opts)
+            found = _BestMove(evaluator, victims, tnodes, opts)
             if found is not None and _Acceptable(current, found[0], opts):
                 break
             found = None
@@ -199,6 +192,7 @@ def PlanBalance(message: dict, group: str | None = None,
         applied = moves.ApplyMove(cluster, move, not opts.ignore_soft_errors)
         assert not isinstance(applied, Failure), applied
         score.Update(applied.touched)
+        evaluator.Changed(touched_names | {n.name for n in applied.touched})
         touched_names |= {node.name for node in applied.touched}
         after = score.Total()
         steps.append(Step(move, current, after, touched_names))
