@@ -458,6 +458,20 @@ def test_halloc_program(tmp_path):
     assert result.returncode == 1 and "cannot read" in result.stderr
 
 
+def _Candidates(inst, targets):
+    """The moves ``Evaluator.Best`` looks at for an instance."""
+    if inst.internal_mirror and inst.snode is not None:
+        return [moves.Move(inst.name, moves.FAILOVER, None)] + [
+            moves.Move(inst.name, kind, node.name) for node in targets
+            if node.name not in (inst.pnode, inst.snode)
+            for kind in (moves.REPLACE_SECONDARY, moves.REPLACE_AND_FAILOVER,
+                         moves.REPLACE_PRIMARY, moves.FAILOVER_AND_REPLACE)]
+    if inst.external_mirror:
+        return [moves.Move(inst.name, moves.FAILOVER_TO_ANY, node.name)
+                for node in targets if node.name != inst.pnode]
+    return []
+
+
 def _BruteBest(cluster, score, candidates, strict):
     """The reference: apply, score and undo every candidate."""
     best = None
@@ -492,8 +506,8 @@ def test_move_scores_equal_apply_score_undo(seed):
     evaluator = movescore.Evaluator(cluster, score, strict)
     insts = sorted(cluster.instances.values(), key=lambda inst: inst.name)
     for _ in range(3):
-        candidates = [move for inst in insts for move in
-                      balance._Candidates(inst, nodes, balance.Options())]
+        candidates = [move for inst in insts
+                      for move in _Candidates(inst, nodes)]
         for move in candidates:
             applied = moves.ApplyMove(cluster, move, strict)
             expected = None
@@ -505,7 +519,7 @@ def test_move_scores_equal_apply_score_undo(seed):
                 assert value is None, move
             else:
                 assert value == pytest.approx(expected, abs=1e-9), move
-        best = evaluator.Best(candidates)
+        best = evaluator.Best(insts, nodes)
         assert best == _BruteBest(cluster, score, candidates, strict)
         if best is None:
             break

@@ -26,7 +26,7 @@ from typing import NamedTuple
 from ganeti import errors
 from ganeti.htools import metrics, moves, movescore
 from ganeti.htools.metrics import Score
-from ganeti.htools.model import Cluster, Failure, Instance, Node
+from ganeti.htools.model import Cluster, Failure, Node
 
 SOURCES = 3
 TARGETS = 8
@@ -105,34 +105,6 @@ def _Loads(score: Score, nodes: list[Node]) -> dict[str, float]:
     return result
 
 
-def _Candidates(inst: Instance, targets: list[Node],
-                opts: Options) -> list[moves.Move]:
-    result = []
-    if inst.internal_mirror and inst.snode is not None:
-        result.append(moves.Move(inst.name, moves.FAILOVER, None))
-        if opts.no_disk_moves:
-            return result
-        for node in targets:
-            if node.name in (inst.pnode, inst.snode):
-                continue
-            for kind in (moves.REPLACE_SECONDARY, moves.REPLACE_AND_FAILOVER,
-                         moves.REPLACE_PRIMARY, moves.FAILOVER_AND_REPLACE):
-                result.append(moves.Move(inst.name, kind, node.name))
-    elif inst.external_mirror:
-        for node in targets:
-            if node.name != inst.pnode:
-                result.append(moves.Move(inst.name, moves.FAILOVER_TO_ANY,
-                                         node.name))
-    return result
-
-
-def _BestMove(evaluator: movescore.Evaluator, victims: list[Instance],
-              targets: list[Node], opts: Options
-              ) -> tuple[float, moves.Move] | None:
-    return evaluator.Best([move for inst in victims
-                           for move in _Candidates(inst, targets, opts)])
-
-
 def PlanBalance(message: dict, group: str | None = None,
                 opts: Options = Options()) -> Plan:
     """Compute hbal's moves for one node group (required when the
@@ -179,7 +151,7 @@ def PlanBalance(message: dict, group: str | None = None,
                        if (inst.pnode in sources or inst.snode in sources)
                        and (not opts.evac_mode or inst.pnode in offline or
                             inst.snode in offline)]
-            found = _BestMove(evaluator, victims, tnodes, opts)
+            found = evaluator.Best(victims, tnodes, not opts.no_disk_moves)
             if found is not None and _Acceptable(current, found[0], opts):
                 break
             found = None

@@ -21,6 +21,8 @@ std-dev contribute 0, which is always below their value.
 """
 
 import math
+from collections.abc import Iterator
+from operator import itemgetter, mul
 
 from ganeti.htools import moves
 from ganeti.htools.metrics import STDDEV_WEIGHTS, NodeValues, Score
@@ -36,6 +38,12 @@ _MIN_SIGMA = 1e-6
 # (additive change, per component change of the sum, of the sum of squares)
 Part = tuple[float, tuple[float, ...], tuple[float, ...]]
 Check = tuple[str | None, bool]
+# (sum of the parts' lower bounds, instance, kind, target, parts)
+_Candidate = tuple[float, str, str, str | None, tuple]
+_LOW = itemgetter(0)
+_INF = float("inf")
+# The part of a node the move leaves as it is
+_NOTHING: Part = (0.0, _ZERO, _ZERO)
 
 
 class Evaluator:
@@ -47,25 +55,35 @@ class Evaluator:
         self.score = score
         self.strict = strict
         self._memo: dict[str, dict[tuple, Part | None]] = {}
-        self._shapes: dict[str, tuple] = {}
-        self._lows: dict[int, float] = {}
+        # per target node, (round, lower bounds, parts) of _Target
+        self._bundles: dict[str, dict[tuple, tuple]] = {}
+        self._shapes: dict[str, int] = {}
+        self._shape_ids: dict[tuple, int] = {}
+        # equal parts are one object, so that candidates with the same
+        # parts (equal scores) are told by the parts' ids
+        self._intern: dict[Part, Part] = {}
         self._grad: tuple = ()
+        # per round, by the part's id (parts are kept alive by _intern)
+        self._lows: dict[int, float] = {}
+        self._stamp = 0
 
     def Changed(self, names: frozenset[str] | set[str]) -> None:
         for name in names:
             self._memo.pop(name, None)
+            self._bundles.pop(name, None)
 
     # Parts ------------------------------------------------------------------
 
-    def _Shape(self, inst: Instance) -> tuple:
-        """What a part depends on in the instance: equal shapes give equal
-        parts on the same node."""
+    def _Shape(self, inst: Instance) -> int:
+        """The id of what a part depends on in the instance: equal shapes
+        give equal parts on the same node."""
         shape = self._shapes.get(inst.name)
         if shape is None:
-            shape = self._shapes[inst.name] = (
-                inst.mem, inst.dsk, sum(sp or 0 for sp in inst.disk_spindles),
-                inst.vcpus, inst.spindle_use, inst.sec_mem, inst.template,
-                inst.xtags)
+            full = (inst.mem, inst.dsk,
+                    sum(sp or 0 for sp in inst.disk_spindles), inst.vcpus,
+                    inst.spindle_use, inst.sec_mem, inst.template, inst.xtags)
+            shape = self._shape_ids.setdefault(full, len(self._shape_ids))
+            self._shapes[inst.name] = shape
         return shape
 
     def _Part(self, node: Node, inst: Instance, key: tuple,
@@ -106,6 +124,7 @@ class Evaluator:
                               node.peers.get(add_sec, 0.0) + inst.sec_mem)
             node.loc_score += dloc
             part = self._Delta(node)
+            part = self._intern.setdefault(part, part)
             node.loc_score -= dloc
             if add_sec is not None:
                 node.RemoveSec(inst, add_sec)
@@ -131,94 +150,190 @@ class Evaluator:
                 tuple(b - a for a, b in zip(old.vec, new.vec)),
                 tuple(b * b - a * a for a, b in zip(old.vec, new.vec)))
 
-    def _Parts(self, inst: Instance, kind: str,
-               target: str | None) -> list[Part | None]:
-        """The parts of a candidate move (see ``moves._STEPS`` for the
-        steps; each node's checks are those its steps run on it)."""
+    def _Fixed(self, inst: Instance) -> tuple[Part | None, ...]:
+        """The parts that do not depend on the target. Failover-to-any:
+        (primary, ); mirrored: (failover's primary and secondary,
+        replace-secondary's and replace-and-failover's secondary,
+        replace-primary's and failover-and-replace's primary)."""
         nodes = self.cluster.nodes
         pname, sname = inst.pnode, inst.snode
         assert pname is not None
         pnode = nodes[pname]
         p_strict = self.strict and not pnode.offline
-        if kind == moves.FAILOVER_TO_ANY:
-            assert target is not None
-            tnode = nodes[target]
+        if not inst.internal_mirror:
             dloc = -_Shared(pnode, nodes[sname]) if sname else 0
-            return [self._Part(pnode, inst, ("pa", dloc), remove_pri=True,
-                               dloc=dloc),
-                    self._Part(tnode, inst, ("ta", p_strict),
-                               checks=((None, p_strict), ), add_pri=True)]
+            return (self._Part(pnode, inst, ("pa", dloc), remove_pri=True,
+                               dloc=dloc), )
         assert sname is not None
         snode = nodes[sname]
+        lps = _Shared(pnode, snode)
+        dloc = _Shared(snode, pnode)
+        return (
+            self._Part(pnode, inst, ("pf", pnode.peers.get(sname), p_strict,
+                                     lps),
+                       remove_pri=True, checks=((sname, p_strict), ),
+                       add_sec=sname, dloc=-lps),
+            self._Part(snode, inst, ("sf", snode.peers.get(pname), p_strict,
+                                     dloc),
+                       remove_sec=pname, checks=((None, p_strict), ),
+                       add_pri=True, dloc=dloc),
+            self._Part(snode, inst, ("sr", snode.peers.get(pname)),
+                       remove_sec=pname),
+            # replace-primary and failover-and-replace start with a failover
+            self._Part(pnode, inst, ("pfr", pnode.peers.get(sname), p_strict,
+                                     lps),
+                       remove_pri=True, checks=((sname, p_strict), ),
+                       dloc=-lps))
+
+    def _Toward(self, inst: Instance, target: str) -> tuple[Part | None, ...]:
+        """A mirrored instance's parts on its own nodes that depend on the
+        target: replace-secondary's primary (location change only, zero
+        when none), replace-and-failover's primary, replace-primary's
+        secondary, failover-and-replace's secondary."""
+        nodes = self.cluster.nodes
+        pname, sname = inst.pnode, inst.snode
+        assert pname is not None and sname is not None
+        pnode, snode, tnode = nodes[pname], nodes[sname], nodes[target]
+        p_strict = self.strict and not pnode.offline
         s_strict = self.strict and not snode.offline
         lps = _Shared(pnode, snode)
-        if kind == moves.FAILOVER:
-            dloc = _Shared(snode, pnode)
-            return [self._Part(pnode, inst, ("pf", pnode.peers.get(sname),
-                                             p_strict, lps),
-                               remove_pri=True, checks=((sname, p_strict), ),
-                               add_sec=sname, dloc=-lps),
-                    self._Part(snode, inst, ("sf", snode.peers.get(pname),
-                                             p_strict, dloc),
-                               remove_sec=pname, checks=((None, p_strict), ),
-                               add_pri=True, dloc=dloc)]
-        assert target is not None
-        tnode = nodes[target]
-        if kind in (moves.REPLACE_SECONDARY, moves.REPLACE_AND_FAILOVER):
-            parts = [self._Part(snode, inst, ("sr", snode.peers.get(pname)),
-                                remove_sec=pname)]
-            if kind == moves.REPLACE_SECONDARY:
-                dloc = _Shared(pnode, tnode) - lps
-                if dloc:
-                    parts.append(self._Part(pnode, inst, ("pr", dloc),
-                                            dloc=dloc))
-                parts.append(self._Part(
-                    tnode, inst, ("tr", tnode.peers.get(pname), s_strict),
-                    checks=((pname, s_strict), ), add_sec=pname))
-                return parts
-            dloc = _Shared(tnode, pnode)
-            parts.append(self._Part(
-                pnode, inst, ("prf", pnode.peers.get(target), p_strict, lps),
-                remove_pri=True, checks=((target, p_strict), ),
-                add_sec=target, dloc=-lps))
-            parts.append(self._Part(
-                tnode, inst, ("trf", tnode.peers.get(pname), s_strict,
-                              p_strict, dloc),
-                checks=((pname, s_strict), (None, p_strict)), add_pri=True,
-                dloc=dloc))
-            return parts
-        # replace-primary and failover-and-replace start with a failover
-        parts = [self._Part(pnode, inst, ("pfr", pnode.peers.get(sname),
-                                          p_strict, lps),
-                            remove_pri=True, checks=((sname, p_strict), ),
-                            dloc=-lps)]
-        if kind == moves.REPLACE_PRIMARY:
-            dloc = _Shared(tnode, snode)
-            parts.append(self._Part(
-                snode, inst, ("sp", snode.peers.get(pname),
-                              snode.peers.get(target), p_strict, s_strict),
-                remove_sec=pname, checks=((None, p_strict),
-                                          (target, s_strict)),
-                add_sec=target))
-            parts.append(self._Part(
-                tnode, inst, ("tp", tnode.peers.get(sname), p_strict,
-                              s_strict, dloc),
-                checks=((sname, p_strict), (None, s_strict)), add_pri=True,
-                dloc=dloc))
-            return parts
-        dloc = _Shared(snode, tnode)
-        parts.append(self._Part(
-            snode, inst, ("sfr", snode.peers.get(pname), p_strict, dloc),
-            remove_sec=pname, checks=((None, p_strict), ), add_pri=True,
-            dloc=dloc))
-        parts.append(self._Part(
-            tnode, inst, ("tfr", tnode.peers.get(sname), p_strict),
-            checks=((sname, p_strict), ), add_sec=sname))
-        return parts
+        dloc = _Shared(pnode, tnode) - lps
+        sloc = _Shared(snode, tnode)
+        return (
+            self._Part(pnode, inst, ("pr", dloc), dloc=dloc) if dloc
+            else _NOTHING,
+            self._Part(pnode, inst, ("prf", pnode.peers.get(target),
+                                     p_strict, lps),
+                       remove_pri=True, checks=((target, p_strict), ),
+                       add_sec=target, dloc=-lps),
+            self._Part(snode, inst, ("sp", snode.peers.get(pname),
+                                     snode.peers.get(target), p_strict,
+                                     s_strict),
+                       remove_sec=pname, checks=((None, p_strict),
+                                                 (target, s_strict)),
+                       add_sec=target),
+            self._Part(snode, inst, ("sfr", snode.peers.get(pname), p_strict,
+                                     sloc),
+                       remove_sec=pname, checks=((None, p_strict), ),
+                       add_pri=True, dloc=sloc))
+
+    def _Target(self, inst: Instance, tnode: Node) -> tuple[Part | None, ...]:
+        """The parts on the target. Failover-to-any: (target, );
+        mirrored: those of replace-secondary, replace-and-failover,
+        replace-primary, failover-and-replace."""
+        pname, sname = inst.pnode, inst.snode
+        assert pname is not None
+        p_strict = self.strict and not self.cluster.nodes[pname].offline
+        if not inst.internal_mirror:
+            return (self._Part(tnode, inst, ("ta", p_strict),
+                               checks=((None, p_strict), ), add_pri=True), )
+        assert sname is not None
+        snode = self.cluster.nodes[sname]
+        s_strict = self.strict and not snode.offline
+        ploc = _Shared(tnode, self.cluster.nodes[pname])
+        sloc = _Shared(tnode, snode)
+        peers = tnode.peers
+        return (
+            self._Part(tnode, inst, ("tr", peers.get(pname), s_strict),
+                       checks=((pname, s_strict), ), add_sec=pname),
+            self._Part(tnode, inst, ("trf", peers.get(pname), s_strict,
+                                     p_strict, ploc),
+                       checks=((pname, s_strict), (None, p_strict)),
+                       add_pri=True, dloc=ploc),
+            self._Part(tnode, inst, ("tp", peers.get(sname), p_strict,
+                                     s_strict, sloc),
+                       checks=((sname, p_strict), (None, s_strict)),
+                       add_pri=True, dloc=sloc),
+            self._Part(tnode, inst, ("tfr", peers.get(sname), p_strict),
+                       checks=((sname, p_strict), ), add_sec=sname))
+
+    def _Candidates(self, inst: Instance, targets: list[Node],
+                    disk_moves: bool) -> Iterator[_Candidate]:
+        """The instance's candidates whose checks pass, with the sum of
+        their parts' lower bounds: mirrored instances a failover and, with
+        disk moves, per target a replace-secondary, replace-and-failover,
+        replace-primary and failover-and-replace; externally mirrored ones
+        a failover-to-any per target. Victim parts are looked up once per
+        victim (per peer values toward the target), target parts once per
+        target, shape and peer values, their bounds once per round."""
+        name, pname = inst.name, inst.pnode
+        assert pname is not None
+        sname = inst.snode or ""
+        internal = inst.internal_mirror
+        if internal and not sname or \
+                not internal and not inst.external_mirror:
+            return
+        fixed = self._Fixed(inst)
+        flows = self._Lows(fixed)
+        if internal:
+            low = flows[0] + flows[1]
+            if low < _INF:
+                yield (low, name, moves.FAILOVER, None, fixed[:2])
+            if not disk_moves:
+                return
+        nodes = self.cluster.nodes
+        pnode = nodes[pname]
+        # only used when mirrored
+        snode = nodes[sname] if internal else pnode
+        p_strict = self.strict and not pnode.offline
+        s_strict = self.strict and not snode.offline
+        shape = self._Shape(inst)
+        stamp = self._stamp
+        bundles = self._bundles
+        local: dict[tuple, tuple[tuple[float, ...], tuple]] = {}
+        for tnode in targets:
+            tname = tnode.name
+            if tname == pname or tname == sname:
+                continue
+            tmemo = bundles.get(tname)
+            if tmemo is None:
+                tmemo = bundles[tname] = {}
+            if not internal:
+                tkey: tuple = (shape, p_strict)
+            else:
+                ploc = _Shared(pnode, tnode)
+                sloc = _Shared(snode, tnode)
+                tkey = (shape, tnode.peers.get(pname), tnode.peers.get(sname),
+                        p_strict, s_strict, ploc, sloc)
+            entry = tmemo.get(tkey)
+            if entry is None or entry[0] != stamp:
+                tparts = self._Target(inst, tnode) if entry is None \
+                    else entry[2]
+                entry = tmemo[tkey] = (stamp, self._Lows(tparts), tparts)
+            tlows, tparts = entry[1], entry[2]
+            if not internal:
+                low = flows[0] + tlows[0]
+                if low < _INF:
+                    yield (low, name, moves.FAILOVER_TO_ANY, tname,
+                           (fixed[0], tparts[0]))
+                continue
+            vkey = (pnode.peers.get(tname), snode.peers.get(tname), ploc,
+                    sloc)
+            toward = local.get(vkey)
+            if toward is None:
+                vparts = self._Toward(inst, tname)
+                toward = local[vkey] = (self._Lows(vparts), vparts)
+            vlows, vparts = toward
+            low = flows[2] + vlows[0] + tlows[0]
+            if low < _INF:
+                yield (low, name, moves.REPLACE_SECONDARY, tname,
+                       (fixed[2], vparts[0], tparts[0]))
+            low = flows[2] + vlows[1] + tlows[1]
+            if low < _INF:
+                yield (low, name, moves.REPLACE_AND_FAILOVER, tname,
+                       (fixed[2], vparts[1], tparts[1]))
+            low = flows[3] + vlows[2] + tlows[2]
+            if low < _INF:
+                yield (low, name, moves.REPLACE_PRIMARY, tname,
+                       (fixed[3], vparts[2], tparts[2]))
+            low = flows[3] + vlows[3] + tlows[3]
+            if low < _INF:
+                yield (low, name, moves.FAILOVER_AND_REPLACE, tname,
+                       (fixed[3], vparts[3], tparts[3]))
 
     # Scores -----------------------------------------------------------------
 
-    def _Exact(self, parts: list[Part]) -> float:
+    def _Exact(self, parts: tuple[Part, ...]) -> float:
         """The score with the parts applied (``Score.With``), rounded as
         the planner compares them."""
         score = self.score
@@ -241,11 +356,14 @@ class Evaluator:
 
     def Value(self, move: moves.Move) -> float | None:
         """The rounded score after the move, None if a check fails."""
-        parts = self._Parts(self.cluster.instances[move.instance], move.kind,
-                            move.target)
-        if any(part is None for part in parts):
-            return None
-        return self._Exact(parts)  # type: ignore[arg-type]
+        self._Gradient()
+        inst = self.cluster.instances[move.instance]
+        targets = [] if move.target is None \
+            else [self.cluster.nodes[move.target]]
+        for cand in self._Candidates(inst, targets, move.target is not None):
+            if cand[2] == move.kind:
+                return self._Exact(cand[4])
+        return None
 
     def _Gradient(self) -> float:
         """Set up the lower bound for this round; returns its constant."""
@@ -267,45 +385,70 @@ class Evaluator:
                              (2 * count * count * sigma)))
             else:
                 grad.append((0.0, 0.0, 0.0))
-        self._grad = tuple(grad)
+        # per component: factors of the change of the sum of squares, of
+        # the sum, and of the square of the change of the sum
+        self._grad = tuple(zip(*grad))
         self._lows = {}
+        self._stamp += 1
         return base
 
-    def _Low(self, part: Part) -> float:
-        """The part's share of the lower bound."""
-        low = self._lows.get(id(part))
-        if low is None:
-            low = part[0]
-            dsum, dsq = part[1], part[2]
-            for k, (g_sq, g_sum, err) in enumerate(self._grad):
-                delta = dsum[k]
-                low += g_sq * dsq[k] + g_sum * delta - err * delta * delta
-            self._lows[id(part)] = low
-        return low
+    def _Lows(self, parts: tuple[Part | None, ...]) -> tuple[float, ...]:
+        """The parts' shares of the lower bound (infinite for a failed
+        check)."""
+        result = []
+        lows = self._lows
+        g_sq, g_sum, err = self._grad
+        for part in parts:
+            if part is None:
+                result.append(_INF)
+                continue
+            low = lows.get(id(part))
+            if low is None:
+                dsum = part[1]
+                low = lows[id(part)] = (
+                    part[0] + sum(map(mul, g_sq, part[2])) +
+                    sum(map(mul, g_sum, dsum)) -
+                    sum(map(mul, err, map(mul, dsum, dsum))))
+            result.append(low)
+        return tuple(result)
 
-    def Best(self, candidates: list[moves.Move]
-             ) -> tuple[float, moves.Move] | None:
-        """The candidate with the lowest rounded score, ties broken by
-        (instance, kind, target) name."""
+    def Best(self, victims: list[Instance], targets: list[Node],
+             disk_moves: bool = True) -> tuple[float, moves.Move] | None:
+        """The victims' candidate (see ``_Candidates``) with the lowest
+        rounded score, ties broken by (instance, kind, target) name.
+
+        Victims of equal shape on the same nodes have equal scores, so only
+        the first by name is looked at. The exact score is computed in the
+        order of the lower bounds, until one is above the best so far."""
         base = self._Gradient() - _MARGIN
-        best: tuple[float, tuple, moves.Move] | None = None
-        instances = self.cluster.instances
-        for move in candidates:
-            parts = self._Parts(instances[move.instance], move.kind,
-                                move.target)
-            low = base
-            for part in parts:
-                if part is None:
-                    break
-                low += self._Low(part)
-            else:
-                if best is not None and low > best[0]:
-                    continue
-                value = self._Exact(parts)  # type: ignore[arg-type]
-                key = (value, (move.instance, move.kind, move.target or ""))
-                if best is None or key < best[:2]:
-                    best = (value, key[1], move)
-        return None if best is None else (best[0], best[2])
+        chosen: dict[tuple, Instance] = {}
+        for inst in victims:
+            same = (inst.pnode, inst.snode, self._Shape(inst))
+            other = chosen.get(same)
+            if other is None or inst.name < other.name:
+                chosen[same] = inst
+        cands: list[_Candidate] = []
+        for inst in chosen.values():
+            cands.extend(self._Candidates(inst, targets, disk_moves))
+        if not cands:
+            return None
+        first = min(cands, key=_LOW)
+        best = (self._Exact(first[4]), (first[1], first[2], first[3] or ""))
+        values: dict[tuple, float] = {}
+        for low, name, kind, target, parts in sorted(
+                [cand for cand in cands if base + cand[0] <= best[0]],
+                key=_LOW):
+            if base + low > best[0]:
+                break
+            ids = tuple(map(id, parts))
+            value = values.get(ids)
+            if value is None:
+                value = values[ids] = self._Exact(parts)
+            key = (value, (name, kind, target or ""))
+            if key < best:
+                best = key
+        name, kind, target = best[1]
+        return best[0], moves.Move(name, kind, target or None)
 
 
 def _Shared(node: Node, other: Node) -> int:
