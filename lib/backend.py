@@ -1620,6 +1620,25 @@ def blockdev_getmirrorstatus(disks: list) -> list:
     return result
 
 
+def blockdev_find(disk: dict) -> list | None:
+    """The status 7-tuple of one disk, or None when it is not active here.
+
+    Ganeti's FindDevice: the primary's side is active when assembled, a
+    drbd secondary's while it serves its replica (whose image is then the
+    path reported).
+    """
+    cf = _DiskFromDict(disk)
+    try:
+        dev = storage.GetDevice(cf)
+        path = dev.Find()
+        if path is None:
+            return None
+        percent, eta, degraded, ldisk = dev.GetSyncStatus()
+    except errors.BlockDeviceError as err:
+        _Fail("Cannot find disk %s: %s", cf.iv_name or cf.uuid, err)
+    return [path, None, None, percent, eta, degraded, ldisk]
+
+
 def blockdev_shutdown(disk: dict) -> None:
     """Undo blockdev_assemble (the data stays)."""
     storage.GetDevice(_DiskFromDict(disk)).Shutdown()

@@ -300,10 +300,22 @@ DDP_LOCAL_IP = "local-ip"
 DDP_REMOTE_IP = "remote-ip"
 DDP_LOCAL_MINOR = "local-minor"
 DDP_REMOTE_MINOR = "remote-minor"
+# Modes of replace-disks (drbd): the same secondary's or the primary's
+# copy made again, both as needed, or the mirror moved to a new secondary
+REPLACE_DISK_PRI = "replace_on_primary"
+REPLACE_DISK_SEC = "replace_on_secondary"
+REPLACE_DISK_CHG = "replace_new_secondary"
+REPLACE_DISK_AUTO = "replace_auto"
+REPLACE_MODES = frozenset([REPLACE_DISK_PRI, REPLACE_DISK_SEC,
+                           REPLACE_DISK_CHG, REPLACE_DISK_AUTO])
 # Local disk status, the last element of a mirror status tuple
+# (Ganeti 3.0's values; LDS_SYNC is not reported by these templates)
 LDS_OKAY = 1
-LDS_UNKNOWN = 2
-LDS_FAULTY = 3
+LDS_SYNC = 2
+LDS_UNKNOWN = 3
+LDS_FAULTY = 4
+LDS_NAMES = {LDS_OKAY: "ok", LDS_SYNC: "syncing", LDS_UNKNOWN: "unknown",
+             LDS_FAULTY: "faulty"}
 CLUSTER_NAME_RE = r"^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$"
 
 # Validity of the cluster certificate created by init, in days
@@ -380,8 +392,11 @@ CV_ENODESETUP = (CV_TNODE, "ENODESETUP", "Node setup error")
 # Ganeti's code and title; here also disk files and instance directories
 # in the file storage directories that no disk of the config accounts for
 CV_ENODEORPHANLV = (CV_TNODE, "ENODEORPHANLV", "Unknown LVM logical volume")
+CV_EINSTANCEFAULTYDISK = (CV_TINSTANCE, "EINSTANCEFAULTYDISK",
+                          "Impossible to retrieve status for a disk")
 CV_ALL_ECODES = frozenset([
-    CV_ECLUSTERCFG, CV_ECLUSTERCERT, CV_ECLUSTERFILECHECK,
+    CV_EINSTANCEFAULTYDISK, CV_ECLUSTERCFG, CV_ECLUSTERCERT,
+    CV_ECLUSTERFILECHECK,
     CV_ECLUSTERDANGLINGNODES, CV_ECLUSTERDANGLINGINST, CV_ENODEFILECHECK,
     CV_ENODERPC, CV_ENODEVERSION, CV_ENODETIME,
     CV_ENODEHV, CV_ENODEFILESTORAGEPATHS, CV_ENODEFILESTORAGEPATHUNUSABLE,

@@ -67,6 +67,10 @@ class OpExecError(GenericError):
     """Executing an operation failed."""
 
 
+class RemoteError(GenericError):
+    """A node could not be reached for an operation's data."""
+
+
 class OpResultError(GenericError):
     """An operation returned a result of the wrong type."""
 

@@ -769,6 +769,9 @@ class OpInstanceCreate(OpCode):
          "Driver for file-based disks"),
         ("start", True, ht.TBool,
          "Whether to start the instance after creation"),
+        ("wait_for_sync", True, ht.TBool,
+         "Whether to wait for the first sync of mirrored disks (otherwise"
+         " only degraded ones abort the creation)"),
         ("tags", [], ht.TListOf(ht.TNonEmptyString), "Instance tags"),
         _PIgnoreIpolicy,
         ("src_node", None, ht.TMaybeString,
@@ -1145,6 +1148,30 @@ class OpInstanceMove(OpCode):
         ("target_node_uuid", None, ht.TMaybeString,
          "Target node UUID (filled in from target_node)"),
         _PIgnoreConsistency, _PCompress,
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpInstanceReplaceDisks(OpCode):
+    """Make the copies of a drbd instance's disks anew, or move them to
+    another secondary node, while the instance runs."""
+    OP_DSC_FIELD = "instance_name"
+    OP_PARAMS = [
+        _PInstanceName, _PInstanceUuid,
+        ("early_release", False, ht.TBool,
+         "Whether to release locks as soon as possible"),
+        _PIgnoreIpolicy,
+        ("mode", ht.NoDefault, ht.TElemOf(constants.REPLACE_MODES),
+         "Replacement mode"),
+        ("disks", [], ht.TListOf(ht.Check(
+            lambda value: ht.TNonNegativeInt(value) and value < 16,
+            "disk index (0 to 15)", "integer")),
+         "Disk indexes (all disks if empty)"),
+        ("remote_node", None, ht.TMaybeString,
+         "New secondary node (replace_new_secondary)"),
+        ("remote_node_uuid", None, ht.TMaybeString,
+         "New secondary node UUID (filled in from remote_node)"),
+        _PIAllocFromDesc("Iallocator for deciding the new secondary node"),
     ]
     OP_RESULT = ht.TNone
 

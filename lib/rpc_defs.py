@@ -294,6 +294,11 @@ CALLS += (
             "Status of each disk: [dev_path, major, minor, sync_percent,"
             " estimated_time, is_degraded, ldisk_status]",
             repeatable=True),
+    RpcCall("blockdev_find", (_A("disk", ENC_DISKS),),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Status of one disk as blockdev_getmirrorstatus reports it, or"
+            " None when the disk is not active on the node",
+            repeatable=True),
     RpcCall("blockdev_shutdown", (_A("disk", ENC_DISKS),),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Undo blockdev_assemble; the data stays"),

@@ -9,17 +9,22 @@ is dead.
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
+import threading
+import time
 
 import pytest
 
 from ganeti import constants, pathutils
 from ganeti.storage import drbd
+from ganeti.utils import process
 
 from testutils_instance import (CHECKS, FILE_VDIR, MIB, NODE2, NODE3,
                                 Config, FindInstance, InstanceCluster,
-                                NodeUuid, PrimaryNode, RemoveInstances)
+                                NodeUuid, PrimaryNode, RapiClient,
+                                RemoveInstances)
 
 pytestmark = [
     pytest.mark.integration,
@@ -35,7 +40,8 @@ SIZE = 16
 
 @pytest.fixture(scope="module")
 def vc():
-    with InstanceCluster("--enabled-disk-templates=drbd,file") as cluster:
+    with InstanceCluster("--enabled-disk-templates=drbd,file",
+                         rapi_users=True) as cluster:
         yield cluster
 
 
@@ -153,3 +159,150 @@ def test_failover_ignore_consistency_dead_primary(vc):
         if not node2.IsRunning("ganeti-noded"):
             node2.StartNoded()
         RemoveInstances(vc, "drbd3")
+
+
+def _DiskLine(info, side):
+    """The "on primary"/"on secondary" status of disk/0 in info output."""
+    found = re.search(r"on %s: (.*)" % side, info)
+    return found.group(1) if found else None
+
+
+def test_info_status_degraded_and_resync(vc):
+    out = vc.Run("gnt-instance", "add", "-t", "drbd", "-n",
+                 "%s:%s" % (vc.node, NODE2), "--disk", "0:size=%dM" % SIZE,
+                 "--no-install", "--ignore-ipolicy", "-B", "memory=64",
+                 *CHECKS, "drbd4", timeout=120).stdout
+    # gnt-instance add waits for the first sync (--no-wait-for-sync: not)
+    assert "Waiting for instance drbd4 to sync disks" in out, out
+    assert "Instance drbd4's disks are in sync" in out, out
+    try:
+        _, (disk, ) = FindInstance(vc, "drbd4")
+        port = disk["logical_id"][2]
+        info = vc.Run("gnt-instance", "info", "drbd4").stdout
+        assert "disk/0: drbd, size %dM" % SIZE in info, info
+        assert "nodeA: %s, minor=0" % vc.node in info, info
+        assert "nodeB: %s, minor=0" % NODE2 in info, info
+        assert "port: %d" % port in info, info
+        assert re.fullmatch(r"\S*/d%d\.dev \(N/A:N/A\) in sync, status ok"
+                            % port, _DiskLine(info, "primary")), info
+        assert re.fullmatch(r"\S*/drbd/%s\.qcow2 \(N/A:N/A\) in sync,"
+                            r" status ok" % disk["uuid"],
+                            _DiskLine(info, "secondary")), info
+        static = vc.Run("gnt-instance", "info", "--static", "drbd4").stdout
+        assert _DiskLine(static, "primary") is None, static
+
+        # The secondary's server dies: the primary goes on, degraded
+        pid_file = vc.nodes[NODE2].NodePath(os.path.join(
+            pathutils.DRBD_RUN_DIR, "d%d.s.pid" % port))
+        process.KillProcess(process.ReadPidFile(pid_file), timeout=15)
+        _Write(_Device(vc, vc.node, disk), "degraded")
+        info = vc.Run("gnt-instance", "info", "drbd4").stdout
+        assert _DiskLine(info, "primary").endswith(", status *DEGRADED*"), \
+            info
+        assert _DiskLine(info, "secondary") is None, info
+        verify = vc.Run("gnt-cluster", "verify", "--error-codes",
+                        check=False).stdout
+        # As Ganeti: both sides of the broken pair are degraded
+        for node in (vc.node, NODE2):
+            assert "WARNING:EINSTANCEFAULTYDISK:instance:drbd4:disk/0 on %s" \
+                " is degraded; local disk state is 'ok'" % node in verify, \
+                verify
+        # The images of configured drbd disks are no orphans
+        assert not [line for line in verify.splitlines()
+                    if "ENODEORPHANLV" in line and "drbd" in line], verify
+
+        out = _WaitInSync(vc, "drbd4")
+        assert "Waiting for instance drbd4 to sync disks" in out, out
+        assert "Instance drbd4's disks are in sync" in out, out
+        info = vc.Run("gnt-instance", "info", "drbd4").stdout
+        assert _DiskLine(info, "primary").endswith(" in sync, status ok"), \
+            info
+        assert _DiskLine(info, "secondary") is not None, info
+        vc.Run("gnt-instance", "shutdown", "drbd4", timeout=120)
+        assert _Contents(_Image(vc, vc.node, disk)) == \
+            _Contents(_Image(vc, NODE2, disk))
+    finally:
+        RemoveInstances(vc, "drbd4")
+
+
+class _Writer(threading.Thread):
+    """Writes through a device, each pass synced, until stopped."""
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.path = path
+        self.passes = 0
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            _Write(self.path, "pass %d" % self.passes)
+            self.passes += 1
+
+
+def _RapiWait(client, job_id):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        job = client.GetJobStatus(job_id)
+        if job["status"] in constants.JOBS_FINALIZED:
+            return job
+        time.sleep(0.5)
+    raise AssertionError("job %s did not finish" % job_id)
+
+
+def test_replace_disks_new_secondary_while_writing(vc):
+    _Add(vc, "drbd5", vc.node, NODE2)
+    try:
+        _, (disk, ) = FindInstance(vc, "drbd5")
+        old_image = _Image(vc, NODE2, disk)
+        assert os.path.exists(old_image)
+        out = vc.Run("gnt-instance", "replace-disks", "-s", "drbd5",
+                     check=False)
+        assert out.returncode != 0
+        out = vc.Run("gnt-instance", "replace-disks", "-n", vc.node, "drbd5",
+                     check=False)
+        assert "The specified node is the primary node of the instance" in \
+            out.stderr, out.stderr
+        writer = _Writer(_Device(vc, vc.node, disk))
+        writer.start()
+        try:
+            out = vc.Run("gnt-instance", "replace-disks", "-n", NODE3,
+                         "drbd5", timeout=180).stdout
+        finally:
+            writer.stop.set()
+            writer.join()
+        assert writer.passes > 0
+        for line in ("STEP 3/6 Allocate new storage", "STEP 5/6 Sync devices",
+                     "Instance drbd5's disks are in sync",
+                     "STEP 6/6 Removing old storage"):
+            assert line in out, out
+        assert PrimaryNode(vc, "drbd5") == vc.node
+        _, (disk, ) = FindInstance(vc, "drbd5")
+        assert disk["nodes"] == [NodeUuid(vc, vc.node), NodeUuid(vc, NODE3)]
+        assert NodeUuid(vc, NODE3) in disk["logical_id"][:2]
+        assert not os.path.exists(old_image)
+        out = vc.Run("gnt-instance", "list", "--no-headers", "-o", "snodes",
+                     "drbd5").stdout.strip()
+        assert out == NODE3
+        info = vc.Run("gnt-instance", "info", "drbd5").stdout
+        assert _DiskLine(info, "primary").endswith(" in sync, status ok"), \
+            info
+        assert "nodeB: %s, minor=" % NODE3 in info, info
+        vc.Run("gnt-instance", "shutdown", "drbd5", timeout=120)
+        assert _Contents(_Image(vc, vc.node, disk)) == \
+            _Contents(_Image(vc, NODE3, disk))
+
+        # Back to the first secondary through RAPI (Ganeti's legacy form),
+        # the instance stopped: its disks are activated meanwhile
+        client = RapiClient(vc)
+        job = _RapiWait(client, client.ReplaceInstanceDisks(
+            "drbd5", mode=constants.REPLACE_DISK_CHG, remote_node=NODE2))
+        assert job["status"] == constants.JOB_STATUS_SUCCESS, job
+        _, (disk, ) = FindInstance(vc, "drbd5")
+        assert disk["nodes"] == [NodeUuid(vc, vc.node), NodeUuid(vc, NODE2)]
+        assert not os.path.exists(_Image(vc, NODE3, disk))
+        assert not os.path.exists(_Device(vc, vc.node, disk))
+        assert _Contents(_Image(vc, vc.node, disk)) == \
+            _Contents(_Image(vc, NODE2, disk))
+    finally:
+        RemoveInstances(vc, "drbd5")

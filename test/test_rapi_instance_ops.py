@@ -103,8 +103,12 @@ def test_modify_info_console_reinstall_rename(vc, rclient):
                 info["be_actual"]["maxmem"]) == \
             ("up", "up", NODE2, "file", 2, 32)
         (disk, ) = info["disks"]
-        assert (disk["iv_name"], disk["size"], disk["pstatus"]) == \
-            ("disk/0", 4, {"size": 4, "spindles": None})
+        # Ganeti's status 7-tuple of the disk on its primary node
+        assert (disk["iv_name"], disk["size"], disk["pstatus"][1:],
+                disk["sstatus"]) == \
+            ("disk/0", 4, [None, None, None, None, False,
+                           constants.LDS_OKAY], None)
+        assert disk["pstatus"][0].endswith(disk["logical_id"][1])
         inst, _ = FindInstance(vc, "ops1")
         assert info["nics"][0][3] == inst["nics"][0]["mac"]
         job = _Wait(rclient, rclient.GetInstanceInfo("ops1", static=True))

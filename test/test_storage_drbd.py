@@ -233,3 +233,26 @@ def test_restart_primary_copies_only_new_writes(pair):
             [device, None, None, None, None, False, constants.LDS_OKAY]]
     pair.Call("pnode", "Shutdown")
     assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None,
+                    reason="qemu-io not installed")
+def test_interrupted_full_sync_starts_over(pair):
+    """A full sync stopped half way keeps no bitmap that would make the
+    next sync copy only the writes: the peer may lack the rest (QEMU
+    happens to finish the copy while quitting; nothing promises it)."""
+    pair.disk.params = {"resync-rate": 2 * 1024}
+    pair.Create()
+    subprocess.run(["qemu-io", "-c", "write -P 0x5a 0 %dM" % SIZE,
+                    pair.Image("pnode")], check=True, capture_output=True)
+    pair.Call("snode", "AssembleSecondary")
+    pair.Call("pnode", "Assemble")
+    percent, _, degraded, _ = pair.Status()
+    assert degraded and percent is not None and percent < 100
+    pair.Call("pnode", "Shutdown")
+    pair.disk.params = {"resync-rate": 1024 * 1024}
+    pair.Call("pnode", "Assemble")
+    pair.WaitInSync()
+    assert pair.Call("pnode", "GetSyncedBytes") == SIZE * MIB
+    pair.Call("pnode", "Shutdown")
+    assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))

@@ -160,7 +160,7 @@ def AddInstance(opts: Any, args: list[str]) -> int:
         force_variant=opts.force_variant, no_install=opts.no_install,
         name_check=opts.name_check, ip_check=opts.ip_check,
         file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver,
-        start=opts.start,
+        start=opts.start, wait_for_sync=opts.wait_for_sync,
         tags=opts.tags.split(",") if opts.tags else [],
         ignore_ipolicy=opts.ignore_ipolicy)
     cli.SubmitOrSend(op, opts)
@@ -517,6 +517,69 @@ IGNORE_HVVERSIONS_OPT = OpcodeOption(_Migrate, "ignore_hvversions",
                                      "--ignore-hvversions")
 
 
+_Replace = opcodes.OpInstanceReplaceDisks
+NEW_SECONDARY_OPT = OpcodeOption(_Replace, "remote_node", "-n",
+                                 "--new-secondary", dest="dst_node",
+                                 metavar="NODE")
+ON_PRIMARY_OPT = cli_option("-p", "--on-primary", dest="on_primary",
+                            default=False, action="store_true",
+                            help="Replace the disk(s) on the primary node"
+                            " (applies only to internally mirrored disk"
+                            " templates, e.g. %s)" % constants.DT_DRBD8)
+ON_SECONDARY_OPT = cli_option("-s", "--on-secondary", dest="on_secondary",
+                              default=False, action="store_true",
+                              help="Replace the disk(s) on the secondary"
+                              " node (applies only to internally mirrored"
+                              " disk templates, e.g. %s)" %
+                              constants.DT_DRBD8)
+AUTO_REPLACE_OPT = cli_option("-a", "--auto", dest="auto", default=False,
+                              action="store_true",
+                              help="Automatically replace faulty disks"
+                              " (applies only to internally mirrored disk"
+                              " templates, e.g. %s)" % constants.DT_DRBD8)
+DISKIDX_OPT = cli_option("--disks", dest="disks", default=None,
+                         help="Comma-separated list of disks indices to act"
+                         " on (e.g. 0,2) (optional, defaults to all disks)")
+REPLACE_EARLY_RELEASE_OPT = OpcodeOption(_Replace, "early_release",
+                                         "--early-release")
+REPLACE_IGNORE_IPOLICY_OPT = OpcodeOption(_Replace, "ignore_ipolicy",
+                                          "--ignore-ipolicy")
+
+
+def ReplaceDisks(opts: Any, args: list[str]) -> int:
+    """Replace the disks of a drbd instance (one of -p, -s, -a, -n, -I)."""
+    try:
+        disks = [int(idx) for idx in opts.disks.split(",")] \
+            if opts.disks else []
+    except ValueError as err:
+        raise errors.OpPrereqError("Invalid disk index passed: %s" % err,
+                                   errors.ECODE_INVAL)
+    choices = [opts.on_primary, opts.on_secondary, opts.auto,
+               opts.dst_node is not None, opts.iallocator is not None]
+    if choices.count(True) != 1:
+        raise errors.OpPrereqError("One and only one of the -p, -s, -a, -n"
+                                   " and -I options must be passed",
+                                   errors.ECODE_INVAL)
+    if opts.on_primary:
+        mode = constants.REPLACE_DISK_PRI
+    elif opts.on_secondary:
+        mode = constants.REPLACE_DISK_SEC
+    elif opts.auto:
+        mode = constants.REPLACE_DISK_AUTO
+        if disks:
+            raise errors.OpPrereqError("Cannot specify disks when using"
+                                       " automatic mode", errors.ECODE_INVAL)
+    else:
+        mode = constants.REPLACE_DISK_CHG
+    op = opcodes.OpInstanceReplaceDisks(
+        instance_name=args[0], disks=disks, remote_node=opts.dst_node,
+        mode=mode, iallocator=opts.iallocator,
+        early_release=opts.early_release,
+        ignore_ipolicy=opts.ignore_ipolicy)
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
 def _CheckTargetChoice(opts: Any) -> None:
     if opts.iallocator and opts.dst_node:
         raise errors.OpPrereqError("Specify either an iallocator (-I), or a"
@@ -675,78 +738,111 @@ def ListInstanceFields(opts: Any, args: list[str]) -> int:
                                  not opts.no_headers)
 
 
-_INFO_FIELDS = ["name", "uuid", "serial_no", "ctime", "mtime",
-                "admin_state", "oper_state", "pnode", "pnode.group",
-                "pnode.group.uuid", "snodes", "os", "osparams",
-                "custom_osparams", "network_port", "hypervisor", "hvparams",
-                "custom_hvparams", "beparams", "custom_beparams",
-                "disk_template", "nic.macs", "nic.ips", "nic.modes",
-                "nic.links", "nic.vlans", "nic.names", "nic.uuids",
-                "disk.sizes", "disk.names", "disk.uuids", "tags"]
+def _FormatDiskStatus(dev_type: str, status: list | None) -> str:
+    """One node's status 7-tuple of a disk, as Ganeti words it."""
+    if not status:
+        return "not active"
+    path, major, minor, syncp, estt, degr, ldisk_status = status
+    txt = "%s (%s:%s)" % (path, "N/A" if major is None else major,
+                          "N/A" if minor is None else minor)
+    if dev_type == constants.DT_DRBD8:
+        if syncp is not None:
+            sync_text = "*RECOVERING* %5.2f%%," % syncp
+            sync_text += " ETA %ss" % int(estt) if estt else " ETA unknown"
+        else:
+            sync_text = "in sync"
+        if ldisk_status == constants.LDS_FAULTY:
+            ldisk_text = " *MISSING DISK*"
+        elif ldisk_status == constants.LDS_UNKNOWN:
+            ldisk_text = " *UNCERTAIN STATE*"
+        else:
+            ldisk_text = ""
+        txt += " %s, status %s%s" % (sync_text,
+                                     "*DEGRADED*" if degr else "ok",
+                                     ldisk_text)
+    return txt
 
 
-def _FormatNics(macs: list, ips: list, modes: list, links: list,
-                vlans: list, names: list, uuids: list) -> list:
-    return [{"nic/%d" % idx: [("MAC", mac), ("IP", ip), ("mode", mode),
-                              ("link", link), ("vlan", vlan),
-                              ("name", name), ("UUID", uuid)]}
-            for idx, (mac, ip, mode, link, vlan, name, uuid)
-            in enumerate(zip(macs, ips, modes, links, vlans, names, uuids))]
+def _FormatDisk(idx: int, dev: dict) -> list:
+    """Ganeti's block of one disk: size, logical id, status per node."""
+    size = dev["size"]
+    data: list[tuple[str, Any]] = [
+        (dev["iv_name"] or "disk %d" % idx, "%s, size %s" % (
+            dev["dev_type"],
+            cli.FormatUnit(size, "h") if isinstance(size, int) else size))]
+    if dev["spindles"] is not None:
+        data.append(("spindles", dev["spindles"]))
+    data.append(("access mode", dev["mode"]))
+    drbd_info = dev["drbd_info"]
+    if drbd_info:
+        data.extend([
+            ("nodeA", "%s, minor=%s" % (drbd_info["primary_node"],
+                                        drbd_info["primary_minor"])),
+            ("nodeB", "%s, minor=%s" % (drbd_info["secondary_node"],
+                                        drbd_info["secondary_minor"])),
+            ("port", str(drbd_info["port"]))])
+    elif dev["logical_id"] is not None:
+        data.append(("logical_id", str(dev["logical_id"])))
+    if dev["pstatus"]:
+        data.append(("on primary",
+                     _FormatDiskStatus(dev["dev_type"], dev["pstatus"])))
+    if dev["sstatus"]:
+        data.append(("on secondary",
+                     _FormatDiskStatus(dev["dev_type"], dev["sstatus"])))
+    data.append(("name", dev["name"]))
+    data.append(("UUID", dev["uuid"]))
+    return data
 
 
-def _FormatDisks(template: str, sizes: list, names: list,
-                 uuids: list) -> list:
-    return [{"disk/%d" % idx: [("type", template),
-                               ("size", cli.FormatUnit(size, "h")),
-                               ("name", name), ("UUID", uuid)]}
-            for idx, (size, name, uuid) in enumerate(zip(sizes, names,
-                                                         uuids))]
+def _FormatNic(idx: int, nic: list) -> list:
+    name, uuid, ip, mac, mode, link, vlan, _, netinfo = nic
+    return [("nic/%d" % idx, ""), ("MAC", str(mac)), ("IP", str(ip)),
+            ("mode", str(mode)), ("link", str(link)), ("vlan", str(vlan)),
+            ("network", str(netinfo["name"] if netinfo else None)),
+            ("UUID", str(uuid)), ("name", str(name))]
 
 
-def _FormatInstanceInfo(row: list, static: bool) -> list[tuple[str, Any]]:
-    info = dict(zip(_INFO_FIELDS, row))
-    if static or info["oper_state"] is None:
-        state = "configured to be %s" % info["admin_state"]
-    else:
-        state = "configured to be %s, actual state is %s" % (
-            info["admin_state"], "up" if info["oper_state"] else "down")
-    nodes = [[("primary", info["pnode"]),
-              ("group", "%s (UUID %s)" % (info["pnode.group"],
-                                         info["pnode.group.uuid"]))],
-             [("secondaries", ", ".join(info["snodes"] or []))]]
+def _FormatInstanceInfo(inst: dict) -> list[tuple[str, Any]]:
+    """One instance of OpInstanceQueryData's result, as Ganeti shows it."""
+    state = "configured to be %s" % inst["config_state"]
+    if inst["run_state"]:
+        state += ", actual state is %s" % inst["run_state"]
+    secondaries = ", ".join(
+        "%s (group %s, group UUID %s)" % row for row in zip(
+            inst["snodes"], inst["snodes_group_names"],
+            inst["snodes_group_uuids"]))
+    nodes = [[("primary", inst["pnode"]),
+              ("group", "%s (UUID %s)" % (inst["pnode_group_name"],
+                                         inst["pnode_group_uuid"]))],
+             [("secondaries", secondaries)]]
     return [
-        ("Instance name", info["name"]),
-        ("UUID", info["uuid"]),
-        ("Serial number", info["serial_no"]),
-        ("Creation time", cli.FormatTime(info["ctime"])),
-        ("Modification time", cli.FormatTime(info["mtime"])),
+        ("Instance name", inst["name"]),
+        ("UUID", inst["uuid"]),
+        ("Serial number", str(inst["serial_no"])),
+        ("Creation time", cli.FormatTime(inst["ctime"])),
+        ("Modification time", cli.FormatTime(inst["mtime"])),
         ("State", state),
         ("Nodes", nodes),
-        ("Operating system", info["os"]),
+        ("Operating system", inst["os"]),
         ("Operating system parameters",
-         cli.FormatParamsDictInfo(info["custom_osparams"] or {},
-                              info["osparams"] or {})),
-        ("Allocated network port", info["network_port"]),
-        ("Hypervisor", info["hypervisor"]),
+         cli.FormatParamsDictInfo(inst["os_instance"], inst["os_actual"])),
+        ("Allocated network port", str(inst["network_port"])),
+        ("Hypervisor", inst["hypervisor"]),
         ("Hypervisor parameters",
-         cli.FormatParamsDictInfo(info["custom_hvparams"] or {},
-                              info["hvparams"] or {})),
+         cli.FormatParamsDictInfo(inst["hv_instance"], inst["hv_actual"])),
         ("Back-end parameters",
-         cli.FormatParamsDictInfo(info["custom_beparams"] or {},
-                              info["beparams"] or {})),
-        ("NICs", _FormatNics(info["nic.macs"], info["nic.ips"],
-                             info["nic.modes"], info["nic.links"],
-                             info["nic.vlans"], info["nic.names"],
-                             info["nic.uuids"])),
-        ("Disk template", info["disk_template"]),
-        ("Disks", _FormatDisks(info["disk_template"], info["disk.sizes"],
-                               info["disk.names"], info["disk.uuids"])),
-        ("Tags", ", ".join(info["tags"] or [])),
+         cli.FormatParamsDictInfo(inst["be_instance"], inst["be_actual"])),
+        ("NICs", [_FormatNic(idx, nic)
+                  for idx, nic in enumerate(inst["nics"])]),
+        ("Disk template", inst["disk_template"]),
+        ("Disks", [_FormatDisk(idx, dev)
+                   for idx, dev in enumerate(inst["disks"])]),
     ]
 
 
 def ShowInstanceConfig(opts: Any, args: list[str]) -> int:
-    """Show the configuration (and state) of instances."""
+    """Show the configuration and, unless --static, the runtime state
+    (disk status per node included) of instances."""
     if not args and not opts.show_all:
         cli.ToStderr("No instance selected. Please pass in --all if you"
                      " want to query all instances.")
@@ -754,15 +850,14 @@ def ShowInstanceConfig(opts: Any, args: list[str]) -> int:
     if args and opts.show_all:
         cli.ToStderr("Cannot use --all if you specify instance names.")
         return constants.EXIT_FAILURE
-    fields = list(_INFO_FIELDS)
-    if opts.static:
-        fields[fields.index("oper_state")] = "admin_up"
-    rows = cli.QueryRows(constants.QR_INSTANCE, fields, args)
-    if not rows:
-        cli.ToStderr("No instances.")
+    op = opcodes.OpInstanceQueryData(instances=args, static=opts.static,
+                                     use_locking=not opts.static)
+    result = cli.SubmitOpCode(op, opts=opts)
+    if not result:
+        cli.ToStdout("No instances.")
         return constants.EXIT_FAILURE
-    cli.PrintGenericInfo([_FormatInstanceInfo(row, opts.static)
-                      for row in rows])
+    cli.PrintGenericInfo([_FormatInstanceInfo(inst)
+                          for inst in result.values()])
     return constants.EXIT_SUCCESS
 
 
@@ -771,7 +866,7 @@ _ADD_OPTS = [
     NONICS_OPT, HYPERVISOR_OPT, BACKEND_OPT, OSPARAMS_OPT, NOSTART_OPT,
     NOINSTALL_OPT, NONAMECHECK_OPT, NOIPCHECK_OPT, FILESTORE_DIR_OPT,
     FILESTORE_DRIVER_OPT, FORCE_VARIANT_OPT, TAGS_OPT, IGNORE_IPOLICY_OPT,
-    IALLOCATOR_OPT, OPPORTUNISTIC_LOCKING_OPT, EXPLAIN_OPT,
+    IALLOCATOR_OPT, OPPORTUNISTIC_LOCKING_OPT, EXPLAIN_OPT, NWSYNC_OPT,
 ]
 
 commands = {
@@ -812,6 +907,13 @@ commands = {
                        "[-n node[:secondary-node]] [--disk=N[:size=VAL]"
                        "[,mode=ro|rw]] <instance-name>",
                        "Recreate an instance's disks"),
+    "replace-disks": (ReplaceDisks, ARGS_ONE_INSTANCE,
+                      [DISKIDX_OPT, IALLOCATOR_OPT, NEW_SECONDARY_OPT,
+                       ON_PRIMARY_OPT, ON_SECONDARY_OPT, AUTO_REPLACE_OPT,
+                       REPLACE_EARLY_RELEASE_OPT,
+                       REPLACE_IGNORE_IPOLICY_OPT] + _JOB_OPTS,
+                      "[-s|-p|-a|-n NODE|-I NAME] <instance-name>",
+                      "Replaces disks for the instance"),
     "grow-disk": (GrowDisk, [ArgInstance(min=1, max=1),
                              ArgUnknown(min=1, max=1),
                              ArgUnknown(min=1, max=1)],

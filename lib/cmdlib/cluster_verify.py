@@ -17,6 +17,7 @@ from typing import Any, Callable, NamedTuple
 from ganeti import (constants, errors, locking, objects, opcodes, pathutils,
                     utils, vcluster)
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU, ResultWithJobs
+from ganeti.storage import drbd
 from ganeti.utils import x509
 
 # How often a group's data is gathered again when the configuration
@@ -461,12 +462,20 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
         if not isinstance(listing, dict):
             return
         known = set()
+        file_dir = self.cfg.GetClusterInfo().file_storage_dir
         for disk in self.cfg.GetAllDisksInfo().values():
             if disk.dev_type == constants.DT_SHARED_FILE or (
                     disk.dev_type == constants.DT_FILE and
                     (not disk.nodes or ninfo.uuid in disk.nodes)):
                 known.add(os.path.normpath(disk.logical_id[1]))
-        known_dirs = set()
+            elif disk.dev_type == constants.DT_DRBD8 and file_dir and \
+                    ninfo.uuid in disk.nodes:
+                known.add(os.path.normpath(drbd.ImagePath(file_dir,
+                                                          disk.uuid)))
+        # The drbd template's directory, also when it holds no image
+        known_dirs = {os.path.normpath(os.path.join(file_dir,
+                                                    drbd.IMAGE_DIR))} \
+            if file_dir else set()
         for path in known:
             parent = os.path.dirname(path)
             while parent not in known_dirs and parent != "/":
@@ -487,6 +496,44 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                     self._Error(constants.CV_ENODEORPHANLV, ninfo.name,
                                 "volume %s is unknown", path,
                                 code=constants.CV_WARNING)
+
+    def _VerifyInstanceDisks(self, online: list[str]) -> None:
+        """Ganeti's disk checks of instances whose disks are active: the
+        status of each disk on each of its (online) nodes in the group;
+        a degraded one is a warning while its local disk is fine."""
+        instances = sorted(
+            (inst for inst in self.cfg.GetAllInstancesInfo().values()
+             if inst.disks_active and inst.primary_node in self.my_node_info),
+            key=lambda inst: inst.name)
+        by_node: dict[str, list[tuple[objects.Instance, int,
+                                      objects.Disk]]] = {}
+        for inst in instances:
+            for idx, disk in enumerate(self.cfg.GetInstanceDisks(inst.uuid)):
+                for node_uuid in disk.nodes or [inst.primary_node]:
+                    if node_uuid in online:
+                        by_node.setdefault(node_uuid, []).append(
+                            (inst, idx, disk))
+        for node_uuid, items in sorted(by_node.items()):
+            node_name = self.all_node_info[node_uuid].name
+            result = self.rpc.call_blockdev_getmirrorstatus(
+                node_uuid, [disk.ToDict() for _, _, disk in items])
+            for pos, (inst, idx, _) in enumerate(items):
+                if result.fail_msg:
+                    self._Error(constants.CV_EINSTANCEFAULTYDISK, inst.name,
+                                "couldn't retrieve status for disk/%s on %s:"
+                                " %s", idx, node_name, result.fail_msg)
+                    continue
+                _, _, _, _, _, degraded, ldisk = result.payload[pos]
+                if not degraded:
+                    continue
+                self._Error(constants.CV_EINSTANCEFAULTYDISK, inst.name,
+                            "disk/%s on %s is degraded; local disk state is"
+                            " '%s'", idx, node_name,
+                            constants.LDS_NAMES.get(ldisk, ldisk),
+                            code=constants.CV_WARNING
+                            if ldisk in (constants.LDS_OKAY,
+                                         constants.LDS_SYNC)
+                            else constants.CV_ERROR)
 
     def _VerifyStoragePaths(self, ninfo: objects.Node, nresult: dict) -> None:
         """The storage directories of enabled file templates must be usable
@@ -693,6 +740,9 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                     node, nresult, node.uuid == master_uuid)
                 self._VerifyStoragePaths(node, nresult)
                 self._VerifyOrphanFiles(node, nresult)
+
+        feedback_fn("* Verifying instance status")
+        self._VerifyInstanceDisks(online)
 
         i_offline = sum(
             1 for inst in self.cfg.GetAllInstancesInfo().values()

@@ -20,12 +20,14 @@ from ganeti.cmdlib.base import ExpandNodeUuidAndName, LogicalUnit
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
 from ganeti.cmdlib.instance_policy import CheckIPolicySpec, CheckNodeVcpuRatio
 from ganeti.cmdlib.instance_utils import (
-    INSTANCE_NOT_RUNNING, AssembledForOS, BuildInstanceHookEnv,
+    INSTANCE_NOT_RUNNING, AssembleInstanceDisks, AssembledForOS,
+    BuildInstanceHookEnv,
     CheckInstanceState, CheckMinMaxMem, CheckNodeFreeDisk,
     CheckNodeFreeMemory, CheckNodeNotDrained, CheckNodeOnline,
     CheckNodeVmCapable, ConvertBeParams, ConvertHvParams, GenerateMAC,
     DrbdLogicalId, GetInstanceInfoText, InstanceLU, RemoveDisks,
-    RemoveInstance, ShutdownInstanceDisks, StartInstance, UsedMacs)
+    RemoveInstance, ShutdownInstanceDisks, StartInstance, UsedMacs,
+    WaitForSync)
 
 _DISK_KEYS = frozenset(["size", "mode", "name", "adopt"])
 _NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name"])
@@ -537,6 +539,24 @@ class LUInstanceCreate(LogicalUnit):
             # Assembled again for the OS scripts and the start
             ShutdownInstanceDisks(self, instance, disks)
 
+    def _WaitForMirrors(self, instance: objects.Instance,
+                        disks: list[objects.Disk],
+                        feedback_fn: Callable[[str], None]) -> None:
+        """Ganeti's wait for the first sync of new mirrored disks (or,
+        without wait_for_sync, one look); a degraded disk aborts."""
+        AssembleInstanceDisks(self, instance, disks)
+        try:
+            if self.op.wait_for_sync:
+                in_sync = WaitForSync(self, instance, disks)
+            else:
+                feedback_fn("* checking mirrors status")
+                in_sync = WaitForSync(self, instance, disks, oneshot=True)
+        finally:
+            ShutdownInstanceDisks(self, instance, disks)
+        if not in_sync:
+            raise errors.OpExecError("There are some degraded disks for"
+                                     " this instance")
+
     def _InstallOS(self, instance: objects.Instance,
                    disks: list[objects.Disk],
                    feedback_fn: Callable[[str], None]) -> None:
@@ -564,6 +584,8 @@ class LUInstanceCreate(LogicalUnit):
             if disks:
                 feedback_fn("* creating instance disks...")
             self._CreateDisks(instance, disks, created)
+            if self.op.disk_template in constants.DTS_INT_MIRROR:
+                self._WaitForMirrors(instance, disks, feedback_fn)
             if self._import is not None:
                 self._import.ImportDisks(self, instance, disks, feedback_fn)
             elif self.op.os_type and not self.op.no_install and disks:

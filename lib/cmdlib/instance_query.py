@@ -174,56 +174,59 @@ class LUInstanceQueryData(NoHooksLU):
             return "down"
         return inst.admin_state
 
-    def _DiskDimensions(self, inst: objects.Instance,
-                        disks: list[objects.Disk],
-                        node_uuid: str | None) -> list[dict | None]:
-        """Per disk, ``{"size": MiB, "spindles": ...}`` as the node finds
-        it, or None (not asked, node offline, or no such device there)."""
+    def _BlockdevStatus(self, inst: objects.Instance, disk: objects.Disk,
+                        node_uuid: str | None) -> list | None:
+        """Ganeti's status 7-tuple of a disk on a node, or None (not
+        asked, node offline, or the disk not active there)."""
         node = self.view.nodes.get(node_uuid) if node_uuid else None
         if self.op.static or node is None or node.offline:
-            return [None] * len(disks)
-        result = self.rpc.call_blockdev_getdimensions(
-            node.uuid, [disk.ToDict() for disk in disks])
+            return None
+        result = self.rpc.call_blockdev_find(node.uuid, disk.ToDict())
         result.Raise("Can't compute disk status for %s" % inst.name)
-        answer = result.payload or []
-        status: list[dict | None] = []
-        for idx in range(len(disks)):
-            dims = answer[idx] if idx < len(answer) else None
-            status.append(None if dims is None else
-                          {"size": dims[0] // (1024 * 1024),
-                           "spindles": dims[1]})
-        return status
+        return result.payload
 
     def _DiskData(self, inst: objects.Instance,
                   disks: list[objects.Disk]) -> list[dict]:
-        """Ganeti's per-disk dict; ``pstatus``/``sstatus`` hold what the
-        primary and the first other node of the disk report of it."""
-        pstatus = self._DiskDimensions(inst, disks, inst.primary_node)
-        by_secondary: dict[str, list[objects.Disk]] = {}
+        """Ganeti's per-disk dict: ``pstatus``/``sstatus`` are the status
+        on the primary and the secondary node; drbd disks get
+        ``drbd_info`` and their secret is hidden in ``logical_id``."""
+        data = []
         for disk in disks:
-            others = [uuid for uuid in disk.nodes or ()
-                      if uuid != inst.primary_node]
-            if others:
-                by_secondary.setdefault(others[0], []).append(disk)
-        sstatus: dict[str, dict | None] = {}
-        for node_uuid, node_disks in by_secondary.items():
-            sstatus.update(zip(
-                (disk.uuid for disk in node_disks),
-                self._DiskDimensions(inst, node_disks, node_uuid)))
-        return [{
-            "iv_name": disk.iv_name,
-            "dev_type": disk.dev_type,
-            "logical_id": list(disk.logical_id),
-            "drbd_info": None,
-            "pstatus": pstatus[idx],
-            "sstatus": sstatus.get(disk.uuid),
-            "children": [],
-            "mode": disk.mode,
-            "size": disk.size,
-            "spindles": disk.spindles,
-            "name": disk.name,
-            "uuid": disk.uuid,
-        } for idx, disk in enumerate(disks)]
+            logical_id = list(disk.logical_id)
+            drbd_info = None
+            snode = next((uuid for uuid in disk.nodes or ()
+                          if uuid != inst.primary_node), None)
+            if disk.dev_type == constants.DT_DRBD8:
+                pnode_uuid, snode_uuid, port, minor_a, minor_b = \
+                    logical_id[:5]
+                if pnode_uuid != inst.primary_node:
+                    snode_uuid = pnode_uuid
+                    minor_a, minor_b = minor_b, minor_a
+                snode = snode_uuid
+                drbd_info = {
+                    "primary_node": self._NodeName(inst.primary_node),
+                    "primary_minor": minor_a,
+                    "secondary_node": self._NodeName(snode_uuid),
+                    "secondary_minor": minor_b,
+                    "port": port,
+                }
+                logical_id[-1] = None
+            data.append({
+                "iv_name": disk.iv_name,
+                "dev_type": disk.dev_type,
+                "logical_id": logical_id,
+                "drbd_info": drbd_info,
+                "pstatus": self._BlockdevStatus(inst, disk,
+                                                inst.primary_node),
+                "sstatus": self._BlockdevStatus(inst, disk, snode),
+                "children": [],
+                "mode": disk.mode,
+                "size": disk.size,
+                "spindles": disk.spindles,
+                "name": disk.name,
+                "uuid": disk.uuid,
+            })
+        return data
 
     def _NicData(self, inst: objects.Instance) -> list[tuple]:
         """(name, uuid, ip, mac, mode, link, vlan, network, network data)

@@ -1,12 +1,12 @@
 """LUs working on the disks of an existing instance: grow, activate,
 deactivate and recreate them.
 
-The templates the nodes store (file, sharedfile, blockdev, ext) keep each
-disk on the primary node only (sharedfile and ext on storage every node
-sees) and none is mirrored, so there is never a resync to wait for:
-``wait_for_sync`` only decides, as in Ganeti, whether grow-disk shuts down
-again a disk it had to activate. The configuration records each disk's
-size in MiB; growing and recreating keep it equal to the device's.
+Only drbd disks are mirrored (file, sharedfile, blockdev and ext keep a
+disk on the primary node or on storage every node sees): activate-disks
+can wait for their resync; for grow-disk ``wait_for_sync`` only decides,
+as in Ganeti, whether it shuts down again a disk it had to activate.
+The configuration records each disk's size in MiB; growing and
+recreating keep it equal to the device's.
 """
 
 import collections
@@ -21,7 +21,8 @@ from ganeti.cmdlib.instance_utils import (
     INSTANCE_NOT_RUNNING, AssembleInstanceDisks, CheckInstanceState,
     CheckNodeFreeDisk, CheckNodeOnline, CheckNodeVmCapable,
     GetInstanceInfoText, InstanceLU, InstanceRunning, RemoveDisks,
-    SetDisksActive, SetInstancePrimaryNode, ShutdownInstanceDisks)
+    SetDisksActive, SetInstancePrimaryNode, ShutdownInstanceDisks,
+    WaitForSync)
 from ganeti.masterd import iallocator
 from ganeti.utils.text import FormatUnit
 
@@ -135,9 +136,9 @@ class LUInstanceActivateDisks(InstanceLU):
     """Assemble an instance's disks on its primary node (no hooks).
 
     Returns ``[(node name, iv_name, device path)]``; the path is the
-    node's own. ``ignore_size`` and ``wait_for_sync`` are accepted as in
-    Ganeti: assembling these templates never depends on the recorded size
-    and they have no mirrors to synchronise.
+    node's own. ``ignore_size`` is accepted as in Ganeti: assembling
+    never depends on the recorded size. ``wait_for_sync`` waits for the
+    drbd mirrors to be in sync (an error if one stays degraded).
     """
 
     HPATH = None
@@ -151,6 +152,10 @@ class LUInstanceActivateDisks(InstanceLU):
         disks = self.cfg.GetInstanceDisks(instance.uuid)
         devices = AssembleInstanceDisks(self, instance, disks)
         SetDisksActive(self, instance.uuid, True)
+        if self.op.wait_for_sync and not WaitForSync(self, instance, disks):
+            SetDisksActive(self, instance.uuid, False)
+            raise errors.OpExecError("Some disks of the instance are"
+                                     " degraded!")
         return [(self.pnode.name, disk.iv_name, path)
                 for disk, (_, path) in zip(disks, devices)]
 

@@ -9,6 +9,7 @@ and only ever go back to that node.
 import contextlib
 import random
 import secrets
+import time
 from typing import Any, Iterator
 
 from ganeti import constants, errors, impexp, locking, objects
@@ -16,6 +17,7 @@ from ganeti.cmdlib import operating_system
 from ganeti.cmdlib.base import ExpandInstanceUuidAndName, LogicalUnit
 from ganeti.cmdlib.cluster import HypervisorClass
 from ganeti.parameters.base import GetUpdatedParams
+from ganeti.utils.text import FormatSeconds
 
 
 def CheckNodeOnline(lu: LogicalUnit, node_uuid: str) -> None:
@@ -174,6 +176,74 @@ def AssembleInstanceDisks(lu: LogicalUnit, instance: objects.Instance,
                          " %s" % (idx, instance.name))
         result.append([disk.ToDict(), answer.payload])
     return result
+
+
+_SYNC_NODE_RETRIES = 10
+_SYNC_DEGRADED_RETRIES = 10
+
+
+def WaitForSync(lu: LogicalUnit, instance: objects.Instance,
+                disks: list[objects.Disk] | None = None,
+                oneshot: bool = False) -> bool:
+    """Poll the primary's mirrors until in sync (Ganeti's WaitForSync).
+
+    Logs a progress line per resyncing disk each round; ``oneshot`` looks
+    once. A disk degraded without a resync in progress is looked at for
+    a few more seconds, to tell a transient state from a lasting one.
+    Returns False if some disk stays degraded.
+    """
+    if disks is None:
+        disks = lu.cfg.GetInstanceDisks(instance.uuid)
+    disks = [disk for disk in disks
+             if disk.dev_type in constants.DTS_INT_MIRROR]
+    if not disks:
+        return True
+    if not oneshot:
+        lu.LogInfo("Waiting for instance %s to sync disks", instance.name)
+    node_uuid = instance.primary_node
+    (node_name, ) = lu.cfg.GetNodeNames([node_uuid])
+    retries = 0
+    degr_retries = _SYNC_DEGRADED_RETRIES
+    while True:
+        max_time = 0.0
+        done = True
+        cumul_degraded = False
+        result = lu.rpc.call_blockdev_getmirrorstatus(
+            node_uuid, [disk.ToDict() for disk in disks])
+        if result.fail_msg:
+            lu.LogWarning("Can't get any data from node %s: %s", node_name,
+                          result.fail_msg)
+            retries += 1
+            if retries >= _SYNC_NODE_RETRIES:
+                raise errors.RemoteError("Can't contact node %s for mirror"
+                                         " data, aborting." % node_name)
+            time.sleep(6)
+            continue
+        retries = 0
+        for disk, mstat in zip(disks, result.payload):
+            _, _, _, percent, eta, degraded, _ = mstat
+            cumul_degraded = cumul_degraded or (degraded and percent is None)
+            if percent is None:
+                continue
+            done = False
+            if eta is not None:
+                rem_time = "%s remaining (estimated)" % FormatSeconds(eta)
+                max_time = eta
+            else:
+                rem_time = "no time estimate"
+                max_time = 5
+            lu.LogInfo("- device %s: %5.2f%% done, %s", disk.iv_name,
+                       percent, rem_time)
+        if (done or oneshot) and cumul_degraded and degr_retries > 0:
+            degr_retries -= 1
+            time.sleep(1)
+            continue
+        if done or oneshot:
+            break
+        time.sleep(min(60.0, max_time))
+    if done:
+        lu.LogInfo("Instance %s's disks are in sync", instance.name)
+    return not cumul_degraded
 
 
 def ShutdownInstanceDisks(lu: LogicalUnit, instance: objects.Instance,
@@ -423,6 +493,15 @@ def DrbdLogicalId(cfg: Any, pnode_uuid: str, snode_uuid: str,
     the lowest one free on its node (``taken`` collects those of the disks
     being built), the secret is random (Ganeti's GenerateDRBDSecret).
     """
+    minors = DrbdMinors(cfg, [pnode_uuid, snode_uuid], taken)
+    return [pnode_uuid, snode_uuid, cfg.AllocatePort(), minors[0],
+            minors[1], secrets.token_hex(20)]
+
+
+def DrbdMinors(cfg: Any, node_uuids: list[str],
+               taken: dict[str, set[int]]) -> list[int]:
+    """The lowest drbd minor free on each node (added to ``taken``, the
+    minors of the disks being built)."""
     used: dict[str, set[int]] = {node: set(minors)
                                  for node, minors in taken.items()}
     for disk in cfg.GetAllDisksInfo().values():
@@ -431,13 +510,13 @@ def DrbdLogicalId(cfg: Any, pnode_uuid: str, snode_uuid: str,
                                    disk.logical_id[3:5]):
                 used.setdefault(node, set()).add(minor)
     minors = []
-    for node in (pnode_uuid, snode_uuid):
+    for node in node_uuids:
         minor = min(set(range(len(used.get(node, ())) + 1)) -
                     used.get(node, set()))
         taken.setdefault(node, set()).add(minor)
+        used.setdefault(node, set()).add(minor)
         minors.append(minor)
-    return [pnode_uuid, snode_uuid, cfg.AllocatePort(), minors[0],
-            minors[1], secrets.token_hex(20)]
+    return minors
 
 
 

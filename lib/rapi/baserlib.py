@@ -67,6 +67,12 @@ QUERY_ARGS = {
     "os": ("string", "Legacy reinstallation: the new operating system"),
     "nostartup": ("boolean", "Legacy reinstallation: don't start the"
                   " instance afterwards"),
+    "remote_node": ("string", "Legacy replace-disks: the new secondary"
+                    " node"),
+    "iallocator": ("string", "Legacy replace-disks: the allocator choosing"
+                   " the new secondary node"),
+    "disks": ("string", "Legacy replace-disks: comma-separated disk"
+              " indices"),
 }
 # Values of string arguments that are not given
 QUERY_ARG_DEFAULTS = {"type": constants.INSTANCE_REBOOT_HARD}

@@ -100,6 +100,8 @@ RESOURCES: _ResourceMap = {
         rlib2.R_2_instances_name_deactivate_disks,
     "/2/instances/{instance_name}/recreate-disks":
         rlib2.R_2_instances_name_recreate_disks,
+    "/2/instances/{instance_name}/replace-disks":
+        rlib2.R_2_instances_name_replace_disks,
     "/2/instances/{instance_name}/disk/{disk_index}/grow":
         rlib2.R_2_instances_name_disk_grow,
     "/2/instances/{instance_name}/prepare-export":

@@ -919,6 +919,31 @@ class R_2_instances_name_recreate_disks(_R_Instance):
     POST_OPCODE = opcodes.OpInstanceRecreateDisks
 
 
+class R_2_instances_name_replace_disks(_R_Instance):
+    """/2/instances/[instance_name]/replace-disks resource.
+
+    Ganeti's legacy form passes the parameters as query arguments, the
+    disks as "0,2"; a body may give them as such a string or a list.
+    """
+
+    POST_OPCODE = opcodes.OpInstanceReplaceDisks
+    POST_QUERY = {"mode": "mode", "remote_node": "remote_node",
+                  "iallocator": "iallocator", "disks": "disks"}
+
+    def _GetOpInput(self, method: str) -> tuple[Any, dict]:
+        body, static = super()._GetOpInput(method)
+        for params in (body, static):
+            if isinstance(params, dict) and \
+                    isinstance(params.get("disks"), str):
+                try:
+                    params["disks"] = [int(part) for part in
+                                       params["disks"].split(",") if part]
+                except ValueError as err:
+                    raise ghttp.HttpBadRequest("Invalid disk index passed:"
+                                               " %s" % err)
+        return body, static
+
+
 class R_2_instances_name_disk_grow(_R_Instance):
     """/2/instances/[instance_name]/disk/[disk_index]/grow resource."""
 

@@ -111,6 +111,10 @@ class BlockDev(abc.ABC):
         """
         return None, None, False, constants.LDS_OKAY
 
+    def Find(self) -> str | None:
+        """The path of this node's active side, None when not active."""
+        return self.dev_path if self.Attach() else None
+
     def AssembleSecondary(self) -> None:
         """Take the secondary role of a mirrored disk (others: nothing)."""
 

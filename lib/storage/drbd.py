@@ -44,6 +44,8 @@ from ganeti.utils import io, process, qmp, x509
 
 QSD = "qemu-storage-daemon"
 QEMU_IMG = "qemu-img"
+# Below the cluster's file storage directory
+IMAGE_DIR = "drbd"
 _MIB = 1024 * 1024
 # The common name of the TLS certificates of drbd daemons; clients check
 # the server's certificate against it (the cluster CA signs them all)
@@ -57,6 +59,11 @@ _EXPORT = "disk"
 _STOP_TIMEOUT = 10.0
 _SYNC_TIMEOUT = 3600.0
 _CONNECT_TIMEOUT = 2.0
+
+
+def ImagePath(storage_dir: str, disk_uuid: str) -> str:
+    """Where a node keeps its copy of a drbd disk (either role)."""
+    return os.path.join(storage_dir, IMAGE_DIR, "%s.qcow2" % disk_uuid)
 
 
 def EnsureTlsDir() -> str:
@@ -120,9 +127,8 @@ class DRBD8Dev(base.BlockDev):
         base.BlockDev.__init__(self, ["drbd", uuid], children, size, params,
                                dyn_params, name=name, uuid=uuid)
         self.unique_id = tuple(unique_id)
-        self.vpath = os.path.join(
-            filestorage.GetClusterStorageDir(constants.DT_FILE), "drbd",
-            "%s.qcow2" % uuid)
+        self.vpath = ImagePath(
+            filestorage.GetClusterStorageDir(constants.DT_FILE), uuid)
         try:
             self.image = filestorage.CheckFileStoragePath(self.vpath,
                                                           constants.DT_FILE)
@@ -190,6 +196,12 @@ class DRBD8Dev(base.BlockDev):
             self.dev_path = None
             self.attached = False
         return self.attached
+
+    def Find(self) -> str | None:
+        """The device on the primary, the served image on the secondary."""
+        if self.Attach():
+            return self.dev_path
+        return self.vpath if _DaemonAlive(self.sec_pid_file) else None
 
     def AssembleSecondary(self) -> None:
         """Serve the image to the primary (stops a primary role here)."""
@@ -270,7 +282,11 @@ class DRBD8Dev(base.BlockDev):
         """
         bitmap = "peer-%s" % self._PeerUuid(True)
         with qmp.QmpConnection(self.qmp_socket, timeout=_SYNC_TIMEOUT) as mon:
-            if self._MirrorJob(mon):
+            # A peer's bitmap exists from its first connection on; without
+            # it the disk names another secondary (replace-disks -n)
+            if not any(b["name"] == bitmap for b in self._Bitmaps(mon)):
+                self._DropPeer(mon)
+            elif self._MirrorJob(mon):
                 return
             names = {node["node-name"] for node in
                      mon.Execute("query-named-block-nodes", {"flat": True})}
@@ -306,6 +322,22 @@ class DRBD8Dev(base.BlockDev):
                 "copy-mode": "write-blocking", "on-target-error": "ignore",
                 "filter-node-name": _MIRROR_TOP, "speed": self._Speed()})
 
+    def _DropPeer(self, mon: qmp.QmpConnection) -> None:
+        """End the mirror to the current peer and close its connection;
+        the device's writers move back to the local image meanwhile."""
+        if self._MirrorJob(mon):
+            mon.Execute("block-job-cancel", {"device": _JOB, "force": True})
+            deadline = time.monotonic() + _STOP_TIMEOUT
+            while self._MirrorJob(mon):
+                if time.monotonic() > deadline:
+                    base.ThrowError("The mirror of drbd disk %s does not"
+                                    " stop", self.uuid)
+                time.sleep(0.05)
+        names = {node["node-name"] for node in
+                 mon.Execute("query-named-block-nodes", {"flat": True})}
+        if _REMOTE in names:
+            mon.Execute("blockdev-del", {"node-name": _REMOTE})
+
     def _Speed(self) -> int:
         """The resync rate in bytes/s (the parameter is in KiB/s)."""
         rate = self.params.get("resync-rate")
@@ -340,9 +372,12 @@ class DRBD8Dev(base.BlockDev):
 
     @staticmethod
     def _Bitmaps(mon: qmp.QmpConnection) -> list[dict]:
+        """The named dirty bitmaps of the local image (a running mirror
+        adds an anonymous one of its own)."""
         for node in mon.Execute("query-named-block-nodes", {"flat": True}):
             if node["node-name"] == _LOCAL:
-                return list(node.get("dirty-bitmaps", []))
+                return [bitmap for bitmap in node.get("dirty-bitmaps", [])
+                        if "name" in bitmap]
         return []
 
     def _EnsureBitmap(self, mon: qmp.QmpConnection, name: str) -> None:
@@ -422,6 +457,14 @@ class DRBD8Dev(base.BlockDev):
             # A clean exit stores the persistent bitmap in the image
             try:
                 with qmp.QmpConnection(self.qmp_socket) as mon:
+                    job = self._MirrorJob(mon)
+                    if job is not None and not job["ready"]:
+                        # A full sync not done: the peer lacks blocks the
+                        # bitmap does not name, the next sync is full too
+                        for bitmap in self._Bitmaps(mon):
+                            mon.Execute("block-dirty-bitmap-remove",
+                                        {"node": _LOCAL,
+                                         "name": bitmap["name"]})
                     mon.Execute("quit")
             except errors.QmpError as err:
                 logging.warning("Cannot quit the block daemon of drbd disk"

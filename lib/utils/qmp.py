@@ -36,7 +36,11 @@ class QmpConnection:
                              (self._path, err)) from err
         self._sock = sock
         try:
+            # Events queued for the previous session may come first
             greeting = self._Read()
+            while "event" in greeting:
+                self.events.append(greeting)
+                greeting = self._Read()
             if "QMP" not in greeting:
                 raise self.ERROR("Not a QMP greeting: %r" % greeting)
             self.Execute("qmp_capabilities")

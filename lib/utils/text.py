@@ -51,3 +51,17 @@ def FormatUnit(value: float, units: str) -> str:
     if units == "g" or (units == "h" and value < 1024 * 1024):
         return "%.1f%s" % (value / 1024.0, "G" if units == "h" else "")
     return "%.1f%s" % (value / 1024.0 / 1024.0, "T" if units == "h" else "")
+
+
+def FormatSeconds(secs: float) -> str:
+    """A duration as Ganeti words it: ``1h 02m 03s`` style (``2d 0h 1m 5s``
+    keeps every unit after the first non-zero one)."""
+    parts: list[str] = []
+    secs = round(secs, 0)
+    if secs > 0:
+        for unit, one in (("d", 24 * 60 * 60), ("h", 60 * 60), ("m", 60)):
+            complete, secs = divmod(secs, one)
+            if complete or parts:
+                parts.append("%d%s" % (complete, unit))
+    parts.append("%ds" % secs)
+    return " ".join(parts)
