@@ -25,6 +25,23 @@ _EXTENDED_KEY_USAGES = [ExtendedKeyUsageOID.SERVER_AUTH,
                         ExtendedKeyUsageOID.CLIENT_AUTH]
 
 
+def _KeyUsage(ca: bool) -> x509.KeyUsage:
+    """Signing and key exchange; a CA also signs certificates and CRLs."""
+    return x509.KeyUsage(digital_signature=True, content_commitment=False,
+                         key_encipherment=True, data_encipherment=False,
+                         key_agreement=False, key_cert_sign=ca, crl_sign=ca,
+                         encipher_only=False, decipher_only=False)
+
+
+def _Pem(key: rsa.RSAPrivateKey, cert: x509.Certificate) -> tuple[str, str]:
+    """``(key_pem, cert_pem)`` as the certificate files hold them."""
+    key_pem = key.private_bytes(serialization.Encoding.PEM,
+                                serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    return key_pem.decode("ascii"), cert_pem.decode("ascii")
+
+
 def GenerateSelfSignedX509Cert(common_name: str,
                                validity_days: int) -> tuple[str, str]:
     """Create an RSA key and a self-signed certificate for it.
@@ -50,27 +67,14 @@ def GenerateSelfSignedX509Cert(common_name: str,
         .not_valid_after(now + datetime.timedelta(days=validity_days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None),
                        critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True,
-                                     content_commitment=False,
-                                     key_encipherment=True,
-                                     data_encipherment=False,
-                                     key_agreement=False,
-                                     key_cert_sign=True,
-                                     crl_sign=True,
-                                     encipher_only=False,
-                                     decipher_only=False),
-                       critical=True)
+        .add_extension(_KeyUsage(ca=True), critical=True)
         .add_extension(x509.ExtendedKeyUsage(_EXTENDED_KEY_USAGES),
                        critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key),
                        critical=False)
         .sign(key, getattr(hashes, constants.X509_CERT_SIGN_DIGEST)())
     )
-    key_pem = key.private_bytes(serialization.Encoding.PEM,
-                                serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    return key_pem.decode("ascii"), cert_pem.decode("ascii")
+    return _Pem(key, cert)
 
 
 def GenerateSignedX509Cert(ca_pem: str, common_name: str,
@@ -109,25 +113,12 @@ def GenerateSignedX509Cert(ca_pem: str, common_name: str,
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None),
                        critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True,
-                                     content_commitment=False,
-                                     key_encipherment=True,
-                                     data_encipherment=False,
-                                     key_agreement=False,
-                                     key_cert_sign=False,
-                                     crl_sign=False,
-                                     encipher_only=False,
-                                     decipher_only=False),
-                       critical=True)
+        .add_extension(_KeyUsage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage(_EXTENDED_KEY_USAGES),
                        critical=False)
         .sign(ca_key, getattr(hashes, constants.X509_CERT_SIGN_DIGEST)())
     )
-    key_pem = key.private_bytes(serialization.Encoding.PEM,
-                                serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    return key_pem.decode("ascii"), cert_pem.decode("ascii")
+    return _Pem(key, cert)
 
 
 def GenerateSelfSignedSslCert(
