@@ -27,6 +27,7 @@ from testutils_kvm import Disk as _Disk
 from testutils_kvm import Instance as _Instance
 from testutils_kvm import SerialLog as _SerialLog
 from testutils_kvm import WaitFor as _WaitFor
+from testutils_node import ProcessesMentioning
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm]
 
@@ -439,8 +440,7 @@ def test_real_guest_lifecycle(guest_env):
     kvm.CleanupInstance(name)
     assert not os.path.exists(kvm.RuntimeFile(name))
     assert not os.path.exists(kvm.QmpSocket(name))
-    assert subprocess.run(["pgrep", "-f", kvm.PidFile(name)],
-                          capture_output=True).returncode == 1
+    assert ProcessesMentioning(kvm.PidFile(name)) == []
 
 
 def test_real_guest_forced_stop(guest_env):

@@ -29,6 +29,7 @@ from testutils_instance import CHECKS, NODE1, NODE2, Field, RemoveInstances
 from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
                            KillGuests, NodeHv, RequireGuest, SerialLog,
                            TinyImageDisk, WaitFor)
+from testutils_node import ProcessesMentioning
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm]
 
@@ -134,8 +135,7 @@ def _AssertGone(kvm) -> None:
     for kind in ("pid", "ctrl", "conf", "nic"):
         if os.path.exists(kvm._dirs[kind]):
             assert os.listdir(kvm._dirs[kind]) == [], kind
-    assert subprocess.run(["pgrep", "-f", kvm.PidFile(NAME)],
-                          capture_output=True).returncode == 1
+    assert ProcessesMentioning(kvm.PidFile(NAME)) == []
 
 
 def test_live_there_and_non_live_back(pair):

@@ -18,7 +18,6 @@ import hashlib
 import os
 import shutil
 import socket
-import subprocess
 import time
 
 import pytest
@@ -33,6 +32,7 @@ from testutils_instance import (CHECKS, NODE1, NODE2, DiskPaths, Field,
 from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
                            KillGuests, NodeHv, RequireGuest, SerialLog,
                            TinyImageDisk, WaitFor)
+from testutils_node import ProcessesMentioning
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm]
 
@@ -290,5 +290,4 @@ def test_gnt_instance_migrate_kvm_file(kvm_cluster):
     finally:
         RemoveInstances(kvm_cluster, name, extra=("--shutdown-timeout=0", ))
     assert node1.ListInstances() == [] and node2.ListInstances() == []
-    assert subprocess.run(["pgrep", "-f", node2.PidFile(name)],
-                          capture_output=True).returncode == 1
+    assert ProcessesMentioning(node2.PidFile(name)) == []

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from testutils_kvm import RequireGuest
+from testutils_node import ProcessesMentioning
 
 # tools/local-cluster's addresses are fixed (127.0.80.x): its tests must
 # not run in parallel (see test_local_cluster)
@@ -78,8 +79,7 @@ def test_kvm_guest_console_and_destroy():
         assert result.returncode == 0, result.stdout + result.stderr
         assert "Removed bridge %s" % bridge in result.stdout
         assert bridge not in _Links()
-        assert subprocess.run(["pgrep", "-f", base], capture_output=True
-                              ).returncode == 1
+        assert ProcessesMentioning(base) == []
         assert not os.path.exists(os.path.dirname(socket_path))
     finally:
         _Script(base, "destroy")

@@ -49,6 +49,23 @@ def RandomPort() -> int:
     return random.randint(10000, 30000)
 
 
+def ProcessesMentioning(text: str) -> list[int]:
+    """PIDs of the processes whose command line contains ``text`` (what
+    "pgrep -f" finds, read from /proc: minimal machines lack procps)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as fobj:
+                cmdline = fobj.read().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if text.encode() in cmdline:
+            found.append(int(entry))
+    return found
+
+
 class TestNode:
     """One node: its name, address, root directory and environment."""
 
