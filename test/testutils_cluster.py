@@ -221,7 +221,19 @@ class VirtualCluster(VirtualNode):
             with open(node.NodePath(pathutils.NODED_JOIN_KEY_FILE),
                       encoding="ascii") as fobj:
                 extra = ("--join-key=" + fobj.read().strip(), ) + extra
-        self.Run("gnt-node", "add", *extra, name)
+        try:
+            self.Run("gnt-node", "add", *extra, name)
+        except AssertionError as err:
+            # The new node's side of a failed join is only in its log
+            log = node.NodePath(pathutils.GetLogFilename(
+                constants.DAEMONS_LOGBASE[constants.NODED]))
+            try:
+                with open(log, encoding="utf-8", errors="replace") as fobj:
+                    tail = "".join(fobj.readlines()[-30:])
+            except OSError as log_err:
+                tail = str(log_err)
+            raise AssertionError("%s\n%s's noded log ends:\n%s" %
+                                 (err, name, tail)) from err
         return node
 
     def Init(self, *extra: str) -> None:
