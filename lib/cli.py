@@ -814,6 +814,22 @@ def RunFollowUpJobs(op: Any, opts: Any, cl: luxi.Client) -> int | None:
     return sum(1 for success, _ in jex.GetResults() if not success)
 
 
+def FollowUpJobsExit(op: Any, opts: Any, cl: luxi.Client, failure: str,
+                     success: str) -> int:
+    """RunFollowUpJobs, then the command's report and exit code:
+    ``failure`` (with ``%s`` for the count of failed jobs) or ``success``.
+    """
+    bad_cnt = RunFollowUpJobs(op, opts, cl)
+    if bad_cnt is None:
+        # A dry run submits nothing
+        return constants.EXIT_SUCCESS
+    if bad_cnt:
+        ToStdout(failure, bad_cnt)
+        return constants.EXIT_FAILURE
+    ToStdout(success)
+    return constants.EXIT_SUCCESS
+
+
 # Tables ----------------------------------------------------------------------
 
 def _FieldMatcher(patterns: Iterable[str] | None) -> Callable[[str], bool]:

@@ -10,7 +10,6 @@ is dead.
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -25,15 +24,9 @@ from testutils_instance import (CHECKS, FILE_VDIR, MIB, NODE2, NODE3,
                                 Config, FindInstance, InstanceCluster,
                                 NodeUuid, PrimaryNode, RapiClient,
                                 RemoveInstances)
+from testutils_node import DRBD_TOOLS
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(shutil.which(drbd.QSD) is None or
-                       shutil.which(drbd.QEMU_IMG) is None,
-                       reason="qemu-storage-daemon/qemu-img not installed"),
-    pytest.mark.skipif(not os.path.exists("/dev/fuse"),
-                       reason="no /dev/fuse for FUSE block exports"),
-]
+pytestmark = [pytest.mark.integration, *DRBD_TOOLS]
 
 SIZE = 16
 

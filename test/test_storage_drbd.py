@@ -21,14 +21,9 @@ from ganeti import backend, constants, objects, pathutils
 from ganeti.storage import drbd
 from ganeti.utils import x509
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(shutil.which(drbd.QSD) is None or
-                       shutil.which(drbd.QEMU_IMG) is None,
-                       reason="qemu-storage-daemon/qemu-img not installed"),
-    pytest.mark.skipif(not os.path.exists("/dev/fuse"),
-                       reason="no /dev/fuse for FUSE block exports"),
-]
+from testutils_node import DRBD_TOOLS
+
+pytestmark = [pytest.mark.integration, *DRBD_TOOLS]
 
 MIB = 1024 * 1024
 SIZE = 32

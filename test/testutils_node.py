@@ -22,8 +22,11 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
 from ganeti import constants, netutils, pathutils, vcluster
 from ganeti.rpc import node as rpc_node
+from ganeti.storage import drbd
 from ganeti.utils import io, process, x509
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,6 +50,16 @@ def RandomLoopbackAddress(exclude: set[str] = frozenset()) -> str:
 def RandomPort() -> int:
     """A port below the ephemeral range, so clients' ports never clash."""
     return random.randint(10000, 30000)
+
+
+# The drbd template's tools: a mirror pair needs them on every node
+DRBD_TOOLS = [
+    pytest.mark.skipif(shutil.which(drbd.QSD) is None or
+                       shutil.which(drbd.QEMU_IMG) is None,
+                       reason="qemu-storage-daemon/qemu-img not installed"),
+    pytest.mark.skipif(not os.path.exists("/dev/fuse"),
+                       reason="no /dev/fuse for FUSE block exports"),
+]
 
 
 def ProcessesMentioning(text: str) -> list[int]:

@@ -116,15 +116,9 @@ def EvacuateGroup(opts: Any, args: list[str]) -> int:
                    target_groups=opts.to, early_release=opts.early_release,
                    sequential=opts.sequential,
                    force_failover=opts.force_failover)
-    bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
-    if bad_cnt is None:
-        # A dry run submits nothing
-        return constants.EXIT_SUCCESS
-    if bad_cnt:
-        cli.ToStdout("There were %s errors during the evacuation.", bad_cnt)
-        return constants.EXIT_FAILURE
-    cli.ToStdout("All instances evacuated successfully.")
-    return constants.EXIT_SUCCESS
+    return cli.FollowUpJobsExit(
+        op, opts, cl, "There were %s errors during the evacuation.",
+        "All instances evacuated successfully.")
 
 
 _INFO_FIELDS = ["name", "ndparams", "custom_ndparams", "diskparams",

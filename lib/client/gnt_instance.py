@@ -685,15 +685,9 @@ def BatchCreate(opts: Any, args: list[str]) -> int:
         instances.append(create)
     op = opcodes.OpInstanceMultiAlloc(iallocator=opts.iallocator,
                                       instances=instances)
-    bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
-    if bad_cnt is None:
-        # A dry run submits nothing
-        return constants.EXIT_SUCCESS
-    if bad_cnt:
-        cli.ToStdout("There were %s errors during the creation.", bad_cnt)
-        return constants.EXIT_FAILURE
-    cli.ToStdout("All instances created successfully.")
-    return constants.EXIT_SUCCESS
+    return cli.FollowUpJobsExit(
+        op, opts, cl, "There were %s errors during the creation.",
+        "All instances created successfully.")
 
 
 def ChangeGroup(opts: Any, args: list[str]) -> int:
@@ -704,16 +698,10 @@ def ChangeGroup(opts: Any, args: list[str]) -> int:
                                        iallocator=opts.iallocator,
                                        target_groups=opts.to,
                                        early_release=opts.early_release)
-    bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
-    if bad_cnt is None:
-        # A dry run submits nothing
-        return constants.EXIT_SUCCESS
-    if bad_cnt:
-        cli.ToStdout("There were %s errors while changing group of instance"
-                     " '%s'.", bad_cnt, name)
-        return constants.EXIT_FAILURE
-    cli.ToStdout("Instance '%s' changed group successfully.", name)
-    return constants.EXIT_SUCCESS
+    return cli.FollowUpJobsExit(
+        op, opts, cl, "There were %%s errors while changing group of"
+        " instance '%s'." % name,
+        "Instance '%s' changed group successfully." % name)
 
 
 # Listing -------------------------------------------------------------------

@@ -235,16 +235,9 @@ def MigrateNode(opts: Any, args: list[str]) -> int:
                                target_node=opts.dst_node,
                                allow_runtime_changes=opts.allow_runtime_chgs,
                                ignore_ipolicy=opts.ignore_ipolicy)
-    bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
-    if bad_cnt is None:
-        # A dry run submits nothing
-        return constants.EXIT_SUCCESS
-    if bad_cnt:
-        cli.ToStdout("There were %s errors during the node migration.",
-                     bad_cnt)
-        return constants.EXIT_FAILURE
-    cli.ToStdout("All instances migrated successfully.")
-    return constants.EXIT_SUCCESS
+    return cli.FollowUpJobsExit(
+        op, opts, cl, "There were %s errors during the node migration.",
+        "All instances migrated successfully.")
 
 
 def EvacuateNode(opts: Any, args: list[str]) -> int:
@@ -287,15 +280,9 @@ def EvacuateNode(opts: Any, args: list[str]) -> int:
                                 iallocator=opts.iallocator,
                                 early_release=opts.early_release,
                                 ignore_soft_errors=opts.ignore_soft_errors)
-    bad_cnt = cli.RunFollowUpJobs(op, opts, cl)
-    if bad_cnt is None:
-        # A dry run submits nothing
-        return constants.EXIT_SUCCESS
-    if bad_cnt:
-        cli.ToStdout("There were %s errors during the evacuation.", bad_cnt)
-        return constants.EXIT_FAILURE
-    cli.ToStdout("All instances evacuated successfully.")
-    return constants.EXIT_SUCCESS
+    return cli.FollowUpJobsExit(
+        op, opts, cl, "There were %s errors during the evacuation.",
+        "All instances evacuated successfully.")
 
 
 commands = {
