@@ -12,29 +12,13 @@ Usage: bench_alloc.py [--repeat N]
 """
 
 import argparse
-import importlib.util
-import os
 import statistics
 import sys
 import time
 
+import benchutils
 
-def _ImportGaneti() -> None:
-    """Make ``ganeti`` importable when not run from the project venv."""
-    try:
-        import ganeti  # noqa: F401
-    except ImportError:
-        libdir = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                              os.pardir, "lib")
-        spec = importlib.util.spec_from_file_location(
-            "ganeti", os.path.join(libdir, "__init__.py"),
-            submodule_search_locations=[libdir])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["ganeti"] = module
-        spec.loader.exec_module(module)
-
-
-_ImportGaneti()
+benchutils.ImportGaneti()
 
 from ganeti.htools import allocator, balance, capacity, simu  # noqa: E402
 

@@ -313,22 +313,6 @@ def test_keepalive_reuses_connections(noded_cluster):
         rpc.close()
 
 
-def _ChildPids(pid):
-    """The processes whose parent is ``pid`` (noded's connection children)."""
-    children = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as stat_file:
-                fields = stat_file.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            children.append(int(entry))
-    return children
-
-
 def test_broken_call_is_reported_not_repeated(noded_cluster):
     """Issue 12, fault 1: a call not safe to repeat whose noded child dies
     fails at once; libcurl must not send it again on a new connection (it
@@ -345,7 +329,7 @@ def test_broken_call_is_reported_not_repeated(noded_cluster):
         start = time.monotonic()
         caller.start()
         time.sleep(0.7)
-        for child in _ChildPids(node.NodedPid()):
+        for child in testutils_node.ChildPids(node.NodedPid()):
             os.kill(child, 9)
         caller.join(10)
         elapsed = time.monotonic() - start

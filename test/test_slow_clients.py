@@ -7,7 +7,6 @@ noded fork a child per connection.
 """
 
 import http.client
-import os
 import socket
 import ssl
 import time
@@ -18,6 +17,7 @@ from ganeti import constants, pathutils, serializer
 from ganeti.rpc import client as rpc_client
 
 from testutils_cluster import VirtualCluster
+from testutils_node import ChildPids
 
 pytestmark = pytest.mark.integration
 
@@ -76,19 +76,6 @@ def _Timed(fn):
     return result, time.monotonic() - start
 
 
-def _ChildCount(pid):
-    count = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as stat_file:
-                    fields = stat_file.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            count += int(fields[1]) == pid
-    return count
-
-
 def test_rapi_answers_despite_slow_clients(cluster):
     address = (cluster.node_ip, constants.DEFAULT_RAPI_PORT)
     context = ssl.create_default_context()
@@ -141,7 +128,7 @@ def test_noded_answers_despite_slow_clients(cluster):
         # Waiting connections cost noded no process
         noded_pid = cluster.Pid("ganeti-noded")
         assert noded_pid
-        assert _ChildCount(noded_pid) < 5
+        assert len(ChildPids(noded_pid)) < 5
         for attempt in range(2):
             result, elapsed = _Timed(_Version)
             assert result.payload == constants.PROTOCOL_VERSION, \

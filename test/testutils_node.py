@@ -62,6 +62,25 @@ DRBD_TOOLS = [
 ]
 
 
+def ChildPids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (e.g. noded's connection
+    children), read from /proc."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, encoding="ascii",
+                      errors="replace") as stat_file:
+                # The command name may hold spaces and parentheses
+                fields = stat_file.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(entry))
+    return children
+
+
 def ProcessesMentioning(text: str) -> list[int]:
     """PIDs of the processes whose command line contains ``text`` (what
     "pgrep -f" finds, read from /proc: minimal machines lack procps)."""
