@@ -568,18 +568,28 @@ class LUInstanceCreate(LogicalUnit):
             result.Raise("Could not add os for instance %s on node %s" %
                          (instance.name, self.op.pnode))
 
+    def _ReleaseDiskPorts(self, disks: list[objects.Disk]) -> None:
+        """Give back the ports _BuildDisks took, for disks never added."""
+        self.cfg.ReleasePorts(disk.logical_id[2] for disk in disks
+                              if disk.dev_type == constants.DT_DRBD8)
+
     def Exec(self, feedback_fn: Callable[[str], None]) -> list[str]:
         cluster = self.cfg.GetClusterInfo()
         disks = self._BuildDisks(cluster)
-        self._AdoptedSizes(disks)
-        instance = self._BuildInstance(cluster, disks)
+        try:
+            self._AdoptedSizes(disks)
+            instance = self._BuildInstance(cluster, disks)
+            # Adopted devices are the administrator's: never removed on
+            # recovery
+            recorded = bool(disks) and \
+                self.op.disk_template not in constants.DTS_MUST_ADOPT
+            if recorded:
+                creation_intents.Record(self.cfg, instance, disks)
+        except Exception:
+            self._ReleaseDiskPorts(disks)
+            raise
         created: list[objects.Disk] = []
         added = False
-        # Adopted devices are the administrator's: never removed on recovery
-        recorded = bool(disks) and \
-            self.op.disk_template not in constants.DTS_MUST_ADOPT
-        if recorded:
-            creation_intents.Record(self.cfg, instance, disks)
         try:
             if disks:
                 feedback_fn("* creating instance disks...")
@@ -604,9 +614,7 @@ class LUInstanceCreate(LogicalUnit):
             if added:
                 self.cfg.RemoveInstance(instance.uuid)
             else:
-                self.cfg.ReleasePorts(
-                    disk.logical_id[2] for disk in disks
-                    if disk.dev_type == constants.DT_DRBD8)
+                self._ReleaseDiskPorts(disks)
             # A record whose disks could not all be removed stays for the
             # clean-up at the next master daemon start
             if RemoveDisks(self, instance.name, created) and recorded:
