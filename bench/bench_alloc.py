@@ -3,10 +3,10 @@
 
 On simulated clusters (input messages, no daemons): one allocation on
 100 nodes / 1,000 instances and 1,000 nodes / 10,000 instances (the whole
-request: parsing the message included), the capacity report for a
-1 vcpu / 1 GiB / 10 GiB instance on 100 nodes, and the rebalance planning
-on 100 nodes / 1,000 skewed instances (DRBD and diskless, all on half of
-the nodes), with the final score.
+request: parsing the message included), a DRBD (pair) allocation on 100
+nodes, the capacity report for a 1 vcpu / 1 GiB / 10 GiB instance on 100
+nodes, and the rebalance planning on 100 nodes / 1,000 skewed instances
+(DRBD and diskless, all on half of the nodes), with the final score.
 
 Usage: bench_alloc.py [--repeat N]
 """
@@ -44,6 +44,12 @@ def main() -> int:
         print("allocate on %d nodes / %d instances: %.1f ms (target %g ms)"
               " -> %s" % (nodes, insts, secs * 1000, target,
                           answer["result"]))
+    # a mirrored placement tries every ordered pair of nodes (no target)
+    msg = simu.Message(100, 1000, templates=("drbd", ),
+                       request=simu.AllocRequest(template="drbd"))
+    secs, answer = _Time(lambda: allocator.Run(msg), args.repeat)
+    print("allocate drbd on 100 nodes / 1000 drbd instances: %.1f ms -> %s"
+          % (secs * 1000, answer["result"]))
     msg = simu.Message(100)
     spec = capacity.Spec(memory=1024, disk=10240, vcpus=1)
     secs, report = _Time(lambda: capacity.Capacity(msg, spec),

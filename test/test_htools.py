@@ -12,7 +12,7 @@ import pytest
 import ganeti
 from ganeti import errors
 from ganeti.htools import (allocator, balance, capacity, metrics, model,
-                           moves, movescore, simu)
+                           moves, movescore, placement, simu)
 
 pytestmark = pytest.mark.unit
 
@@ -373,6 +373,137 @@ def test_score_components():
     assert metrics.ClusterScore(list(cluster.nodes.values())) == 20.0
 
 
+def _DrbdPair(free_secondary: int, **secondary) -> dict:
+    """Three 8 GiB nodes; one DRBD instance of 2 GiB with its primary on
+    node0000 and its secondary on node0002, which has
+    ``free_secondary`` MiB free (and the ``secondary`` node fields)."""
+    msg = simu.Message(3, memory=8192,
+                       request=simu.AllocRequest(memory=512))
+    msg["instances"] = {"db.example.com": {
+        "nodes": ["node0000.example.com", "node0002.example.com"],
+        "memory": 2048, "disk_template": "drbd", "admin_state": "up",
+        "disks": [{"size": 1024}], "disk_space_total": 1024}}
+    msg["nodes"]["node0002.example.com"].update(
+        free_memory=free_secondary, **secondary)
+    return msg
+
+
+def test_global_n1_refuses_when_a_secondary_cannot_take_over():
+    # node0002 could not run db.example.com if node0000 failed: hail's
+    # capacity check refuses every placement and names the node
+    answer = allocator.Run(_DrbdPair(1024))
+    assert not answer["success"]
+    assert "failure reasons: FailN1: 3;" in answer["info"]
+    assert "node0002.example.com: cannot take over the instances of" \
+        " node0000.example.com (N+1): memory 2048 MiB needed, 1024 MiB" \
+        " free" in answer["info"]
+    answer = allocator.Run(_DrbdPair(1024),
+                           options={allocator.OPT_NO_CAPACITY: ""})
+    assert answer["success"], answer["info"]
+    assert allocator.Run(_DrbdPair(4096))["success"]
+
+
+def test_global_n1_drained_secondary_keeps_its_memory():
+    # hail reads a drained node's resources: it can still take over
+    answer = allocator.Run(_DrbdPair(4096, drained=True))
+    assert answer["success"], answer["info"]
+    assert answer["result"] != ["node0002.example.com"]
+    answer = allocator.Run(_DrbdPair(1024, drained=True))
+    assert not answer["success"] and "FailN1" in answer["info"]
+
+
+def test_global_n1_pair_whose_secondary_could_not_fail_over():
+    # Two nodes, node0001 short of memory: as primary it fails, as
+    # secondary only the soft check stops it; with soft errors ignored
+    # the capacity check still refuses the pair
+    msg = simu.Message(2, memory=8192,
+                       request=simu.AllocRequest(template="drbd",
+                                                 memory=3000))
+    msg["nodes"]["node0001.example.com"]["free_memory"] = 2500
+    answer = allocator.Run(copy.deepcopy(msg))
+    assert not answer["success"] and "FailN1" not in answer["info"]
+    soft = {allocator.OPT_IGNORE_SOFT_ERRORS: ""}
+    answer = allocator.Run(copy.deepcopy(msg), options=soft)
+    assert not answer["success"]
+    assert "failure reasons: FailMem: 1, FailN1: 1;" in answer["info"]
+    answer = allocator.Run(copy.deepcopy(msg), options=dict(
+        soft, **{allocator.OPT_NO_CAPACITY: ""}))
+    assert answer["result"] == ["node0000.example.com",
+                                "node0001.example.com"]
+
+
+def test_global_n1_takes_the_best_redundant_candidate():
+    # node0000 is the secondary of a 3 GiB instance of node0001. With soft
+    # errors ignored, breaking its N+1 (score +1) beats sharing an
+    # exclusion tag on node0002 (+2); the capacity check skips it (one
+    # FailN1) and takes the next best
+    msg = simu.Message(3, memory=16384, request=simu.AllocRequest(
+        memory=4096, tags=["svc:a"]))
+    msg["cluster_tags"] = ["htools:iextags:svc"]
+    msg["instances"] = {"db.example.com": {
+        "nodes": ["node0001.example.com", "node0000.example.com"],
+        "memory": 3072, "disk_template": "drbd", "disks": [{"size": 1024}]}}
+    for idx in (1, 2):
+        msg["instances"]["web%d.example.com" % idx] = {
+            "nodes": ["node000%d.example.com" % idx], "memory": 128,
+            "disk_template": "plain", "disks": [{"size": 1024}],
+            "tags": ["svc:a"]}
+    msg["nodes"]["node0000.example.com"]["free_memory"] = 7000
+    msg["nodes"]["node0001.example.com"]["free_memory"] = 4000
+    msg["nodes"]["node0002.example.com"]["free_memory"] = 6000
+    soft = {allocator.OPT_IGNORE_SOFT_ERRORS: ""}
+    answer = allocator.Run(copy.deepcopy(msg), options=dict(
+        soft, **{allocator.OPT_NO_CAPACITY: ""}))
+    assert answer["result"] == ["node0000.example.com"]
+    answer = allocator.Run(copy.deepcopy(msg), options=soft)
+    assert answer["result"] == ["node0002.example.com"]
+    assert "failures 2 (FailMem: 1, FailN1: 1)" in answer["info"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pair_scores_equal_full_rescoring(seed):
+    # The pair scores come from per-primary partial sums and cached
+    # secondaries; they must equal scoring each placement in full
+    rnd = random.Random(seed)
+    msg = simu.Message(12, 60, templates=("drbd", "plain"), seed=seed,
+                       memory=16384)
+    msg["cluster_tags"] = ["htools:nlocation:rack"]
+    for node in msg["nodes"].values():
+        node["free_memory"] -= rnd.randint(0, 4000)
+        node["tags"] = ["rack:%d" % rnd.randint(0, 2)]
+    cluster = model.Cluster(msg)
+    score = metrics.Score(list(cluster.nodes.values()))
+    inst = cluster.NewInstance("new", simu.AllocRequest(template="drbd"))
+    [group] = cluster.groups.values()
+    result = placement.TryGroup(cluster, score, group, inst, 2)
+    assert len(result.candidates) > 50
+    for cand in result.candidates:
+        pnode, snode = (cluster.nodes[name] for name in cand.nodes)
+        assert pnode.AddPri(inst) is None
+        assert snode.AddSec(inst, pnode.name) is None
+        shared = len(pnode.locations & snode.locations)
+        pnode.loc_score += shared
+        assert cand.score == round(score.With([pnode, snode]), 10)
+        pnode.loc_score -= shared
+        snode.RemoveSec(inst, pnode.name)
+        pnode.RemovePri(inst)
+
+
+def test_instances_built_on_demand():
+    msg = simu.Message(2, 4)
+    msg["instances"]["broken"] = {"nodes": ["node0000.example.com"],
+                                  "disks": 5}
+    cluster = model.Cluster(msg)
+    assert len(cluster.instances) == 5
+    inst = cluster.instances["inst00001.example.com"]
+    assert inst is cluster.instances["inst00001.example.com"]
+    assert inst.pnode == "node0001.example.com"
+    assert "inst00001.example.com" in \
+        cluster.nodes["node0001.example.com"].plist
+    with pytest.raises(errors.ParameterError, match="instance broken"):
+        cluster.instances["broken"]
+
+
 def test_capacity_sequential_and_limit():
     msg = simu.Message(2, memory=8192)
     [result] = capacity.Capacity(msg, capacity.Spec(1024, 1024, 1))
@@ -526,3 +657,77 @@ def test_move_scores_equal_apply_score_undo(seed):
         applied = moves.ApplyMove(cluster, best[1], strict)
         score.Update(applied.touched)
         evaluator.Changed({node.name for node in applied.touched})
+
+
+def _ReferencePlan(msg: dict, opts: balance.Options) -> tuple[list, float]:
+    """The moves and final score of ``balance.PlanBalance``'s greedy rounds
+    (same sources, targets and acceptance) with each round's best move
+    found by applying, scoring and undoing every candidate."""
+    cluster = model.Cluster(msg)
+    nodes = list(cluster.nodes.values())
+    strict = not opts.ignore_soft_errors
+    online = [node for node in nodes if not node.offline]
+    offline = {node.name for node in nodes if node.offline}
+    movable = [inst for inst in cluster.instances.values()
+               if inst.internal_mirror or inst.external_mirror]
+    score = metrics.Score(nodes)
+    current = score.Total()
+    result: list = []
+    while current > opts.min_score:
+        loads = balance._Loads(score, nodes)
+        ranked = sorted(nodes, key=lambda n: (-loads[n.name], n.name))
+        targets = sorted(online, key=lambda n: (loads[n.name], n.name))
+        found = None
+        for nsources, tnodes in ((balance.SOURCES,
+                                  targets[:balance.TARGETS]),
+                                 (balance.WIDE_SOURCES, targets)):
+            sources = {node.name for node in ranked[:nsources]}
+            candidates = [
+                move for inst in movable
+                if (inst.pnode in sources or inst.snode in sources) and
+                (not opts.evac_mode or inst.pnode in offline or
+                 inst.snode in offline)
+                for move in _Candidates(inst, tnodes)
+                if not opts.no_disk_moves or
+                move.kind in (moves.FAILOVER, moves.FAILOVER_TO_ANY)]
+            found = _BruteBest(cluster, score, candidates, strict)
+            if found is not None and \
+                    balance._Acceptable(current, found[0], opts):
+                break
+            found = None
+        if found is None:
+            break
+        applied = moves.ApplyMove(cluster, found[1], strict)
+        score.Update(applied.touched)
+        result.append(found[1])
+        current = score.Total()
+    return result, current
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_plan_equals_full_rescoring_reference(seed):
+    """The planner's pruned, memoized scoring gives the very plan of
+    rescoring every candidate in full, with hbal's options."""
+    rnd = random.Random(seed)
+    msg = simu.Message(rnd.randint(9, 12), rnd.randint(36, 48),
+                       memory=32768, seed=seed, skew=0.5,
+                       templates=("drbd", "diskless", "rbd"))
+    if seed == 3:
+        msg["nodes"]["node0001.example.com"]["offline"] = True
+    variants = [balance.Options(),
+                balance.Options(min_gain=0.05, min_gain_limit=0.5),
+                balance.Options(no_disk_moves=True),
+                balance.Options(max_cpu=1.0, ignore_soft_errors=seed % 2)]
+    if seed == 3:
+        variants.append(balance.Options(evac_mode=True))
+    for opts in variants:
+        plan = balance.PlanBalance(copy.deepcopy(msg), opts=opts)
+        ref_msg = copy.deepcopy(msg)
+        if opts.max_cpu is not None:
+            ref_msg["ipolicy"]["vcpu-ratio"] = opts.max_cpu
+            for group in ref_msg["nodegroups"].values():
+                group["ipolicy"]["vcpu-ratio"] = opts.max_cpu
+        expected, final = _ReferencePlan(ref_msg, opts)
+        assert [step.move for step in plan.steps] == expected, opts
+        assert plan.final_score == final, opts
+        assert expected or opts != balance.Options(), opts

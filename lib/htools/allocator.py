@@ -28,6 +28,7 @@ from ganeti.htools.model import Cluster, Instance
 # Options (``--k=v`` on the command line, default_iallocator_params)
 OPT_IGNORE_SOFT_ERRORS = "ignore-soft-errors"
 OPT_RESTRICT = "restrict-allocation-to"
+OPT_NO_CAPACITY = "no-capacity-checks"
 
 # Candidates an explanation lists
 EXPLAIN_TOP = 5
@@ -106,6 +107,7 @@ class _Request:
         self.cluster = Cluster(message)
         self.score = Score(list(self.cluster.nodes.values()))
         self.strict = OPT_IGNORE_SOFT_ERRORS not in options
+        self.capacity = OPT_NO_CAPACITY not in options
         restrict = options.get(OPT_RESTRICT)
         self.restrict = frozenset(restrict.split(",")) if restrict else None
 
@@ -126,7 +128,7 @@ class _Request:
         alloc = placement.Allocate(self.cluster, self.score, inst,
                                    self._Required(inst, spec),
                                    spec.get("group_name"), restrict,
-                                   self.strict)
+                                   self.strict, capacity=self.capacity)
         return inst, alloc
 
     def Allocate(self, req: dict, explain: bool) -> dict:
@@ -304,7 +306,8 @@ def Run(message: dict, explain: bool = False,
     """Answer one iallocator input message (protocol version 2).
 
     ``options`` are the allocator parameters (``--k=v``): currently
-    ``ignore-soft-errors`` and ``restrict-allocation-to`` (comma-separated
+    ``ignore-soft-errors``, ``no-capacity-checks`` (no global N+1 check
+    for allocations) and ``restrict-allocation-to`` (comma-separated
     node names). With ``explain`` an allocate answer gets the key
     ``explanation``. Raises errors.ParameterError on malformed input.
     """

@@ -133,29 +133,68 @@ class Score:
     def With(self, nodes: list[Node]) -> float:
         """The score if the given nodes (of this set) had their current
         state; the running sums keep their old values."""
-        count = self.count
-        sums = list(self.sums)
-        squares = list(self.squares)
-        add = self.add
+        state = self.Start()
         for node in nodes:
-            old = self.values.get(node.name)
-            if old is None:
-                # not in this set (e.g. the old group of a moved instance)
-                continue
-            new = NodeValues(node)
-            add -= old.add
-            if old.vec is not None:
-                count -= 1
-                for k in _K:
-                    sums[k] -= old.vec[k]
-                    squares[k] -= old.vec[k] * old.vec[k]
-            add += new.add
-            if new.vec is not None:
-                count += 1
-                for k in _K:
-                    sums[k] += new.vec[k]
-                    squares[k] += new.vec[k] * new.vec[k]
-        return self._Compute(count, sums, squares, add)
+            self.Replace(state, node.name, NodeValues(node))
+        return self.Finish(state)
+
+    # Scoring many candidates that share a changed node (hail's
+    # ``compCVfromStats``): the shared change is applied to a state once,
+    # each candidate's own node by ``Swapped``. The arithmetic is the one
+    # of ``With``, so the scores are identical.
+
+    def Start(self) -> list:
+        """A scratch copy of the running sums for ``Replace``."""
+        return [self.count, list(self.sums), list(self.squares), self.add]
+
+    def Replace(self, state: list, name: str, new: Values) -> None:
+        """Put a node's new values in place of its old ones in ``state``
+        (nothing for a node not in this set, e.g. the old group of a
+        moved instance)."""
+        old = self.values.get(name)
+        if old is None:
+            return
+        count, sums, squares, add = state
+        add -= old.add
+        if old.vec is not None:
+            count -= 1
+            for k in _K:
+                sums[k] -= old.vec[k]
+                squares[k] -= old.vec[k] * old.vec[k]
+        add += new.add
+        if new.vec is not None:
+            count += 1
+            for k in _K:
+                sums[k] += new.vec[k]
+                squares[k] += new.vec[k] * new.vec[k]
+        state[0] = count
+        state[3] = add
+
+    def Finish(self, state: list) -> float:
+        return self._Compute(*state)
+
+    def Swapped(self, state: list, name: str, new: Values) -> float:
+        """``Finish`` of ``state`` after ``Replace(state, name, new)``,
+        leaving ``state`` as it is."""
+        old = self.values.get(name)
+        if old is None:
+            return self.Finish(state)
+        count, sums, squares, add = state
+        total = add - old.add + new.add
+        if old.vec is None or new.vec is None:
+            scratch = [count, list(sums), list(squares), add]
+            self.Replace(scratch, name, new)
+            return self.Finish(scratch)
+        # both online: the count stays, one fused pass over the components
+        if not count:
+            return total
+        for weight, total_k, square_k, out, into in zip(
+                STDDEV_WEIGHTS, sums, squares, old.vec, new.vec):
+            mean = (total_k - out + into) / count
+            var = (square_k - out * out + into * into) / count - mean * mean
+            if var > 0:
+                total += weight * math.sqrt(var)
+        return total
 
     def Update(self, nodes: list[Node]) -> None:
         """Take the nodes' current state into the running sums."""

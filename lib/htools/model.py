@@ -13,11 +13,12 @@ evaluated without copying the cluster.
 """
 
 from collections import Counter
+from collections.abc import Iterator, MutableMapping
 from typing import NamedTuple
 
 from ganeti import constants, errors
 from ganeti.htools import (FAIL_CPU, FAIL_DISK, FAIL_DISK_COUNT, FAIL_MEM,
-                           FAIL_SPINDLES, FAIL_TAGS)
+                           FAIL_N1, FAIL_SPINDLES, FAIL_TAGS)
 from ganeti.parameters import families
 
 # Cluster tag prefixes giving instance exclusion tags and node locations
@@ -60,8 +61,18 @@ class Group:
         self.tags = list(data.get("tags") or ())
 
 
+def _ExTags(tags: list[str], ex_prefixes: tuple) -> tuple[str, ...]:
+    """An instance's exclusion tags, sorted."""
+    if not ex_prefixes:
+        return ()
+    return tuple(sorted(tag for tag in tags if tag.startswith(ex_prefixes)))
+
+
 class Instance:
-    """An instance (existing or requested), with what placement needs."""
+    """An instance (existing or requested), with what placement needs.
+
+    ``Cluster._Account`` reads the same message fields with the same
+    defaults for the node accounting, without building the object."""
     __slots__ = ("name", "mem", "dsk", "vcpus", "spindle_use", "disks",
                  "disk_data", "template", "tags", "xtags", "pnode",
                  "snode", "runs", "offline", "nics")
@@ -81,9 +92,7 @@ class Instance:
         self.spindle_use: int = get("spindle_use", 1)
         self.template: str = get("disk_template", constants.DT_PLAIN)
         self.tags: list[str] = get("tags") or []
-        self.xtags: tuple[str, ...] = tuple(sorted(
-            tag for tag in self.tags if tag.startswith(ex_prefixes))) \
-            if ex_prefixes else ()
+        self.xtags = _ExTags(self.tags, ex_prefixes)
         nodes = get("nodes") or []
         self.pnode: str | None = nodes[0] if nodes else None
         self.snode: str | None = nodes[1] if len(nodes) > 1 else None
@@ -133,8 +142,10 @@ class Node:
                  loc_prefixes: tuple) -> None:
         self.name = name
         self.group = group
-        self.offline = bool(data.get("offline") or data.get("drained") or
-                            not data.get("vm_capable", True))
+        # hail: drained nodes are offline for placement but live (their
+        # resources count when instances fail over to them)
+        live = not data.get("offline") and data.get("vm_capable", True)
+        self.offline = bool(not live or data.get("drained"))
         self.tags = list(data.get("tags") or ())
         self.locations = frozenset(tag for tag in self.tags
                                    if tag.startswith(loc_prefixes)) \
@@ -143,7 +154,6 @@ class Node:
         self.excl = bool(ndparams.get(families.ND_EXCLUSIVE_STORAGE, False))
         self.cpu_speed = float(ndparams.get(families.ND_CPU_SPEED, 1.0)) or 1.0
         spindle_count = int(ndparams.get(families.ND_SPINDLE_COUNT, 1))
-        live = not self.offline
         self.t_mem = float(data.get("total_memory", 0)) if live else 0.0
         self.n_mem = float(data.get("reserved_memory", 0)) if live else 0.0
         self.f_mem = float(data.get("free_memory", 0)) if live else 0.0
@@ -178,28 +188,28 @@ class Node:
     def fail_n1(self) -> bool:
         return self.f_mem <= self.r_mem
 
+    def N1Failure(self) -> Failure | None:
+        """hail's global N+1 for DRBD (``GlobalN1.canEvacuateNode``, the
+        failover part): when any primary node of this node's secondaries
+        fails, its instances fail over here with the hard checks only.
+        The worst primary needs ``r_mem``; disk is given back and taken
+        again, so it must merely be left."""
+        if not self.slist:
+            return None
+        if self.f_mem <= self.r_mem:
+            pname = max(self.peers, default="?",
+                        key=lambda name: (self.peers[name], name))
+            return Failure(FAIL_N1, "cannot take over the instances of %s"
+                           " (N+1): memory %d MiB needed, %d MiB free" %
+                           (pname, self.r_mem, self.f_mem))
+        if self.f_dsk <= 0:
+            return Failure(FAIL_N1, "cannot take over primary instances"
+                           " (N+1): no free disk")
+        return None
+
     def TagConflicts(self) -> int:
         """Primaries sharing an exclusion tag (``pri_tags_score``)."""
         return sum(self.xtags.values()) - len(self.xtags)
-
-    # Loading ---------------------------------------------------------------
-
-    def LoadPri(self, inst: Instance) -> None:
-        """Account an existing primary; the free values are live already."""
-        self.plist.add(inst.name)
-        self.u_cpu += inst.vcpus
-        self.inst_sp += inst.spindle_use
-        if not inst.runs:
-            self.f_mem_forth -= inst.mem
-        if inst.xtags:
-            self.xtags.update(inst.xtags)
-
-    def LoadSec(self, inst: Instance) -> None:
-        self.slist.add(inst.name)
-        if inst.pnode is not None:
-            self.peers[inst.pnode] = self.peers.get(inst.pnode, 0.0) + \
-                inst.sec_mem
-            self.r_mem = max(self.r_mem, self.peers[inst.pnode])
 
     # Changes with hail's checks --------------------------------------------
 
@@ -396,6 +406,43 @@ def _SpecFailure(inst: Instance, low: dict, high: dict,
     return None
 
 
+class InstanceMap(MutableMapping):
+    """The cluster's instances by name, each built from its message entry
+    on first access (most requests look at a few of them only)."""
+
+    def __init__(self, raw: dict, ex_prefixes: tuple) -> None:
+        self._items: dict[str, Instance | dict] = dict(raw)
+        self._ex_prefixes = ex_prefixes
+
+    def __getitem__(self, name: str) -> Instance:
+        item = self._items[name]
+        if isinstance(item, Instance):
+            return item
+        try:
+            inst = Instance(name, item, self._ex_prefixes)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise errors.ParameterError("Invalid allocator input: instance"
+                                        " %s: %s: %s" %
+                                        (name, err.__class__.__name__, err))
+        self._items[name] = inst
+        return inst
+
+    def __setitem__(self, name: str, inst: Instance) -> None:
+        self._items[name] = inst
+
+    def __delitem__(self, name: str) -> None:
+        del self._items[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+
 class Cluster:
     """Groups, nodes and instances of an iallocator input message."""
 
@@ -431,25 +478,52 @@ class Cluster:
             if group is None:
                 group = self.groups[uuid] = Group(uuid, {}, cluster_ipolicy)
             self.nodes[name] = Node(name, data, group, self.loc_prefixes)
-        self.instances: dict[str, Instance] = {}
-        # Accounting does not depend on the order: no sorting needed
-        ex_prefixes = self.ex_prefixes
-        for name, data in (message.get("instances") or {}).items():
-            self.AddExisting(Instance(name, data, ex_prefixes))
+        raw = message.get("instances") or {}
+        self._Account(raw)
+        self.instances = InstanceMap(raw, self.ex_prefixes)
 
-    def AddExisting(self, inst: Instance) -> None:
-        """Account an instance already placed (its nodes' free values
-        include it)."""
-        self.instances[inst.name] = inst
-        pnode = self.nodes.get(inst.pnode)  # type: ignore[arg-type]
-        if pnode is not None:
-            pnode.LoadPri(inst)
-        if inst.snode is None:
-            return
-        snode = self.nodes.get(inst.snode)
-        if snode is not None:
-            snode.LoadSec(inst)
+    def _Account(self, raw: dict) -> None:
+        """Account the existing instances on their nodes (the free values
+        are live already): hail's ``setPri``/``setSec`` at load.
+
+        Read straight from the message in one loop, as clusters with
+        10,000 instances are parsed for every request; the ``Instance``
+        objects are built only when asked for (``InstanceMap``). The
+        order does not matter: no sorting needed.
+        """
+        nodes = self.nodes
+        ex_prefixes = self.ex_prefixes
+        for name, data in raw.items():
+            get = data.get
+            inodes = get("nodes")
+            if not inodes:
+                continue
+            pname = inodes[0]
+            pnode = nodes.get(pname)
+            state = get("admin_state", "up")
             if pnode is not None:
+                pnode.plist.add(name)
+                pnode.u_cpu += get("vcpus", 1)
+                pnode.inst_sp += get("spindle_use", 1)
+                if state != "up":
+                    pnode.f_mem_forth -= get("memory", 0)
+                if ex_prefixes:
+                    xtags = _ExTags(get("tags") or [], ex_prefixes)
+                    if xtags:
+                        pnode.xtags.update(xtags)
+            if len(inodes) < 2:
+                continue
+            snode = nodes.get(inodes[1])
+            if snode is None:
+                continue
+            snode.slist.add(name)
+            peer = snode.peers.get(pname, 0.0)
+            if state != "offline":
+                peer += get("memory", 0)
+            snode.peers[pname] = peer
+            if peer > snode.r_mem:
+                snode.r_mem = peer
+            if pnode is not None and pnode.locations:
                 pnode.loc_score += len(pnode.locations & snode.locations)
 
     def NewInstance(self, name: str, spec: dict) -> Instance:

@@ -16,8 +16,8 @@ as the arithmetic is the same; it keeps homogeneous clusters cheap).
 from collections import Counter
 from typing import NamedTuple
 
-from ganeti.htools import FAIL_MODES
-from ganeti.htools.metrics import Score
+from ganeti.htools import FAIL_MODES, FAIL_N1
+from ganeti.htools.metrics import NodeValues, Score, Values
 from ganeti.htools.model import (Cluster, Failure, Group, Instance, Node,
                                  PolicyFailure)
 
@@ -87,12 +87,78 @@ def _Targets(nodes: list[Node], restrict: frozenset | None) -> list[Node]:
             (restrict is None or node.name in restrict)]
 
 
+def N1Broken(nodes: list[Node]) -> dict[str, Failure]:
+    """The nodes that could not take over the DRBD instances of a failed
+    primary node (``Node.N1Failure``), by name."""
+    broken = {}
+    for node in nodes:
+        failure = node.N1Failure()
+        if failure is not None:
+            broken[node.name] = failure
+    return broken
+
+
+def _PlacementN1(cluster: Cluster, inst: Instance, names: tuple[str, ...],
+                 broken: dict[str, Failure]) -> tuple[str, Failure] | None:
+    """The first node failing global N+1 once the instance is placed on
+    ``names`` (``allocGlobalN1``). A placement only takes memory and
+    disk, so it mends no node that fails already."""
+    for name, broke in broken.items():
+        if name not in names:
+            return name, broke
+    pnode = cluster.nodes[names[0]]
+    placed = [pnode]
+    failure = pnode.AddPri(inst, strict=False)
+    assert failure is None, failure
+    if len(names) > 1:
+        snode = cluster.nodes[names[1]]
+        failure = snode.AddSec(inst, pnode.name, strict=False)
+        assert failure is None, failure
+        placed.append(snode)
+    found = None
+    for node in placed:
+        failure = node.N1Failure()
+        if failure is not None:
+            found = (node.name, failure)
+            break
+    if len(placed) > 1:
+        placed[1].RemoveSec(inst, pnode.name)
+    pnode.RemovePri(inst)
+    return found
+
+
+def _GlobalN1(cluster: Cluster, inst: Instance, result: GroupResult,
+              broken: dict[str, Failure]) -> None:
+    """Keep hail's capacity-checked candidates (``collectionToSolution
+    FailN1``): walking them best first, those before the first one that
+    passes ``_PlacementN1`` are dropped and counted as FailN1; pairs are
+    walked per primary node, as hail collects them."""
+    kept = []
+    passed: set[str] = set()
+    for cand in result.candidates:
+        walk = cand.nodes[0] if len(cand.nodes) > 1 else ""
+        if walk in passed:
+            kept.append(cand)
+            continue
+        found = _PlacementN1(cluster, inst, cand.nodes, broken)
+        if found is None:
+            passed.add(walk)
+            kept.append(cand)
+            continue
+        result.fails[FAIL_N1] += 1
+        result.details.setdefault(found[0], found[1].text)
+    result.candidates = kept
+
+
 def TryGroup(cluster: Cluster, score: Score, group: Group, inst: Instance,
              required_nodes: int, restrict: frozenset | None = None,
-             strict: bool = True, keep: int = 0) -> GroupResult:
+             strict: bool = True, keep: int = 0,
+             n1_broken: dict[str, Failure] | None = None) -> GroupResult:
     """All candidates of one group, sorted best first (``tryAlloc``).
 
-    ``keep`` limits the candidates kept (0: all).
+    ``keep`` limits the candidates kept (0: all). With ``n1_broken``
+    (``N1Broken`` of the nodes checked) hail's global N+1 capacity check
+    applies.
     """
     result = GroupResult(group)
     targets = _Targets(cluster.GroupNodes(group), restrict)
@@ -132,6 +198,9 @@ def TryGroup(cluster: Cluster, score: Score, group: Group, inst: Instance,
     else:
         sec_fail: dict[str, Failure] = {}
         sec_ok: set[str] = set()
+        # A secondary's checks and new values depend on the primary only
+        # through the memory it already reserves for it
+        sec_memo: dict[tuple[str, float], Failure | Values] = {}
         for pnode in targets:
             failure = policy(pnode) or pnode.AddPri(inst, strict)
             if failure is not None:
@@ -139,28 +208,43 @@ def TryGroup(cluster: Cluster, score: Score, group: Group, inst: Instance,
                 result.details.setdefault(pnode.name,
                                           "as primary: " + failure.text)
                 continue
+            pri_states: dict[int, list] = {}
             for snode in targets:
                 if snode is pnode:
                     continue
-                failure = snode.AddSec(inst, pnode.name, strict)
-                if failure is not None:
-                    result.fails[failure.mode] += 1
-                    sec_fail.setdefault(snode.name, failure)
+                key = (snode.name, snode.peers.get(pnode.name, 0.0))
+                sec = sec_memo.get(key)
+                if sec is None:
+                    failure = snode.AddSec(inst, pnode.name, strict)
+                    if failure is None:
+                        sec = NodeValues(snode)
+                        snode.RemoveSec(inst, pnode.name)
+                    else:
+                        sec = failure
+                    sec_memo[key] = sec
+                if isinstance(sec, Failure):
+                    result.fails[sec.mode] += 1
+                    sec_fail.setdefault(snode.name, sec)
                     continue
                 sec_ok.add(snode.name)
                 shared = len(pnode.locations & snode.locations)
-                pnode.loc_score += shared
+                state = pri_states.get(shared)
+                if state is None:
+                    pnode.loc_score += shared
+                    state = pri_states[shared] = score.Start()
+                    score.Replace(state, pnode.name, NodeValues(pnode))
+                    pnode.loc_score -= shared
                 result.candidates.append(Candidate(
-                    round(score.With([pnode, snode]), 10),
+                    round(score.Swapped(state, snode.name, sec), 10),
                     (pnode.name, snode.name)))
-                pnode.loc_score -= shared
-                snode.RemoveSec(inst, pnode.name)
             pnode.RemovePri(inst)
         for name, failure in sec_fail.items():
             if name not in sec_ok:
                 result.details.setdefault(name,
                                           "as secondary: " + failure.text)
     result.candidates.sort()
+    if n1_broken is not None:
+        _GlobalN1(cluster, inst, result, n1_broken)
     if keep:
         del result.candidates[keep:]
     return result
@@ -217,17 +301,25 @@ class Allocation:
 def Allocate(cluster: Cluster, score: Score, inst: Instance,
              required_nodes: int, group_name: str | None = None,
              restrict: frozenset | None = None, strict: bool = True,
-             keep: int = 0) -> Allocation:
+             keep: int = 0, capacity: bool = False) -> Allocation:
     """Find the placement of a new instance (``tryMGAlloc`` or, with a
-    group name, ``tryGroupAlloc``); nothing is changed."""
+    group name, ``tryGroupAlloc``); nothing is changed.
+
+    ``capacity`` is hail's global N+1 check, over the cluster's nodes or,
+    with a group name, the group's (as hail's node list there).
+    """
     if group_name:
         group = cluster.FindGroup(group_name)
         if group is None:
             return Allocation([], ["No such node group %s" % group_name])
-        local = Score(cluster.GroupNodes(group))
+        nodes = cluster.GroupNodes(group)
+        local = Score(nodes)
+        broken = N1Broken(nodes) if capacity else None
         return Allocation([TryGroup(cluster, local, group, inst,
-                                    required_nodes, restrict, strict, keep)],
+                                    required_nodes, restrict, strict, keep,
+                                    broken)],
                           [])
+    broken = N1Broken(list(cluster.nodes.values())) if capacity else None
     results = []
     skipped = []
     for group in cluster.groups.values():
@@ -236,7 +328,7 @@ def Allocate(cluster: Cluster, score: Score, inst: Instance,
                            " by instance %s" % (group.name, inst.name))
             continue
         res = TryGroup(cluster, score, group, inst, required_nodes, restrict,
-                       strict, keep)
+                       strict, keep, broken)
         if res.group.rank >= 2:
             # unallocable groups are never chosen unless named
             res.candidates = []
