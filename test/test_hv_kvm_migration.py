@@ -350,9 +350,11 @@ def test_gnt_instance_migrate_kvm_sharedfile(kvm_cluster):
         started = time.monotonic()
         out = kvm_cluster.Run("gnt-instance", "migrate", "-f", "-n", NODE2,
                               name).stdout
-        print("gnt-instance migrate (live, 128 MiB): %.2f s" %
+        print("gnt-instance migrate (TCG, so non-live, 128 MiB): %.2f s" %
               (time.monotonic() - started))
         assert "* memory transfer complete" in out, out
+        assert "Migrating instance %s non-live: without hardware" \
+            " acceleration (kvm_flag=disabled)" % name in out, out
         assert node1.ListInstances() == [] and node2.ListInstances() == [name]
         assert _Status(node2, name) == "running"
         assert Field(kvm_cluster, name, "pnode,status,oper_ram") == \

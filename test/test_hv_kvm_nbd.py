@@ -264,8 +264,8 @@ def test_gnt_instance_migrate_kvm_file(kvm_cluster):
         started = time.monotonic()
         out = kvm_cluster.Run("gnt-instance", "migrate", "-f", "-n", NODE2,
                               name).stdout
-        print("gnt-instance migrate (live, 128 MiB, %d MiB file disk):"
-              " %.2f s" % (DISK_MIB, time.monotonic() - started))
+        print("gnt-instance migrate (TCG, so non-live, 128 MiB, %d MiB file"
+              " disk): %.2f s" % (DISK_MIB, time.monotonic() - started))
         assert "* creating the instance's disks on %s" % NODE2 in out, out
         assert "* removing the instance's disks on %s" % NODE1 in out, out
         assert Field(kvm_cluster, name, "pnode,status,oper_ram") == \

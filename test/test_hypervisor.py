@@ -43,6 +43,18 @@ def test_get_hypervisor():
         hypervisor.GetHypervisorClass("xen-pvm")
 
 
+def test_live_migration_unsafe_only_under_tcg():
+    kvm = hypervisor.GetHypervisorClass("kvm")
+    params = kvm.GetDefaults()
+    for flag in ("", hypervisors.HT_KVM_DISABLED):
+        reason = kvm.LiveMigrationUnsafe({**params, "kvm_flag": flag})
+        assert reason and "kvm_flag=%s" % flag in reason
+    assert kvm.LiveMigrationUnsafe(
+        {**params, "kvm_flag": hypervisors.HT_KVM_ENABLED}) is None
+    fake = hypervisor.GetHypervisorClass("fake")
+    assert fake.LiveMigrationUnsafe(fake.GetDefaults()) is None
+
+
 def test_parameter_table_derivations():
     cls = hv_fake.FakeHypervisor
     for name, spec in cls.PARAMETERS.items():

@@ -181,10 +181,18 @@ class TLMigrateInstance:
             if op.live is not None:
                 mode = (constants.HT_MIGRATION_LIVE if op.live
                         else constants.HT_MIGRATION_NONLIVE)
+            hvparams = cluster.FillHV(instance)
             if mode is None:
-                mode = cluster.FillHV(instance).get(
-                    objects.HV_MIGRATION_MODE, constants.HT_MIGRATION_LIVE)
+                mode = hvparams.get(objects.HV_MIGRATION_MODE,
+                                    constants.HT_MIGRATION_LIVE)
             self.live = mode == constants.HT_MIGRATION_LIVE
+            unsafe = HypervisorClass(instance.hypervisor) \
+                .LiveMigrationUnsafe(hvparams)
+            if self.live and unsafe:
+                # Nothing may be lost: a longer pause is the lesser evil
+                lu.LogWarning("Migrating instance %s non-live: %s",
+                              instance.name, unsafe)
+                self.live = False
         # A fallback to a failover was decided on the way
         self._CheckTemplate(template)
         if self.copy_disks and not self.cleanup:

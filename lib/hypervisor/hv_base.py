@@ -227,6 +227,12 @@ class BaseHypervisor(abc.ABC):
         return errors.HypervisorError("%s is not supported by the %s"
                                       " hypervisor" % (what, self.NAME))
 
+    @classmethod
+    def LiveMigrationUnsafe(cls, hvparams: dict) -> str | None:
+        """Why a live migration with these parameters could lose the
+        guest's state (the master then migrates it paused), or None."""
+        return None
+
     def MigrationInfo(self, instance: objects.Instance) -> str:
         """Opaque data the target needs to accept the instance."""
         return ""
