@@ -1639,6 +1639,23 @@ def blockdev_find(disk: dict) -> list | None:
     return [path, None, None, percent, eta, degraded, ldisk]
 
 
+def drbd_needs_activation(disks: list) -> list[str]:
+    """UUIDs of the drbd disks activate-disks would repair on this node
+    (Ganeti's DrbdNeedsActivation)."""
+    if not isinstance(disks, list):
+        _Fail("Invalid disks %r, expected a list", disks)
+    result = []
+    for data in disks:
+        disk = _DiskFromDict(data)
+        try:
+            if storage.GetDevice(disk).NeedsActivation():
+                result.append(disk.uuid)
+        except errors.BlockDeviceError as err:
+            _Fail("Cannot get the status of disk %s: %s",
+                  disk.iv_name or disk.uuid, err)
+    return result
+
+
 def blockdev_shutdown(disk: dict) -> None:
     """Undo blockdev_assemble (the data stays)."""
     storage.GetDevice(_DiskFromDict(disk)).Shutdown()
@@ -1674,6 +1691,71 @@ def blockdev_setinfo(disk: dict, info: str) -> None:
     if not isinstance(info, str):
         _Fail("Invalid disk metadata %r, expected a string", info)
     storage.GetDevice(_DiskFromDict(disk)).SetInfo(info)
+
+
+_CONVERT_CHUNK = 1024 * 1024
+
+
+def blockdev_convert(src_disk: dict, target_disk: dict) -> None:
+    """Copy the data of an assembled disk into a new one (Ganeti's
+    BlockdevConvert, for disk template conversions).
+
+    Both devices are read and written through their device paths. The
+    target is new, hence zero: chunks of zeros are skipped.
+    """
+    paths = []
+    for data in (src_disk, target_disk):
+        disk = _DiskFromDict(data)
+        try:
+            dev = storage.GetDevice(disk)
+            found = dev.Attach()
+        except errors.BlockDeviceError as err:
+            _Fail("Cannot find disk %s: %s", disk.iv_name or disk.uuid, err)
+        if not found or not dev.dev_path:
+            _Fail("Cannot copy %s disk %s: device not found",
+                  "from" if data is src_disk else "to",
+                  disk.iv_name or disk.uuid)
+        paths.append(dev.dev_path)
+    zero = bytes(_CONVERT_CHUNK)
+    try:
+        with open(paths[0], "rb") as src, open(paths[1], "r+b") as dst:
+            while True:
+                chunk = src.read(_CONVERT_CHUNK)
+                if not chunk:
+                    break
+                if chunk != zero[:len(chunk)]:
+                    dst.seek(src.tell() - len(chunk))
+                    dst.write(chunk)
+            dst.flush()
+            os.fsync(dst.fileno())
+    except OSError as err:
+        _Fail("Copying %s to %s failed: %s", paths[0], paths[1], err)
+
+
+def _Drbd(data: Any) -> Any:
+    """The drbd device of a disk sent by the master."""
+    disk = _DiskFromDict(data)
+    if disk.dev_type != constants.DT_DRBD8:
+        _Fail("Disk %s is not a drbd disk", disk.iv_name or disk.uuid)
+    return storage.GetDevice(disk)
+
+
+def drbd_disconnect_net(disks: list) -> None:
+    """Primary of drbd disks: stop mirroring, forget the secondary's data."""
+    if not isinstance(disks, list):
+        _Fail("Invalid disks %r, expected a list", disks)
+    for data in disks:
+        _Drbd(data).DisconnectPeer()
+
+
+def drbd_replace_image(disk: dict, on_primary: bool) -> None:
+    """Put a new image in place of this node's copy of a drbd disk."""
+    _Drbd(disk).ReplaceImage(_CheckFlag(on_primary, "on_primary"))
+
+
+def drbd_remove_replaced(disk: dict) -> None:
+    """Delete the image drbd_replace_image set aside."""
+    _Drbd(disk).RemoveReplaced()
 
 
 def storage_list(su_name: str, su_args: list, name: str | None,

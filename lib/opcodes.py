@@ -417,6 +417,26 @@ class OpClusterVerifyGroup(OpCode):
     OP_RESULT = ht.TBool
 
 
+class OpClusterVerifyDisks(OpCode):
+    """Verify the disks of the cluster: one follow-up job per node group."""
+    OP_PARAMS = [
+        ("group_name", None, ht.TMaybeString,
+         "Verify only the disks of this node group"),
+    ]
+    OP_RESULT = _TJobIdListOnly
+
+
+class OpGroupVerifyDisks(OpCode):
+    """Find the instances of a node group whose disks need activating or
+    are missing."""
+    OP_DSC_FIELD = "group_name"
+    OP_PARAMS = [_PGroupName]
+    # (node -> error, [instances to activate], instance -> [[node, volume]])
+    OP_RESULT = ht.TTupleOf(
+        ht.TDictOf(ht.TString, ht.TString), ht.TListOf(ht.TString),
+        ht.TDictOf(ht.TString, ht.TListOf(ht.TListOf(ht.TString))))
+
+
 class OpClusterActivateMasterIp(OpCode):
     """Activate the master IP on the master node."""
     OP_RESULT = ht.TNone
@@ -974,6 +994,22 @@ class OpInstanceSetParams(OpCode):
          " there (file-based templates)"),
         ("pnode_uuid", None, ht.TMaybeString,
          "New primary node UUID (filled in from pnode)"),
+        ("disk_template", None,
+         ht.TMaybe(ht.TElemOf(constants.DISK_TEMPLATES)),
+         "Disk template to convert the stopped instance's disks to"
+         " (between file and drbd)"),
+        ("remote_node", None, ht.TMaybeString,
+         "Secondary node (conversion to drbd)"),
+        ("remote_node_uuid", None, ht.TMaybeString,
+         "Secondary node UUID (filled in from remote_node)"),
+        ("file_driver", None, ht.TMaybe(ht.TElemOf(constants.FILE_DRIVER)),
+         "Driver for file-based disks (conversion to file)"),
+        ("file_storage_dir", None, ht.TMaybeString,
+         "Directory below the cluster's file storage directory for the"
+         " disk files (conversion to file)"),
+        ("wait_for_sync", True, ht.TBool,
+         "Whether to wait for the new mirrors to sync (conversion to"
+         " drbd)"),
         ("os_name", None, ht.TMaybeString,
          "New operating system of the instance (not installed: the disks"
          " stay as they are)"),

@@ -299,6 +299,12 @@ CALLS += (
             "Status of one disk as blockdev_getmirrorstatus reports it, or"
             " None when the disk is not active on the node",
             repeatable=True),
+    RpcCall("drbd_needs_activation", (_A("disks", ENC_DISKS),),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "UUIDs of the disks (drbd ones only) whose side on the node needs"
+            " activate-disks: not assembled (primary) or not served"
+            " (secondary), or a primary whose mirror is gone",
+            repeatable=True),
     RpcCall("blockdev_shutdown", (_A("disk", ENC_DISKS),),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Undo blockdev_assemble; the data stays"),
@@ -315,6 +321,24 @@ CALLS += (
     RpcCall("blockdev_setinfo", (_A("disk", ENC_DISKS), _A("info")),
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Store metadata (the owner instance) with a disk"),
+    RpcCall("blockdev_convert",
+            (_A("src_disk", ENC_DISKS), _A("target_disk", ENC_DISKS)),
+            constants.RPC_TMO_SLOW, CALL_SINGLE,
+            "Copy the data of an assembled disk into a new, empty and"
+            " assembled one (disk template conversion)"),
+    RpcCall("drbd_disconnect_net", (_A("disks", ENC_DISKS),),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Primary of drbd disks: stop mirroring to the secondary and"
+            " forget what it holds (the next connection copies all)"),
+    RpcCall("drbd_replace_image", (_A("disk", ENC_DISKS), _A("on_primary")),
+            constants.RPC_TMO_SLOW, CALL_SINGLE,
+            "Put a new image in place of this node's copy of a drbd disk,"
+            " the old one set aside: on the primary filled from the"
+            " secondary while in use, on the secondary (disconnected"
+            " first) empty and served"),
+    RpcCall("drbd_remove_replaced", (_A("disk", ENC_DISKS),),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Delete the image drbd_replace_image set aside"),
     RpcCall("storage_list",
             (_A("su_name"), _A("su_args"), _A("name"), _A("fields")),
             constants.RPC_TMO_NORMAL, CALL_MULTI,

@@ -449,6 +449,66 @@ def VerifyCluster(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
+def VerifyDisks(opts: Any, args: list[str]) -> int:
+    """Activate the disks that need it; list the missing volumes.
+
+    One job per node group finds the instances; each of them without a
+    missing volume gets activate-disks. Exit 1 if a node could not be
+    asked, an activation failed or a volume is missing. Ganeti prints
+    missing logical volumes as ``/dev/VG/LV``; the volumes here are files,
+    shown by their path.
+    """
+    cl = cli.GetClient()
+    op = opcodes.OpClusterVerifyDisks(group_name=opts.group_name)
+    result = cli.SubmitOpCode(op, cl=cl, opts=opts)
+    jex = cli.JobExecutor(cl=cl, opts=opts)
+    for status, job_id in result["jobs"]:
+        jex.AddJobId(None, status, job_id)
+    retcode = constants.EXIT_SUCCESS
+    for status, job_result in jex.GetResults():
+        if not status:
+            cli.ToStdout("Job failed: %s", job_result)
+            continue
+        ((bad_nodes, instances, missing), ) = job_result
+        for node, text in bad_nodes.items():
+            cli.ToStdout("Error gathering data on node %s: %s", node,
+                         text[-400:])
+            retcode = constants.EXIT_FAILURE
+            cli.ToStdout("You need to fix these nodes first before fixing"
+                         " instances")
+        for name in instances:
+            if name in missing:
+                continue
+            try:
+                cli.ToStdout("Activating disks for instance '%s'", name)
+                cli.SubmitOpCode(opcodes.OpInstanceActivateDisks(
+                    instance_name=name), opts=opts, cl=cl)
+            except errors.GenericError as err:
+                nret, msg = cli.FormatError(err)
+                retcode |= nret
+                cli.ToStderr("Error activating disks for instance %s: %s",
+                             name, msg)
+        if missing:
+            for name, volumes in sorted(missing.items()):
+                if all(node in bad_nodes for node, _ in volumes):
+                    cli.ToStdout("Instance %s cannot be verified as it lives"
+                                 " on broken nodes", name)
+                    continue
+                cli.ToStdout("Instance %s has missing logical volumes:",
+                             name)
+                for node, volume in sorted(volumes):
+                    cli.ToStdout("\t%s%s %s",
+                                 "broken node " if node in bad_nodes else "",
+                                 node, volume)
+            cli.ToStdout("You need to replace or recreate disks for all the"
+                         " above instances if this message persists after"
+                         " fixing broken nodes.")
+            retcode = constants.EXIT_FAILURE
+        elif not instances:
+            cli.ToStdout("No disks need to be activated.")
+    return retcode
+
+
 def _ExpandNodeName(name: str, known: list[str]) -> str:
     """A node given by full or unique short name (before the first dot)."""
     if name in known:
@@ -626,6 +686,8 @@ commands = {
                [VERBOSE_OPT, DEBUG_SIMERR_OPT, ERROR_CODES_OPT, PRIORITY_OPT,
                 NODEGROUP_OPT, IGNORE_ERRORS_OPT],
                "", "Does a check on the cluster configuration"),
+    "verify-disks": (VerifyDisks, [], [PRIORITY_OPT, NODEGROUP_OPT], "",
+                     "Does a check on the cluster disk status"),
     "command": (RunClusterCommand, [ArgCommand(min=1)],
                 [NODE_LIST_OPT, SHOW_MACHINE_OPT, FAILURE_ONLY_OPT],
                 "[-n node...] <command>",

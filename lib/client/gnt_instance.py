@@ -386,10 +386,15 @@ def _DefaultValues(params: dict) -> dict:
 
 def SetInstanceParams(opts: Any, args: list[str]) -> int:
     """Change an instance's parameters; print what changed."""
-    if not (opts.nics or opts.disks or opts.hvparams or opts.beparams or
-            opts.os or opts.osparams or opts.offline_inst or
+    if not (opts.nics or opts.disks or opts.disk_template or opts.hvparams or
+            opts.beparams or opts.os or opts.osparams or opts.offline_inst or
             opts.online_inst or opts.runtime_mem or opts.pnode):
         cli.ToStderr("Please give at least one of the parameters.")
+        return constants.EXIT_FAILURE
+    if (opts.file_driver or opts.file_storage_dir) and \
+            opts.disk_template not in constants.DTS_FILEBASED:
+        cli.ToStderr("Specifying file-based configuration arguments requires"
+                     " converting to a file-based disk template")
         return constants.EXIT_FAILURE
     if opts.offline_inst and opts.online_inst:
         raise errors.OpPrereqError("Can't use --offline and --online at the"
@@ -404,7 +409,10 @@ def SetInstanceParams(opts: Any, args: list[str]) -> int:
         runtime_mem=opts.runtime_mem, pnode=opts.pnode, os_name=opts.os,
         osparams=opts.osparams or None, force_variant=opts.force_variant,
         force=opts.force, offline=offline,
-        ignore_ipolicy=opts.ignore_ipolicy)
+        ignore_ipolicy=opts.ignore_ipolicy,
+        disk_template=opts.disk_template, remote_node=opts.node,
+        file_driver=opts.file_driver, file_storage_dir=opts.file_storage_dir,
+        wait_for_sync=opts.wait_for_sync)
     result = cli.SubmitOrSend(op, opts)
     if result:
         cli.ToStdout("Modified instance %s", args[0])
@@ -915,7 +923,9 @@ commands = {
                 MODIFY_HVPARAMS_OPT, NET_OPT,
                 OS_OPT, FORCE_VARIANT_OPT, OSPARAMS_OPT, OFFLINE_INST_OPT,
                 ONLINE_INST_OPT, IGNORE_IPOLICY_OPT, RUNTIME_MEM_OPT,
-                NEW_PRIMARY_OPT] + _JOB_OPTS,
+                NEW_PRIMARY_OPT, DISK_TEMPLATE_OPT, SINGLE_NODE_OPT,
+                NWSYNC_OPT, FILESTORE_DRIVER_OPT,
+                FILESTORE_DIR_OPT] + _JOB_OPTS,
                "<instance-name>", "Alters the parameters of an instance"),
     "rename": (RenameInstance,
                [ArgInstance(min=1, max=1), ArgUnknown(min=1, max=1)],

@@ -64,8 +64,8 @@ SECONDARY_ONLY_OPT = cli_option("-s", "--secondary-only", default=False,
                                 action="store_true",
                                 help="Evacuate secondary instances only"
                                 " (applies only to internally mirrored disk"
-                                " templates, which this version has none"
-                                " of)")
+                                " templates, e.g. %s)" %
+                                ", ".join(sorted(constants.DTS_INT_MIRROR)))
 
 _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
 
@@ -285,6 +285,56 @@ def EvacuateNode(opts: Any, args: list[str]) -> int:
         "All instances evacuated successfully.")
 
 
+def _NodeDrbdMap(cfg: config.ConfigWriter, node: str) -> list[list]:
+    """``[node, minor, instance, disk, role, peer]`` of each drbd disk
+    side held by ``node`` (Ganeti's confd ``node_drbd`` answer).
+
+    The minor comes from the disk's logical id; the role is the node's
+    role for the instance in the configuration, not a live status.
+    """
+    node_uuid = cfg.ExpandNodeName(node)
+    if node_uuid is None:
+        raise errors.OpPrereqError("Node '%s' not known" % node,
+                                   errors.ECODE_NOENT)
+    (name, ) = cfg.GetNodeNames([node_uuid])
+    rows = []
+    for inst in cfg.GetAllInstancesInfo().values():
+        role = "primary" if inst.primary_node == node_uuid else "secondary"
+        for idx, disk in enumerate(cfg.GetInstanceDisks(inst.uuid)):
+            if disk.dev_type != constants.DT_DRBD8:
+                continue
+            node_a, node_b, _, minor_a, minor_b, _ = disk.logical_id
+            if node_uuid not in (node_a, node_b):
+                continue
+            minor, peer = ((minor_a, node_b) if node_uuid == node_a
+                           else (minor_b, node_a))
+            rows.append([name, minor, inst.name, "disk/%d" % idx, role,
+                         cfg.GetNodeNames([peer])[0]])
+    return sorted(rows)
+
+
+def ListDrbd(opts: Any, args: list[str]) -> int:
+    """List the drbd minors of a node, from this node's configuration.
+
+    Ganeti asks the local confd, which answers from the node's copy of
+    the configuration (so on master candidates); this version has no
+    confd and reads that copy itself: no job, no master daemon needed.
+    """
+    if len(args) != 1:
+        cli.ToStderr("Please give one (and only one) node.")
+        return constants.EXIT_FAILURE
+    cfg = config.ConfigWriter(offline=True, accept_foreign=True)
+    fields = ["node", "minor", "instance", "disk", "role", "peer"]
+    headers = None if opts.no_headers else {
+        "node": "Node", "minor": "Minor", "instance": "Instance",
+        "disk": "Disk", "role": "Role", "peer": "PeerNode"}
+    for line in cli.GenerateTable(headers, fields, opts.separator,
+                                  _NodeDrbdMap(cfg, args[0]),
+                                  numfields=["minor"]):
+        cli.ToStdout(line)
+    return constants.EXIT_SUCCESS
+
+
 commands = {
     "add": (AddNode, [ArgHost(min=1, max=1)],
             [SECONDARY_IP_OPT, READD_OPT, NODEGROUP_OPT, CAPAB_MASTER_OPT,
@@ -318,6 +368,8 @@ commands = {
                 "[-f] [-n <target-node>] <node_name>",
                 "Migrate all the primary instances on a node away from it"
                 " (only for mirrored instances)"),
+    "list-drbd": (ListDrbd, ARGS_ONE_NODE, [NOHDR_OPT, SEP_OPT], "<node>",
+                  "Query the list of used DRBD minors on the given node"),
     "evacuate": (EvacuateNode, ARGS_ONE_NODE,
                  [FORCE_OPT, IALLOCATOR_OPT, IGNORE_SOFT_ERRORS_OPT,
                   EVAC_NODE_OPT, EARLY_RELEASE_OPT, PRIMARY_ONLY_OPT,

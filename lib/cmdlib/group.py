@@ -67,6 +67,13 @@ def _UpdatedIPolicy(old: dict, changes: dict) -> dict:
     return result
 
 
+def GroupInstances(cfg: Any, group_uuid: str) -> list[str]:
+    """UUIDs of the instances with a node in the group."""
+    members = set(cfg.GetNodeGroup(group_uuid).members)
+    return sorted(uuid for uuid in cfg.GetAllInstancesInfo()
+                  if members & set(cfg.GetInstanceNodes(uuid)))
+
+
 class _GroupLU(LogicalUnit):
     """A hooked LU on one existing group, locked by name.
 
@@ -357,16 +364,11 @@ class LUGroupEvacuate(_GroupLU):
                              locking.LEVEL_NODEGROUP: [],
                              locking.LEVEL_NODE: []}
 
-    def _GroupInstances(self) -> list[str]:
-        """UUIDs of the instances with a node in the group."""
-        members = set(self.cfg.GetNodeGroup(self.group_uuid).members)
-        return sorted(uuid for uuid in self.cfg.GetAllInstancesInfo()
-                      if members & set(self.cfg.GetInstanceNodes(uuid)))
-
     def DeclareLocks(self, level: int) -> None:
         if level == locking.LEVEL_INSTANCE:
             # Checked again in CheckPrereq, once everything is locked
-            self.needed_locks[level] = self._GroupInstances()
+            self.needed_locks[level] = GroupInstances(self.cfg,
+                                                      self.group_uuid)
         elif level == locking.LEVEL_NODEGROUP:
             self.needed_locks[level] = (
                 sorted({self.group_uuid, *self.req_target_uuids})
@@ -379,7 +381,7 @@ class LUGroupEvacuate(_GroupLU):
 
     def CheckPrereq(self) -> None:
         owned = self.glm.list_owned(locking.LEVEL_INSTANCE)
-        self.instance_uuids = self._GroupInstances()
+        self.instance_uuids = GroupInstances(self.cfg, self.group_uuid)
         if set(self.instance_uuids) != owned:
             raise errors.OpPrereqError(
                 "Instances of node group '%s' changed since locks were"

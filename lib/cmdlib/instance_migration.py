@@ -1036,16 +1036,16 @@ class LUNodeMigrate(LogicalUnit):
 class LUNodeEvacuate(LogicalUnit):
     """Move the instances off a node, one follow-up job each.
 
-    Only primary instances exist to move (no template has secondaries in
-    this version). With an instance allocator (the opcode's, or the
-    cluster's default when no node is named) its ``node-evacuate`` answer
-    gives the jobs, within the node's group. Otherwise the admin names
-    the new node: Ganeti's ``remote_node`` (the new secondary) doubles
-    as it, and each instance moves the least disruptive way its disks
-    allow: a
-    migration (falling back to a failover) when they are externally
-    mirrored, a failover when it is stopped, a live migration when the
-    hypervisor copies its ``file`` disks, else a move copying them.
+    With an instance allocator (the opcode's, or the cluster's default
+    when no node is named) its ``node-evacuate`` answer gives the jobs,
+    within the node's group. Otherwise the admin names the new node,
+    Ganeti's ``remote_node``: the new secondary of the drbd instances
+    the node is secondary of (replace-disks, as Ganeti), and, unlike
+    Ganeti, the new node of the primary instances, each moved the least
+    disruptive way its disks allow: a migration (falling back to a
+    failover) when they are externally mirrored, a failover when it is
+    stopped, a live migration when the hypervisor copies its ``file``
+    disks, else a move copying them.
     """
 
     HPATH = "node-evacuate"
@@ -1116,11 +1116,18 @@ class LUNodeEvacuate(LogicalUnit):
         CheckNodeOnline(self, target)
         CheckNodeNotDrained(self, target)
         CheckNodeVmCapable(self, target)
+        instances = [self.cfg.GetInstanceInfo(uuid)
+                     for uuid in self.instance_uuids]
+        for inst in instances:
+            if inst.primary_node == target:
+                raise errors.OpPrereqError(
+                    "Node %s is the primary node of instance %s, cannot use"
+                    " it as secondary" % (op.remote_node, inst.name),
+                    errors.ECODE_INVAL)
         stuck = sorted(
-            "%s (%s)" % (name, template) for name, template in
-            ((self.cfg.GetInstanceInfo(uuid).name,
-              self.cfg.GetInstanceDiskTemplate(uuid))
-             for uuid in self.instance_uuids)
+            "%s (%s)" % (inst.name, template) for inst, template in
+            ((inst, self.cfg.GetInstanceDiskTemplate(inst.uuid))
+             for inst in instances if inst.primary_node == op.node_uuid)
             if template not in constants.DTS_EXT_MIRROR and
             template not in constants.DTS_COPYABLE)
         if stuck:
@@ -1143,6 +1150,12 @@ class LUNodeEvacuate(LogicalUnit):
         instance = self.cfg.GetInstanceInfo(uuid)
         template = self.cfg.GetInstanceDiskTemplate(uuid)
         target = self.op.remote_node
+        if instance.primary_node != self.op.node_uuid:
+            # The node is the secondary of a drbd instance
+            return opcodes.OpInstanceReplaceDisks(
+                instance_name=instance.name, remote_node=target, disks=[],
+                mode=constants.REPLACE_DISK_CHG,
+                early_release=self.op.early_release)
         running = instance.admin_state == objects.ADMINST_UP
         if template in constants.DTS_EXT_MIRROR:
             if running:

@@ -19,6 +19,8 @@ from ganeti import constants, errors, locking, netutils, objects
 from ganeti.cmdlib import operating_system
 from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
+from ganeti.cmdlib.instance_convert import (CheckConversionArguments,
+                                            DiskTemplateConversion)
 from ganeti.cmdlib.instance_policy import CheckIPolicySpec
 from ganeti.cmdlib.instance_utils import (
     INSTANCE_NOT_RUNNING, BuildInstanceHookEnv, CheckInstanceState,
@@ -218,9 +220,9 @@ class LUInstanceSetParams(InstanceLU):
 
     def CheckArguments(self) -> None:
         op = self.op
-        if not (op.nics or op.disks or op.hvparams or op.beparams or
-                op.os_name or op.osparams or op.offline is not None or
-                op.runtime_mem or op.pnode):
+        if not (op.nics or op.disks or op.disk_template or op.hvparams or
+                op.beparams or op.os_name or op.osparams or
+                op.offline is not None or op.runtime_mem or op.pnode):
             raise errors.OpPrereqError("No changes submitted",
                                        errors.ECODE_INVAL)
         op.disks = UpgradeDeviceMods("disk", op.disks)
@@ -240,16 +242,20 @@ class LUInstanceSetParams(InstanceLU):
         if op.pnode:
             op.pnode_uuid, op.pnode = ExpandNodeUuidAndName(
                 self.cfg, op.pnode_uuid, op.pnode)
+        if op.disk_template:
+            CheckConversionArguments(self)
+        self._conversion: DiskTemplateConversion | None = None
         self._applied = False
         self._runtime: Any = _NOT_ASKED
 
     def DeclareLocks(self, level: int) -> None:
         super().DeclareLocks(level)
-        if level in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES) and \
-                self.op.pnode_uuid and \
-                self.op.pnode_uuid not in self.needed_locks[level]:
-            self.needed_locks[level] = (list(self.needed_locks[level]) +
-                                        [self.op.pnode_uuid])
+        if level not in (locking.LEVEL_NODE, locking.LEVEL_NODE_RES):
+            return
+        for node_uuid in (self.op.pnode_uuid, self.op.remote_node_uuid):
+            if node_uuid and node_uuid not in self.needed_locks[level]:
+                self.needed_locks[level] = (list(self.needed_locks[level]) +
+                                            [node_uuid])
 
     # Checks ----------------------------------------------------------------
 
@@ -271,6 +277,9 @@ class LUInstanceSetParams(InstanceLU):
                 self.op.pnode_uuid != instance.primary_node:
             self._CheckNewPrimary()
             self.target_node = self.op.pnode_uuid
+        if self.op.disk_template:
+            self._conversion = DiskTemplateConversion(self, self.template)
+            self._conversion.CheckPrereq()
         self._PrepareDisks()
         self._PrepareHvParams(cluster)
         self._PrepareBeParams(cluster)
@@ -737,9 +746,12 @@ class LUInstanceSetParams(InstanceLU):
     # Hooks -----------------------------------------------------------------
 
     def _ExtraHookEnv(self) -> dict[str, Any]:
+        env: dict[str, Any] = {}
+        if self.op.disk_template:
+            env["NEW_DISK_TEMPLATE"] = self.op.disk_template
         if self.op.runtime_mem:
-            return {"RUNTIME_MEMORY": self.op.runtime_mem}
-        return {}
+            env["RUNTIME_MEMORY"] = self.op.runtime_mem
+        return env
 
     def BuildHooksEnv(self) -> dict[str, Any]:
         """Before the change, the memory, CPUs and NICs are described as
@@ -806,6 +818,9 @@ class LUInstanceSetParams(InstanceLU):
             result.append(("runtime_memory", op.runtime_mem))
         self._ApplyDiskPlan()
         result.extend(self._disk_chgdesc)
+        if self._conversion is not None:
+            self._conversion.Exec(feedback_fn)
+            result.append(("disk_template", op.disk_template))
         if self.target_node != instance.primary_node:
             SetInstancePrimaryNode(self, instance.uuid, self.target_node)
         instance = self.cfg.GetInstanceInfo(instance.uuid)

@@ -3,8 +3,9 @@ deactivate and recreate them.
 
 Only drbd disks are mirrored (file, sharedfile, blockdev and ext keep a
 disk on the primary node or on storage every node sees): activate-disks
-can wait for their resync; for grow-disk ``wait_for_sync`` only decides,
-as in Ganeti, whether it shuts down again a disk it had to activate.
+and grow-disk can wait for their resync; for grow-disk ``wait_for_sync``
+also decides, as in Ganeti, whether it shuts down again a disk it had to
+activate.
 The configuration records each disk's size in MiB; growing and
 recreating keep it equal to the device's.
 """
@@ -74,12 +75,22 @@ class LUInstanceGrowDisk(InstanceLU):
             self.delta = self.op.amount
             self.target = self.disk.size + self.delta
         self.disk_nodes = self.disk.nodes or [instance.primary_node]
-        if template == constants.DT_FILE:
+        if template in (constants.DT_FILE, constants.DT_DRBD8):
             for node_uuid in self.disk_nodes:
                 CheckNodeFreeDisk(self, node_uuid, self.delta,
                                   instance.hypervisor)
         self._CheckIPolicy(template)
         self.running = InstanceRunning(self, instance)
+        # A drbd device grows by being exported anew (see storage.drbd):
+        # only the fake hypervisor does not keep the old one open
+        if self.running and template == constants.DT_DRBD8 and \
+                instance.hypervisor != constants.HT_FAKE:
+            raise errors.OpPrereqError(
+                "Cannot grow drbd disk %s of instance %s while it runs"
+                " under the %s hypervisor, which keeps the device open;"
+                " shut the instance down first" %
+                (self.op.disk, instance.name, instance.hypervisor),
+                errors.ECODE_STATE)
 
     def _CheckIPolicy(self, template: str) -> None:
         """Refuse (or with ignore_ipolicy, warn about) a target size the
@@ -122,6 +133,10 @@ class LUInstanceGrowDisk(InstanceLU):
         self._Grow([instance.primary_node], False, False, "Grow request")
         disk.size = self.target
         self.cfg.Update(disk, feedback_fn)
+        if self.op.wait_for_sync and \
+                not WaitForSync(self, instance, [disk]):
+            self.LogWarning("Disk syncing has not returned a good status;"
+                            " check the instance")
         if instance.disks_active or self.running:
             return
         if self.op.wait_for_sync:

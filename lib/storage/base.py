@@ -131,6 +131,11 @@ class BlockDev(abc.ABC):
         ThrowError("Growing is not supported for %s devices",
                    self.__class__.__name__)
 
+    def NeedsActivation(self) -> bool:
+        """Whether this node's side needs activate-disks; only mirrored
+        devices have a side that drops out while the instance runs."""
+        return False
+
     def GetActualSize(self) -> int:
         """The size in bytes, as the storage reports it."""
         if not self.Attach():

@@ -59,6 +59,9 @@ _EXPORT = "disk"
 _STOP_TIMEOUT = 10.0
 _SYNC_TIMEOUT = 3600.0
 _CONNECT_TIMEOUT = 2.0
+# Beside the image while replace-disks makes a new one
+_NEW_SUFFIX = ".new"
+REPLACED_SUFFIX = ".replaced"
 
 
 def ImagePath(storage_dir: str, disk_uuid: str) -> str:
@@ -172,10 +175,14 @@ class DRBD8Dev(base.BlockDev):
         if os.path.lexists(dev.image):
             base.ThrowError("File already existing: %s", dev.vpath)
         os.makedirs(os.path.dirname(dev.image), mode=0o750, exist_ok=True)
-        _Run([QEMU_IMG, "create", "-q", "-f", "qcow2", "-o",
-              "preallocation=metadata", dev.image, "%dM" % size],
-             "create the image of drbd disk %s" % uuid)
+        dev._CreateImage(dev.image)
         return dev
+
+    def _CreateImage(self, path: str) -> None:
+        """An empty image of the disk's size at ``path``."""
+        _Run([QEMU_IMG, "create", "-q", "-f", "qcow2", "-o",
+              "preallocation=metadata", path, "%dM" % self.size],
+             "create the image of drbd disk %s" % self.uuid)
 
     def Remove(self) -> None:
         """Stop both roles' daemons and delete the image."""
@@ -263,6 +270,39 @@ class DRBD8Dev(base.BlockDev):
             base.ThrowError("The device of drbd disk %s did not appear",
                             self.uuid)
 
+    def Grow(self, amount, dryrun, backingstore, excl_stor) -> None:
+        """Grow this node's image, then (primary only) the device.
+
+        The image pass (``backingstore``) runs on both nodes: the daemons
+        holding the image stop, as neither a mirror source nor an NBD
+        export lets its image be resized and an NBD peer never learns a
+        new size; the image grows offline and a secondary serves again.
+        The device pass, on the primary once both images grew, assembles
+        it again: the mirror reconnects (incrementally when its bitmap is
+        consistent, see ``Assemble``) and the device has the new size.
+        """
+        amount = base.CheckGrowAmount(amount, self.vpath)
+        if not os.path.exists(self.image):
+            base.ThrowError("The image of drbd disk %s is missing: %s",
+                            self.uuid, self.vpath)
+        if dryrun:
+            return
+        if not backingstore:
+            self.Assemble()
+            return
+        serving = _DaemonAlive(self.sec_pid_file)
+        self.Shutdown()
+        # Absolute: a repeated request does not grow twice (and qemu-img
+        # refuses to shrink). The new part is not preallocated: qcow2 may
+        # place its clusters where freed metadata (an old bitmap) was,
+        # and preallocated clusters would show those stale bytes
+        _Run([QEMU_IMG, "resize", "-q", self.image,
+              "%dM" % (self.size + amount)],
+             "grow the image of drbd disk %s" % self.uuid)
+        self.size += amount
+        if serving:
+            self.AssembleSecondary()
+
     def Shutdown(self) -> None:
         """Stop this node's daemons (either role); the image stays."""
         self._StopPrimary()
@@ -324,14 +364,26 @@ class DRBD8Dev(base.BlockDev):
 
     def _DropPeer(self, mon: qmp.QmpConnection) -> None:
         """End the mirror to the current peer and close its connection;
-        the device's writers move back to the local image meanwhile."""
+        the device's writers move back to the local image meanwhile.
+
+        A peer that answers gets what is left first (a plain cancel: QEMU
+        7.2's block daemon was seen to crash on a forced cancel of a
+        ready write-blocking mirror while the device was written to);
+        an unreachable one, or a cancel that does not end, is forced.
+        """
         if self._MirrorJob(mon):
-            mon.Execute("block-job-cancel", {"device": _JOB, "force": True})
+            force = not self._PeerReachable()
+            mon.Execute("block-job-cancel", {"device": _JOB, "force": force})
             deadline = time.monotonic() + _STOP_TIMEOUT
             while self._MirrorJob(mon):
                 if time.monotonic() > deadline:
-                    base.ThrowError("The mirror of drbd disk %s does not"
-                                    " stop", self.uuid)
+                    if force:
+                        base.ThrowError("The mirror of drbd disk %s does"
+                                        " not stop", self.uuid)
+                    force = True
+                    mon.Execute("block-job-cancel",
+                                {"device": _JOB, "force": True})
+                    deadline = time.monotonic() + _STOP_TIMEOUT
                 time.sleep(0.05)
         names = {node["node-name"] for node in
                  mon.Execute("query-named-block-nodes", {"flat": True})}
@@ -390,14 +442,14 @@ class DRBD8Dev(base.BlockDev):
 
         On the primary: degraded while the mirror has blocks the peer
         lacks or the peer does not answer; on a secondary: degraded when
-        not serving.
+        not serving. The local disk is faulty when its image is gone,
+        even while a daemon still holds it open (replace-disks -a then
+        replaces it).
         """
+        ldisk = (constants.LDS_OKAY if os.path.exists(self.image)
+                 else constants.LDS_FAULTY)
         if not self.Attach():
-            if _DaemonAlive(self.sec_pid_file):
-                return None, None, False, constants.LDS_OKAY
-            return None, None, True, (constants.LDS_OKAY
-                                      if os.path.exists(self.image)
-                                      else constants.LDS_FAULTY)
+            return None, None, not _DaemonAlive(self.sec_pid_file), ldisk
         try:
             with qmp.QmpConnection(self.qmp_socket) as mon:
                 job = self._MirrorJob(mon)
@@ -405,7 +457,7 @@ class DRBD8Dev(base.BlockDev):
             logging.warning("No status of drbd disk %s: %s", self.uuid, err)
             return None, None, True, constants.LDS_UNKNOWN
         if job is None:
-            return None, None, True, constants.LDS_OKAY
+            return None, None, True, ldisk
         remaining = job["len"] - job["offset"]
         percent = None
         eta = None
@@ -414,7 +466,37 @@ class DRBD8Dev(base.BlockDev):
             if job.get("speed"):
                 eta = remaining / job["speed"]
         degraded = percent is not None or not self._PeerReachable()
-        return percent, eta, degraded, constants.LDS_OKAY
+        return percent, eta, degraded, ldisk
+
+    def NeedsActivation(self) -> bool:
+        """Whether activate-disks has work here (Ganeti's test for a
+        missing or StandAlone DRBD device): this side neither assembled
+        nor serving, or a primary whose mirror is gone for good (its peer
+        was unreachable when it was assembled). A mirror whose peer is
+        only away reconnects by itself, like DRBD's WFConnection."""
+        if not self.Attach():
+            return not _DaemonAlive(self.sec_pid_file)
+        try:
+            with qmp.QmpConnection(self.qmp_socket) as mon:
+                return self._MirrorJob(mon) is None
+        except errors.QmpError as err:
+            logging.warning("No status of drbd disk %s: %s", self.uuid, err)
+            return True
+
+    def GetActualSize(self) -> int:
+        """The image's size in bytes, on either node, assembled or not."""
+        if not os.path.exists(self.image):
+            base.ThrowError("The image of drbd disk %s is missing: %s",
+                            self.uuid, self.vpath)
+        result = process.RunCmd([QEMU_IMG, "info", "-U", "--output=json",
+                                 self.image])
+        try:
+            if result.failed:
+                raise ValueError(result.output.strip())
+            return int(serializer.LoadJson(result.stdout)["virtual-size"])
+        except (ValueError, KeyError, TypeError) as err:
+            base.ThrowError("Cannot read the size of %s: %s", self.vpath,
+                            err)
 
     def GetSyncedBytes(self) -> int:
         """Bytes the running mirror copied so far (progress counter)."""
@@ -433,9 +515,9 @@ class DRBD8Dev(base.BlockDev):
 
     # Processes ------------------------------------------------------------
 
-    def _ImageNode(self) -> dict:
+    def _ImageNode(self, path: str | None = None) -> dict:
         return {"driver": "qcow2", "node-name": _LOCAL,
-                "file": {"driver": "file", "filename": self.image}}
+                "file": {"driver": "file", "filename": path or self.image}}
 
     def _StartDaemon(self, pid_file: str, qmp_socket: str | None,
                      args: list[str]) -> None:
@@ -476,6 +558,129 @@ class DRBD8Dev(base.BlockDev):
     def _StopSecondary(self) -> None:
         _StopDaemon(self.sec_pid_file)
         io.RemoveFile(self.sec_qmp_socket)
+
+    # Replacing one node's copy (replace-disks -p/-s) ----------------------
+
+    def DisconnectPeer(self) -> None:
+        """Primary: stop mirroring and forget what the secondary holds.
+
+        Its bitmap goes, so that the next connection (``Assemble``) copies
+        the whole disk: the secondary's image is about to be replaced.
+        Until then the disk runs degraded.
+        """
+        if not self.Attach():
+            base.ThrowError("drbd disk %s is not the primary here", self.uuid)
+        with qmp.QmpConnection(self.qmp_socket, timeout=_SYNC_TIMEOUT) as mon:
+            self._DropPeer(mon)
+            for bitmap in self._Bitmaps(mon):
+                mon.Execute("block-dirty-bitmap-remove",
+                            {"node": _LOCAL, "name": bitmap["name"]})
+        logging.info("drbd disk %s disconnected from its secondary",
+                     self.uuid)
+
+    def ReplaceImage(self, on_primary: bool) -> None:
+        """Put a new image in place of this node's copy, while in use.
+
+        The old image stays beside it (``RemoveReplaced`` deletes it once
+        the pair is in sync again). On a secondary, whose primary
+        disconnected first, the new image is empty and served at once;
+        the primary's next connection copies the whole disk to it. On the
+        primary, see ``_RebuildPrimary``.
+        """
+        if self.Attach() != on_primary:
+            base.ThrowError("drbd disk %s is not the %s here", self.uuid,
+                            "primary" if on_primary else "secondary")
+        new = self.image + _NEW_SUFFIX
+        io.RemoveFile(new)
+        self._CreateImage(new)
+        if on_primary:
+            self._RebuildPrimary(new)
+            return
+        self._StopSecondary()
+        self._SetAside()
+        os.replace(new, self.image)
+        self.AssembleSecondary()
+
+    def RemoveReplaced(self) -> None:
+        """Delete the image a ``ReplaceImage`` set aside, if any."""
+        io.RemoveFile(self.image + REPLACED_SUFFIX)
+
+    def _SetAside(self) -> None:
+        if os.path.exists(self.image):
+            os.replace(self.image, self.image + REPLACED_SUFFIX)
+
+    def _RebuildPrimary(self, new: str) -> None:
+        """Fill a new local image from the secondary, the device in use.
+
+        Only from a secondary in sync. The device's writers move to the
+        secondary's copy (the mirror completes: QEMU swaps its source for
+        its target), then a mirror from there fills the new image, every
+        write reaching both meanwhile; once complete it swaps back and the
+        disk runs degraded until the next ``Assemble``, which mirrors to
+        the secondary anew with a full copy (the new image has no bitmap
+        for it: the writes since the swap are not tracked).
+
+        The old image is set aside before the first swap and the new one
+        takes its name after the second: an interruption in between
+        leaves no image at the usual path, so a restarted primary can't
+        take an outdated or partial image for the data (the secondary's
+        copy has it all).
+        """
+        with qmp.QmpConnection(self.qmp_socket, timeout=_SYNC_TIMEOUT) as mon:
+            if not self._InSync(mon):
+                io.RemoveFile(new)
+                base.ThrowError("The secondary of drbd disk %s is not in"
+                                " sync, it can't rebuild the primary's"
+                                " image", self.uuid)
+            self._SetAside()
+            self._SwapMirror(mon)
+            mon.Execute("blockdev-del", {"node-name": _LOCAL})
+            mon.Execute("blockdev-add", self._ImageNode(new))
+            mon.Execute("blockdev-mirror", {
+                "job-id": _JOB, "device": _REMOTE, "target": _LOCAL,
+                "sync": "full", "copy-mode": "write-blocking",
+                "filter-node-name": _MIRROR_TOP, "speed": self._Speed()})
+            deadline = time.monotonic() + _SYNC_TIMEOUT
+            while True:
+                job = self._MirrorJob(mon)
+                if job is None:
+                    base.ThrowError("Copying drbd disk %s from the"
+                                    " secondary failed", self.uuid)
+                if job["ready"]:
+                    break
+                if time.monotonic() > deadline:
+                    base.ThrowError("Copying drbd disk %s from the"
+                                    " secondary did not end", self.uuid)
+                time.sleep(0.05)
+            self._SwapMirror(mon)
+            os.replace(new, self.image)
+        logging.info("Rebuilt the primary image of drbd disk %s from its"
+                     " secondary", self.uuid)
+
+    def _InSync(self, mon: qmp.QmpConnection) -> bool:
+        """Whether the peer has every write, looking for a few seconds:
+        a ready mirror's job also counts the writes in flight, which
+        reach both sides before they complete."""
+        deadline = time.monotonic() + _STOP_TIMEOUT
+        while time.monotonic() < deadline:
+            job = self._MirrorJob(mon)
+            if job is None or not job["ready"]:
+                return False
+            if job["offset"] == job["len"]:
+                return self._PeerReachable()
+            time.sleep(0.02)
+        return False
+
+    def _SwapMirror(self, mon: qmp.QmpConnection) -> None:
+        """Complete the ready mirror: its target takes its source's place
+        under the device."""
+        mon.Execute("block-job-complete", {"device": _JOB})
+        deadline = time.monotonic() + _STOP_TIMEOUT
+        while self._MirrorJob(mon):
+            if time.monotonic() > deadline:
+                base.ThrowError("The mirror of drbd disk %s does not"
+                                " complete", self.uuid)
+            time.sleep(0.05)
 
 
 def _Json(value: Any) -> str:
