@@ -32,8 +32,8 @@ from testutils_cluster import (SMALL_IPOLICY_BOUNDS, NetnsCluster,
 from testutils_instance import (CHECKS, NODE2, NODE3, SHIPPED_OS,
                                 AllowFileStorage, Field, OsSearchDir,
                                 RemoveInstances)
-from testutils_kvm import (GuestHvParams, KillGuests, RequireGuest,
-                           SerialLog, WaitFor)
+from testutils_kvm import (HEARTBEAT_LOOP, GuestHvParams, KillGuests,
+                           RequireGuest, SerialLog, WaitFor)
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm, pytest.mark.netns]
 
@@ -133,8 +133,7 @@ def test_migration_keeps_serving(nc):
     src, dst = _Hv(source), _Hv(target)
     WaitFor(lambda: _Ping(watcher, GUEST_IP), 30, "a first ping")
     # The disk heartbeat: a counter written and synced five times a second
-    _Type(src, "(n=0; while :; do n=$((n+1)); echo $n > /root/hb; sync;"
-          " sleep 0.2; done) >/dev/null 2>&1 &", NAME)
+    _Type(src, HEARTBEAT_LOOP, NAME)
     WaitFor(lambda: _Heartbeat(src, "H%d" % time.monotonic_ns()) > 0, 20,
             "the heartbeat")
     beat = _Heartbeat(src, "HB1")

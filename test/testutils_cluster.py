@@ -317,7 +317,29 @@ class NetnsCluster(VirtualCluster):
                  self.NodePath(pathutils.DEFAULT_FILE_STORAGE_DIR),
                  *extra, self.cluster_name)
 
+    def Pids(self, node: VirtualNode) -> list[int]:
+        """Every process in a node's network namespace."""
+        result = subprocess.run(["ip", "netns", "pids", node.netns],
+                                capture_output=True, text=True, check=True)
+        return [int(pid) for pid in result.stdout.split()]
+
+    def KillNode(self, node: VirtualNode, timeout: float = 15) -> None:
+        """The node dies as a machine does: SIGKILL to every process in
+        its namespace (noded, masterd, block daemons, the guests' stand-
+        ins), repeated until none is left (a dying parent may fork)."""
+        deadline = time.monotonic() + timeout
+        while pids := self.Pids(node):
+            if time.monotonic() > deadline:
+                raise AssertionError("processes of %s survive SIGKILL: %s"
+                                     % (node.name, pids))
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
+
     def Cleanup(self) -> None:
+        for node in self.nodes.values():
+            self.KillNode(node)
         VirtualCluster.Cleanup(self)
         self._DeleteNetworks()
 

@@ -136,6 +136,13 @@ def TinyImageDisk(path: str, name: str, size_mib: int = 32) -> None:
                    check=True, capture_output=True)
 
 
+# Shell line for the guest: a counter in /root/hb, renamed into place (a
+# reader never sees the file half-written) and synced five times a second
+HEARTBEAT_LOOP = ("(n=0; while :; do n=$((n+1)); echo $n > /root/hb.new;"
+                  " mv /root/hb.new /root/hb; sync; sleep 0.2; done)"
+                  " >/dev/null 2>&1 &")
+
+
 def WaitFor(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
