@@ -201,6 +201,17 @@ def jobqueue_set_drain_flag(flag: bool) -> None:
         io.RemoveFile(pathutils.JOB_QUEUE_DRAIN_FILE)
 
 
+def set_watcher_pause(until: Any) -> None:
+    """Pause the watcher until a Unix time, or (None) let it run again."""
+    if until is None:
+        io.RemoveFile(pathutils.WATCHER_PAUSEFILE)
+        return
+    if isinstance(until, bool) or not isinstance(until, (int, float)):
+        _Fail("Duration must be numeric")
+    io.WriteFile(pathutils.WATCHER_PAUSEFILE, data="%d\n" % until,
+                 mode=0o644)
+
+
 def write_ssconf_files(values: dict[str, str]) -> None:
     """Write the ssconf files (one value per file).
 

@@ -105,6 +105,13 @@ ELOG_MESSAGE = "message"
 ELOG_MESSAGE_LIST = "message-list"
 ELOG_REMOTE_IMPORT = "remote-import"
 ELOG_JQUEUE_TEST = "jqueue-test"
+# OpTestJqueue: what a jqueue-test log entry announces, and the prefix of
+# its test messages
+JQT_EXPANDNAMES = "expandnames"
+JQT_EXEC = "exec"
+JQT_LOGMSG = "logmsg"
+JQT_STARTMSG = "startmsg"
+JQT_MSGPREFIX = "TESTMSG="
 ELOG_DELAY_TEST = "delay-test"
 
 # Opcode priorities (lower number: higher priority)

@@ -67,6 +67,21 @@ class OpExecError(GenericError):
     """Executing an operation failed."""
 
 
+class PlacementError(GenericError):
+    """A Placement API request is refused (args: HTTP status, detail, code).
+
+    ``code`` is one of Placement's error codes (``placement.*``), on which
+    Placement clients match; the status and detail follow Placement too.
+    """
+
+    def __init__(self, status: int, detail: str,
+                 code: str = "placement.undefined_code"):
+        super().__init__(status, detail, code)
+        self.status = status
+        self.detail = detail
+        self.code = code
+
+
 class RemoteError(GenericError):
     """A node could not be reached for an operation's data."""
 

@@ -92,6 +92,10 @@ class Processor:
     def LogStep(self, current: int, total: int, message: str) -> None:
         self._Feedback("STEP %d/%d %s" % (current, total, message))
 
+    def LogEntry(self, log_type: str, payload: Any) -> None:
+        """A job log entry of a type other than a message."""
+        self._Feedback(log_type, payload)
+
     # Execution ---------------------------------------------------------------
     def ExecOpCode(self, op: Any, cbs: OpExecCbBase | None = None) -> Any:
         """Execute ``op``, retrying lock acquisition with growing timeouts."""

@@ -7,8 +7,9 @@ description all derive from that declaration.
 """
 
 import copy
+import ipaddress
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ganeti import constants, errors, ht, impexp
 
@@ -67,6 +68,16 @@ _PDebugSimulateErrors = ("debug_simulate_errors", False, ht.TBool,
                          "Report every check as failed (testing aid)")
 _PVerifyClutter = ("verify_clutter", False, ht.TBool,
                    "Whether to check for files nobody should have left")
+# Static resource states (stored, as Ganeti's htools read them)
+_PHvState = ("hv_state", None, ht.TMaybeDict,
+             "Static hypervisor state")
+_PDiskState = ("disk_state", None, ht.TMaybeDict, "Static disk state")
+# [[first uid, last uid], ...]
+_TMaybeUidRanges = ht.TMaybeListOf(ht.TTupleOf(ht.TInt, ht.TInt))
+_PConflictsCheck = ("conflicts_check", True, ht.TBool,
+                    "Whether to check the NICs' IP addresses for conflicts"
+                    " in their networks (NICs without a network have none)")
+_TMaybePrivateDict = ht.TPrivate(ht.TMaybeDict)
 # Instance placement, shared by the instance and node opcodes
 _PIgnoreIpolicy = ("ignore_ipolicy", False, ht.TBool,
                    "Whether to ignore instance policy violations")
@@ -88,6 +99,42 @@ _PAllowRuntimeChgs = ("allow_runtime_changes", True, ht.TBool,
 def _PIAllocFromDesc(desc: str) -> tuple:
     """The ``iallocator`` parameter, with the opcode's own description."""
     return ("iallocator", None, ht.TMaybeString, desc)
+
+
+class _UnsupportedCheck(ht.Check):
+    """The check of a parameter whose feature this cluster does not have.
+
+    Ganeti's clients send every parameter of an opcode, defaults included,
+    so such a parameter is declared and accepted while it is unset; any
+    other value is refused by ``Validate`` with an error naming it.
+    """
+
+    __slots__ = ()
+
+
+class _UnsupportedPrivateCheck(_UnsupportedCheck, ht.PrivateCheck):
+    """An unsupported parameter whose value must not be shown."""
+
+    __slots__ = ()
+
+
+def _PUnsupported(name: str, default: Any, check: ht.Check,
+                  doc: str) -> _OpParam:
+    """Declare a parameter of Ganeti's whose feature is missing here."""
+    klass = (_UnsupportedPrivateCheck if isinstance(check, ht.PrivateCheck)
+             else _UnsupportedCheck)
+    return (name, default, klass(check, str(check), check.kind),
+            "%s (not supported: only the default is accepted)" % doc)
+
+
+def _IsUnset(value: Any, default: Any) -> bool:
+    """Whether a value leaves a parameter as if it was not given.
+
+    Ganeti's clients send empty containers where the declared default is
+    None (e.g. osparams_private as an empty dict), and None for "not set".
+    """
+    unset: tuple[Any, ...] = (None, {}, [])
+    return value == default or (value in unset and default in unset)
 
 
 _PExplain = ("explain", False, ht.TBool,
@@ -226,6 +273,12 @@ class BaseOpCode(metaclass=_AutoOpParamSlots):
                     "Parameter '%s.%s' fails validation: got %s, expected"
                     " %s" % (self.OP_ID, name, shown, check),
                     errors.ECODE_INVAL)
+            if isinstance(check, _UnsupportedCheck) and \
+                    not _IsUnset(value, default):
+                raise errors.OpPrereqError(
+                    "Parameter '%s.%s' is not supported by this cluster;"
+                    " only its default (%r) is accepted" %
+                    (self.OP_ID, name, default), errors.ECODE_INVAL)
 
     def __eq__(self, other: object) -> bool:
         return (type(self) is type(other) and
@@ -386,6 +439,59 @@ class OpClusterSetParams(OpCode):
          "Modify list of blacklisted operating systems: each modification"
          " must have two items, the operation and the OS name; the"
          " operation can be add or remove"),
+        _PHvState, _PDiskState,
+        ("compression_tools", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "Compression tools allowed for instance moves, exports and imports"
+         " (must include gzip)"),
+        _PUnsupported("vg_name", None, ht.TMaybe(ht.TString),
+                      "Volume group of LVM-based disks"),
+        _PUnsupported("reserved_lvs", None,
+                      ht.TMaybeListOf(ht.TNonEmptyString),
+                      "Logical volumes cluster verify ignores"),
+        _PUnsupported("drbd_helper", None, ht.TMaybe(ht.TString),
+                      "DRBD usermode helper"),
+        _PUnsupported("diskparams", None,
+                      ht.TMaybe(ht.TDictOf(
+                          ht.TElemOf(constants.DISK_TEMPLATES), ht.TDict)),
+                      "Cluster-level disk parameters, per disk template"),
+        _PUnsupported("osparams_private_cluster", None,
+                      ht.TPrivate(ht.TMaybe(
+                          ht.TDictOf(ht.TNonEmptyString, ht.TDict))),
+                      "Cluster-wide private OS parameter defaults, per OS"),
+        _PUnsupported("uid_pool", None, _TMaybeUidRanges,
+                      "User-id pool of the instances' processes"),
+        _PUnsupported("add_uids", None, _TMaybeUidRanges,
+                      "User-id ranges added to the pool"),
+        _PUnsupported("remove_uids", None, _TMaybeUidRanges,
+                      "User-id ranges removed from the pool"),
+        _PUnsupported("prealloc_wipe_disks", None, ht.TMaybeBool,
+                      "Whether to wipe new disks before use"),
+        _PUnsupported("use_external_mip_script", None, ht.TMaybeBool,
+                      "Whether to manage the master IP with an external"
+                      " script"),
+        _PUnsupported("modify_etc_hosts", None, ht.TMaybeBool,
+                      "Whether to keep /etc/hosts of the nodes current"),
+        _PUnsupported("gluster_storage_dir", None, ht.TMaybe(ht.TString),
+                      "Directory for Gluster-based instance disks"),
+        _PUnsupported("install_image", None, ht.TMaybe(ht.TString),
+                      "Image of the installation helper VM"),
+        _PUnsupported("instance_communication_network", None,
+                      ht.TMaybe(ht.TString),
+                      "Network for communication between instances and"
+                      " the cluster"),
+        _PUnsupported("zeroing_image", None, ht.TMaybe(ht.TString),
+                      "Image of the VM zeroing the free space of disks"),
+        _PUnsupported("enabled_user_shutdown", None, ht.TMaybeBool,
+                      "Whether an instance's own shutdown is reported as"
+                      " such"),
+        _PUnsupported("enabled_data_collectors", None,
+                      ht.TMaybe(ht.TDictOf(ht.TString, ht.TBool)),
+                      "Data collectors of the monitoring daemon to enable"
+                      " or disable"),
+        _PUnsupported("data_collector_interval", None,
+                      ht.TMaybe(ht.TDictOf(ht.TString, ht.TInt)),
+                      "Intervals of the monitoring daemon's data"
+                      " collectors (microseconds)"),
     ]
     OP_RESULT = ht.TNone
 
@@ -437,6 +543,54 @@ class OpGroupVerifyDisks(OpCode):
         ht.TDictOf(ht.TString, ht.TListOf(ht.TListOf(ht.TString))))
 
 
+class OpClusterConfigQuery(OpCode):
+    """Return configuration values of the cluster, one per field."""
+    OP_PARAMS = [
+        ("output_fields", ht.NoDefault, ht.TListOf(ht.TNonEmptyString),
+         "Requested fields"),
+    ]
+    OP_RESULT = ht.TList
+
+
+class OpClusterRename(OpCode):
+    """Rename the cluster."""
+    OP_DSC_FIELD = "name"
+    OP_PARAMS = [("name", ht.NoDefault, ht.TNonEmptyString,
+                  "New cluster name")]
+    OP_RESULT = ht.TNonEmptyString
+
+
+class OpClusterRenewCrypto(OpCode):
+    """Renew the cluster's certificates and keys."""
+    OP_PARAMS = [
+        ("node_certificates", False, ht.TBool,
+         "Whether to renew the nodes' certificates"),
+        ("renew_ssh_keys", False, ht.TBool,
+         "Whether to renew the nodes' SSH keys"),
+        ("ssh_key_type", None, ht.TMaybe(ht.TElemOf(["rsa", "ecdsa", "dsa"])),
+         "Type of the new SSH keys"),
+        ("ssh_key_bits", None, ht.TMaybe(ht.TStrictPositiveInt),
+         "Length of the new SSH keys (bits)"),
+        _PVerbose,
+        ("debug", False, ht.TBool, "Debug mode"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpClusterRepairDiskSizes(OpCode):
+    """Record the actual sizes of instances' disks in the configuration."""
+    OP_DSC_FIELD = "instances"
+    OP_PARAMS = [
+        ("instances", [], ht.TListOf(ht.TNonEmptyString),
+         "Instances to check (all if empty)"),
+    ]
+    # [(instance, disk index, field, new size), ...]
+    OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TNonEmptyString,
+                                       ht.TNonNegativeInt,
+                                       ht.TNonEmptyString,
+                                       ht.TNonNegativeInt))
+
+
 class OpClusterActivateMasterIp(OpCode):
     """Activate the master IP on the master node."""
     OP_RESULT = ht.TNone
@@ -471,6 +625,10 @@ class OpNodeAdd(OpCode):
          "Join key printed by the new node's noded (CERT-PIN:SECRET); it"
          " authorises the master to hand over the cluster's certificate."
          " Without it, the node must already hold the cluster certificate"),
+        _PHvState, _PDiskState,
+        _PUnsupported("node_setup", False, ht.TBool,
+                      "Whether to set up the node's SSH access (nodes join"
+                      " with a join key here)"),
     ]
     OP_RESULT = ht.TNone
 
@@ -504,6 +662,7 @@ class OpNodeSetParams(OpCode):
         ("ndparams", None, ht.TMaybeDict, "Node parameters"),
         ("powered", None, ht.TMaybeBool,
          "Whether the node is powered (out-of-band management)"),
+        _PHvState, _PDiskState,
     ]
     OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TNonEmptyString, ht.TAny))
 
@@ -564,6 +723,85 @@ class OpNodeEvacuate(OpCode):
     OP_RESULT = _TJobIdListOnly
 
 
+_PStorageType = ("storage_type", ht.NoDefault,
+                 ht.TElemOf(constants.STORAGE_TYPES), "Storage type")
+_PStorageName = ("name", None, ht.TMaybeString, "Storage unit name")
+
+
+class OpNodeModifyStorage(OpCode):
+    """Change the modifiable fields of a storage unit of a node."""
+    OP_DSC_FIELD = "node_name"
+    OP_PARAMS = [
+        _PNodeName, _PNodeUuid, _PStorageType, _PStorageName,
+        ("changes", ht.NoDefault, ht.TDict,
+         "Field name -> new value"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpRepairNodeStorage(OpCode):
+    """Repair a storage unit of a node."""
+    OP_DSC_FIELD = "node_name"
+    OP_PARAMS = [
+        _PNodeName, _PNodeUuid, _PStorageType, _PStorageName,
+        ("ignore_consistency", False, ht.TBool,
+         "Whether to ignore instances with faulty disks"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpNodeQueryvols(OpCode):
+    """Report the logical volumes of nodes (gnt-node volumes)."""
+    OP_PARAMS = [
+        ("output_fields", ht.NoDefault, ht.TListOf(ht.TNonEmptyString),
+         "Requested fields"),
+        ("nodes", [], ht.TListOf(ht.TNonEmptyString),
+         "Nodes to query (all if empty)"),
+    ]
+    OP_RESULT = ht.TList
+
+
+class OpNodePowercycle(OpCode):
+    """Power-cycle a node (not supported here)."""
+    OP_DSC_FIELD = "node_name"
+    OP_PARAMS = [_PNodeName, _PNodeUuid, _PForce]
+    OP_RESULT = ht.TMaybeString
+
+
+class OpOobCommand(OpCode):
+    """Run an out-of-band management command on nodes (not supported)."""
+    OP_PARAMS = [
+        ("node_names", [], ht.TListOf(ht.TNonEmptyString),
+         "Nodes to run the command on (all if empty)"),
+        ("node_uuids", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "Node UUIDs (filled in from node_names)"),
+        ("command", ht.NoDefault,
+         ht.TElemOf(["health", "power-off", "power-on", "power-cycle",
+                     "power-status"]),
+         "Out-of-band command"),
+        ("timeout", 60, ht.TInt,
+         "Timeout of the out-of-band program (seconds)"),
+        ("ignore_status", False, ht.TBool,
+         "Whether to ignore the nodes' recorded power state"),
+        ("power_delay", 2.0, ht.TNumber,
+         "Delay between powering on successive nodes (seconds)"),
+    ]
+    OP_RESULT = ht.TListOf(ht.TListOf(ht.TTupleOf(ht.TInt, ht.TAny)))
+
+
+class OpRestrictedCommand(OpCode):
+    """Run a restricted command on nodes (not supported)."""
+    OP_PARAMS = [
+        _PUseLocking,
+        ("nodes", ht.NoDefault, ht.TListOf(ht.TNonEmptyString),
+         "Nodes to run the command on"),
+        ("node_uuids", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "Node UUIDs (filled in from nodes)"),
+        ("command", ht.NoDefault, ht.TNonEmptyString, "Command name"),
+    ]
+    OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TBool, ht.TString))
+
+
 # Node groups -----------------------------------------------------------------
 
 _GROUP_PARAMS = [
@@ -573,8 +811,7 @@ _GROUP_PARAMS = [
     ("diskparams", None, ht.TMaybe(ht.TDictOf(ht.TNonEmptyString, ht.TDict)),
      "Group-level disk parameters, per disk template"),
     ("ipolicy", None, ht.TMaybeDict, "Group-level instance policy"),
-    ("hv_state", None, ht.TMaybeDict, "Static hypervisor state"),
-    ("disk_state", None, ht.TMaybeDict, "Static disk state"),
+    _PHvState, _PDiskState,
 ]
 
 
@@ -638,6 +875,91 @@ class OpGroupEvacuate(OpCode):
          "Disallow migration moves and always use failovers"),
     ]
     OP_RESULT = _TJobIdListOnly
+
+
+# Networks --------------------------------------------------------------------
+
+def _IPCheck(parse: Callable[[str], Any], desc: str) -> ht.Check:
+    """A string ``parse`` accepts (it raises ValueError otherwise)."""
+    return ht.Check(lambda value: isinstance(value, str) and
+                    parse(value) is not None, desc, "string")
+
+
+_TIPv4Address = _IPCheck(ipaddress.IPv4Address, "IPv4 address")
+_TIPv4Network = _IPCheck(
+    lambda value: ipaddress.IPv4Network(value, strict=False), "IPv4 network")
+_TIPv6Address = _IPCheck(ipaddress.IPv6Address, "IPv6 address")
+_TIPv6Network = _IPCheck(
+    lambda value: ipaddress.IPv6Network(value, strict=False), "IPv6 network")
+_PNetworkName = ("network_name", ht.NoDefault, ht.TNonEmptyString,
+                 "Network name")
+_NETWORK_ADDRESS_PARAMS: list[_OpParam] = [
+    ("gateway", None, ht.TMaybe(_TIPv4Address), "IPv4 gateway"),
+    ("network6", None, ht.TMaybe(_TIPv6Network), "IPv6 subnet"),
+    ("gateway6", None, ht.TMaybe(_TIPv6Address), "IPv6 gateway"),
+    ("mac_prefix", None, ht.TMaybeString,
+     "MAC address prefix of the network's NICs"),
+    ("add_reserved_ips", None, ht.TMaybeListOf(_TIPv4Address),
+     "IP addresses to reserve"),
+]
+
+
+class OpNetworkAdd(OpCode):
+    """Add a network."""
+    OP_DSC_FIELD = "network_name"
+    OP_PARAMS = [
+        _PNetworkName,
+        ("network", ht.NoDefault, _TIPv4Network, "IPv4 subnet"),
+    ] + _NETWORK_ADDRESS_PARAMS + [
+        _PConflictsCheck,
+        ("tags", [], ht.TListOf(ht.TNonEmptyString), "Network tags"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpNetworkRemove(OpCode):
+    """Remove a network."""
+    OP_DSC_FIELD = "network_name"
+    OP_PARAMS = [_PNetworkName, _PForce]
+    OP_RESULT = ht.TNone
+
+
+class OpNetworkSetParams(OpCode):
+    """Change the parameters of a network."""
+    OP_DSC_FIELD = "network_name"
+    OP_PARAMS = [_PNetworkName] + _NETWORK_ADDRESS_PARAMS + [
+        ("remove_reserved_ips", None, ht.TMaybeListOf(_TIPv4Address),
+         "IP addresses to release"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpNetworkConnect(OpCode):
+    """Connect a network to a node group."""
+    OP_DSC_FIELD = "network_name"
+    OP_PARAMS = [
+        ("group_name", ht.NoDefault, ht.TNonEmptyString, "Node group name"),
+        _PNetworkName,
+        ("network_mode", ht.NoDefault,
+         ht.TElemOf(["pool", "openvswitch", "routed", "bridged"]),
+         "NIC mode of the network in the group"),
+        ("network_link", ht.NoDefault, ht.TNonEmptyString,
+         "NIC link of the network in the group"),
+        ("network_vlan", "", ht.TString,
+         "VLAN of the network in the group"),
+        _PConflictsCheck,
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpNetworkDisconnect(OpCode):
+    """Disconnect a network from a node group."""
+    OP_DSC_FIELD = "network_name"
+    OP_PARAMS = [
+        ("group_name", ht.NoDefault, ht.TNonEmptyString, "Node group name"),
+        _PNetworkName,
+    ]
+    OP_RESULT = ht.TNone
 
 
 # Tags ------------------------------------------------------------------------
@@ -709,6 +1031,17 @@ class OpOsDiagnose(OpCode):
     OP_RESULT = ht.TListOf(ht.TListOf(ht.TAny))
 
 
+class OpExtStorageDiagnose(OpCode):
+    """Report the ExtStorage providers of the cluster's nodes."""
+    OP_PARAMS = [
+        ("output_fields", ht.NoDefault, ht.TListOf(ht.TNonEmptyString),
+         "Requested fields"),
+        ("names", [], ht.TListOf(ht.TNonEmptyString),
+         "Which ExtStorage providers to diagnose"),
+    ]
+    OP_RESULT = ht.TListOf(ht.TListOf(ht.TAny))
+
+
 # Instances -------------------------------------------------------------------
 
 _PInstanceName = ("instance_name", ht.NoDefault, ht.THostname,
@@ -723,6 +1056,14 @@ _PIgnoreOfflineNodes = ("ignore_offline_nodes", False, ht.TBool,
                         "Whether to ignore offline nodes")
 _PNoRemember = ("no_remember", False, ht.TBool,
                 "Do not remember the state change (the admin state stays)")
+
+
+def _PInstanceCommunication(default: bool | None) -> _OpParam:
+    return _PUnsupported("instance_communication", default, ht.TMaybeBool,
+                         "Whether to give the instance a NIC for"
+                         " communication with the cluster")
+
+
 _PCompress = ("compress", impexp.IEC_NONE, ht.TNonEmptyString,
               "Compression of the data on its way between nodes: none or"
               " one of the cluster's compression tools")
@@ -744,6 +1085,36 @@ class OpInstanceCreate(OpCode):
          ht.TElemOf(constants.INSTANCE_CREATE_MODES),
          "Instance creation mode: create, or import (from an export made"
          " by OpBackupExport; remote-import is not supported)"),
+        _PConflictsCheck,
+        _PUnsupported("forthcoming", False, ht.TBool,
+                      "Whether to only reserve the resources of the"
+                      " instance (a forthcoming instance)"),
+        _PUnsupported("commit", False, ht.TBool,
+                      "Whether to turn a forthcoming instance into a real"
+                      " one"),
+        _PUnsupported("identify_defaults", False, ht.TBool,
+                      "Whether to reset the parameters equal to the"
+                      " cluster defaults to their defaults"),
+        _PUnsupported("osparams_private", None, _TMaybePrivateDict,
+                      "Private OS parameters for the instance"),
+        _PUnsupported("osparams_secret", None, _TMaybePrivateDict,
+                      "Secret OS parameters for the OS scripts"),
+        _PInstanceCommunication(False),
+        _PUnsupported("helper_startup_timeout", None, ht.TMaybe(ht.TInt),
+                      "Startup timeout of the installation helper VM"),
+        _PUnsupported("helper_shutdown_timeout", None, ht.TMaybe(ht.TInt),
+                      "Shutdown timeout of the installation helper VM"),
+        _PUnsupported("source_handshake", None, ht.TMaybe(ht.TList),
+                      "Remote import: signed handshake of the source"
+                      " cluster"),
+        _PUnsupported("source_x509_ca", None, ht.TMaybeString,
+                      "Remote import: X509 CA of the source cluster"),
+        _PUnsupported("source_instance_name", None, ht.TMaybeString,
+                      "Remote import: instance name on the source cluster"),
+        _PUnsupported("source_shutdown_timeout",
+                      constants.DEFAULT_SHUTDOWN_TIMEOUT, ht.TNonNegativeInt,
+                      "Remote import: how long the source waits for the"
+                      " instance to shut down"),
         ("disks", ht.NoDefault, ht.TListOf(_TDiskSpec),
          "Disk descriptions: size (MiB), mode (rw or ro), name and, for"
          " templates adopting existing devices, adopt (the device path)"),
@@ -758,6 +1129,11 @@ class OpInstanceCreate(OpCode):
          "Primary node UUID (filled in from pnode)"),
         ("snode", None, ht.TMaybeString,
          "Secondary node (mirrored templates only)"),
+        ("snode_uuid", None, ht.TMaybeString,
+         "Secondary node UUID (filled in from snode)"),
+        _PUnsupported("group_name", None, ht.TMaybeString,
+                      "Node group the instance allocator places the"
+                      " instance in"),
         _PIAllocFromDesc("Iallocator for deciding which node(s) to use"
                          " (the cluster's default when no node is given)"),
         ("opportunistic_locking", False, ht.TBool,
@@ -1018,7 +1394,22 @@ class OpInstanceSetParams(OpCode):
         ("offline", None, ht.TMaybeBool,
          "Whether to mark the instance offline (true) or online, stopped"
          " (false)"),
-        _PIgnoreIpolicy,
+        _PIgnoreIpolicy, _PConflictsCheck,
+        ("hotplug_if_possible", False, ht.TBool,
+         "Whether to apply device changes to the running instance where"
+         " hotplug is possible (it never is here: they apply at the next"
+         " start)"),
+        _PUnsupported("hotplug", False, ht.TBool,
+                      "Whether to apply device changes to the running"
+                      " instance (hotplug)"),
+        _PUnsupported("ext_params", {}, ht.TDict,
+                      "Parameters of ext-template disks"),
+        _PUnsupported("osparams_private", None, _TMaybePrivateDict,
+                      "Private OS parameters changed for the instance"),
+        _PInstanceCommunication(None),
+        _PUnsupported("iallocator", None, ht.TMaybeString,
+                      "Iallocator choosing the secondary node of a"
+                      " conversion to drbd"),
     ]
     OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TNonEmptyString, ht.TAny))
 
@@ -1272,6 +1663,20 @@ class OpBackupExport(OpCode):
         ("ignore_remove_failures", False, ht.TBool,
          "Whether to ignore failures while removing the instance"),
         _PExportMode,
+        _PUnsupported("x509_key_name", None, ht.TMaybe(ht.TList),
+                      "Remote export: name of the X509 key"),
+        _PUnsupported("destination_x509_ca", None, ht.TMaybeString,
+                      "Remote export: X509 CA of the destination"),
+        _PUnsupported("zero_free_space", False, ht.TBool,
+                      "Whether to zero the free space of the disks first"),
+        _PUnsupported("zeroing_timeout_fixed", None, ht.TMaybe(ht.TInt),
+                      "Fixed part of the zeroing timeout"),
+        _PUnsupported("zeroing_timeout_per_mib", None,
+                      ht.TMaybe(ht.TNumber),
+                      "Per-MiB part of the zeroing timeout"),
+        _PUnsupported("long_sleep", False, ht.TBool,
+                      "Whether to allow long instance shutdowns during"
+                      " exports (zeroing)"),
     ]
     OP_RESULT = ht.TTupleOf(ht.TBool, ht.TListOf(ht.TBool))
 
@@ -1345,6 +1750,43 @@ class OpTestDelay(OpCode):
          "Run without taking the node locks"),
     ]
     OP_RESULT = ht.TNone
+
+
+class OpTestJqueue(OpCode):
+    """Exercise the job queue: notifications through a socket, log
+    messages, failure (gnt-debug test-jobqueue)."""
+    OP_PARAMS = [
+        ("notify_waitlock", False, ht.TBool,
+         "Whether to notify the client while waiting for locks"),
+        ("notify_exec", False, ht.TBool,
+         "Whether to notify the client when executing"),
+        ("log_messages", [], ht.TListOf(ht.TString),
+         "Messages to log, each announced to the client"),
+        ("fail", False, ht.TBool, "Whether to fail at the end"),
+    ]
+    OP_RESULT = ht.TBool
+
+
+class OpTestOsParams(OpCode):
+    """Show the secret OS parameters it was given (tests their transport
+    and redaction)."""
+    OP_PARAMS = [
+        ("osparams_secret", None, _TMaybePrivateDict,
+         "Secret OS parameters"),
+    ]
+    OP_RESULT = ht.TNone
+
+
+class OpTestDummy(OpCode):
+    """Log messages, fail or submit jobs as asked (tests of the queue)."""
+    OP_PARAMS = [
+        ("result", ht.NoDefault, ht.TAny, "Result of the opcode"),
+        ("messages", ht.NoDefault, ht.TAny, "Messages to log"),
+        ("fail", ht.NoDefault, ht.TAny, "Whether to fail"),
+        ("submit_jobs", ht.NoDefault, ht.TAny,
+         "Jobs to submit as follow-ups (a list of lists of opcodes)"),
+    ]
+    OP_RESULT = ht.TAny
 
 
 def _BuildMapping() -> dict[str, type[OpCode]]:

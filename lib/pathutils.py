@@ -70,6 +70,8 @@ NODED_JOIN_CERT_FILE = DATA_DIR + "/node-join.pem"
 NODED_JOIN_KEY_FILE = DATA_DIR + "/join-key"
 RAPI_DATA_DIR = DATA_DIR + "/rapi"
 RAPI_USERS_FILE = RAPI_DATA_DIR + "/users"
+# The Placement API's state (resource providers, aggregates, allocations)
+PLACEMENT_STATE_FILE = RAPI_DATA_DIR + "/placement.json"
 SSCONF_PREFIX = DATA_DIR + "/ssconf_"
 WATCHER_PAUSEFILE = DATA_DIR + "/watcher.pause"
 FILE_STORAGE_PATHS_FILE = CONF_DIR + "/file-storage-paths"
@@ -157,6 +159,13 @@ def GetNodeDirectories() -> list[tuple[str, int]]:
         (RAPI_DATA_DIR, 0o750),
         (EXPORT_DIR, 0o750),
     ]
+
+
+def DrbdSocketPath(port: int) -> str:
+    """The Unix socket a drbd disk's primary exports its device on (NBD,
+    export name ``disk``): KVM guests attach to it. Short: Unix socket
+    paths are limited to 107 bytes."""
+    return os.path.join(DRBD_RUN_DIR, "d%d.nbd" % port)
 
 
 # Files that may be uploaded to a node through the upload_file RPC.

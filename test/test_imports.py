@@ -55,10 +55,12 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "master": (("node", "query"), ("ganeti.cmdlib", )),
     # Running opcodes and the job queue
     "jobs": (("master", ), ("ganeti.mcpu", "ganeti.jqueue")),
+    # The Placement service's model and request semantics (served by RAPI)
+    "placement": (("services", ), ("ganeti.placement", )),
     # The master's clients: the CLI library and the RAPI resources reach
     # the master over LUXI only, never its code (cmdlib, jqueue)
-    "clients": (("query", ), ("ganeti.cli", "ganeti.cli_opts",
-                              "ganeti.rapi")),
+    "clients": (("query", "placement"), ("ganeti.cli", "ganeti.cli_opts",
+                                         "ganeti.rapi")),
     # Programs: the gnt-* commands and the daemons; hbal and hspace plan
     # with the htools on what they read over LUXI
     "programs": (("jobs", "clients", "htools"),

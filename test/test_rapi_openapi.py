@@ -98,6 +98,7 @@ def test_opcode_bodies_follow_the_declarations():
                 "application/json"]["schema"]["properties"]
             opcode = getattr(resource, "%s_OPCODE" % method)
             static = set(resource.GetStaticParams(method))
+            static.update(getattr(resource, "%s_FORBIDDEN" % method, ()))
             for name, default, check, _ in opcode.GetAllParams():
                 if name in static:
                     assert name not in props, (template, name)

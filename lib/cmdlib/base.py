@@ -109,6 +109,10 @@ class LogicalUnit:
     def LogStep(self, current: int, total: int, message: str) -> None:
         self.proc.LogStep(current, total, message)
 
+    def LogEntry(self, log_type: str, payload: Any) -> None:
+        """A job log entry of another type (constants.ELOG_*)."""
+        self.proc.LogEntry(log_type, payload)
+
 
 class NoHooksLU(LogicalUnit):
     """An LU that runs no hooks."""

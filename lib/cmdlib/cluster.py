@@ -1,9 +1,11 @@
 """LUs operating on the cluster as a whole."""
 
 import platform
+import re
 from typing import Any, Callable
 
-from ganeti import constants, errors, hypervisor, locking, objects
+from ganeti import (constants, errors, hypervisor, impexp, locking, objects,
+                    pathutils, utils)
 from ganeti.cmdlib import operating_system
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU, RunPostHook
 from ganeti.cmdlib.node import AdjustCandidatePool
@@ -159,7 +161,32 @@ _SIMPLE_PARAMS = ["candidate_pool_size", "max_running_jobs",
                   "master_netmask", "file_storage_dir",
                   "shared_file_storage_dir", "maintain_node_health",
                   "default_iallocator", "default_iallocator_params",
-                  "enabled_disk_templates"]
+                  "enabled_disk_templates", "compression_tools"]
+# Opcode parameter -> cluster attribute of the static resource states
+_STATIC_STATES = {"hv_state": "hv_state_static",
+                  "disk_state": "disk_state_static"}
+_TOOL_NAME_RE = re.compile(r"^[-_a-zA-Z0-9]+$")
+
+
+def CheckCompressionTools(tools: list[str]) -> None:
+    """Refuse compression tool lists Ganeti refuses: names must look like
+    programs, gzip must be there (older nodes use it) and "none" is the
+    absence of compression, not a tool."""
+    illegal = [tool for tool in tools if not _TOOL_NAME_RE.match(tool)]
+    if illegal:
+        raise errors.OpPrereqError(
+            "The tools '%s' contain illegal characters: only alphanumeric"
+            " values, dashes, and underscores are allowed" %
+            ", ".join(illegal), errors.ECODE_INVAL)
+    if impexp.IEC_GZIP not in tools:
+        raise errors.OpPrereqError(
+            "For compatibility reasons, the %s utility must be present among"
+            " the compression tools" % impexp.IEC_GZIP, errors.ECODE_INVAL)
+    if impexp.IEC_NONE in tools:
+        raise errors.OpPrereqError(
+            "%s is a reserved value used for no compression, and cannot be"
+            " used as the name of a tool" % impexp.IEC_NONE,
+            errors.ECODE_INVAL)
 
 
 def HypervisorClass(hv_name: str) -> type[hv_base.BaseHypervisor]:
@@ -204,6 +231,8 @@ class LUClusterSetParams(LogicalUnit):
         for hvs in (self.op.os_hvp or {}).values():
             for hv_name in hvs:
                 HypervisorClass(hv_name)
+        if self.op.compression_tools is not None:
+            CheckCompressionTools(self.op.compression_tools)
 
     def ExpandNames(self) -> None:
         self.needed_locks = {}
@@ -350,6 +379,9 @@ class LUClusterSetParams(LogicalUnit):
                 setattr(cluster, name, value)
         for name, value in self.new_params.items():
             setattr(cluster, name, value)
+        for name, attr in _STATIC_STATES.items():
+            if getattr(self.op, name):
+                setattr(cluster, attr, getattr(self.op, name))
         self.cfg.Update(cluster, feedback_fn)
         if self.op.candidate_pool_size is not None:
             # A bigger pool is filled now; a smaller one only reports the
@@ -357,6 +389,52 @@ class LUClusterSetParams(LogicalUnit):
             AdjustCandidatePool(self, [])
         if self.op.max_running_jobs is not None:
             self.context.jobqueue.WakeWorkers()
+
+
+def _ConfigFields(lu: NoHooksLU) -> dict[str, Callable[[], Any]]:
+    """The fields of OpClusterConfigQuery (Ganeti's cluster query fields)."""
+    cfg = lu.cfg
+    cluster = cfg.GetClusterInfo()
+    return {
+        "cluster_name": lambda: cluster.cluster_name,
+        "name": lambda: cluster.cluster_name,
+        "master_node": cfg.GetMasterNodeName,
+        "volume_group_name": lambda: cluster.volume_group_name,
+        "tags": lambda: sorted(cluster.GetTags()),
+        "architecture": lambda: list(_ARCHITECTURE),
+        "drain_flag": lu.context.jobqueue.IsDrained,
+        "watcher_pause": lambda: utils.ReadWatcherPauseFile(
+            pathutils.WATCHER_PAUSEFILE),
+        "ctime": lambda: cluster.ctime,
+        "mtime": lambda: cluster.mtime,
+        "software_version": lambda: constants.RELEASE_VERSION,
+        "protocol_version": lambda: constants.PROTOCOL_VERSION,
+        "config_version": lambda: constants.CONFIG_VERSION,
+        "os_api_version": lambda: max(constants.OS_API_VERSIONS),
+        "export_version": lambda: constants.EXPORT_VERSION,
+        "vcs_version": lambda: constants.VCS_VERSION,
+    }
+
+
+class LUClusterConfigQuery(NoHooksLU):
+    """One value per requested field of the cluster's configuration."""
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        self.fields = _ConfigFields(self)
+        unknown = [name for name in self.op.output_fields
+                   if name not in self.fields]
+        if unknown:
+            raise errors.OpPrereqError("Unknown output fields selected: %s"
+                                       % ",".join(unknown),
+                                       errors.ECODE_INVAL)
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> list:
+        return [self.fields[name]() for name in self.op.output_fields]
 
 
 class LUClusterActivateMasterIp(NoHooksLU):

@@ -1,10 +1,15 @@
 """LUs for testing and miscellaneous operations."""
 
+import os
+import shutil
+import socket
+import tempfile
 import time
-from typing import Callable
+from typing import Any, Callable
 
-from ganeti import locking
-from ganeti.cmdlib.base import ExpandNodeUuidAndName, NoHooksLU
+from ganeti import constants, errors, locking
+from ganeti.cmdlib.base import (ExpandNodeUuidAndName, NoHooksLU,
+                                ResultWithJobs)
 
 
 class LUTestDelay(NoHooksLU):
@@ -39,3 +44,101 @@ class LUTestDelay(NoHooksLU):
         for i in range(self.op.repeat):
             self.LogInfo("Test delay iteration %d/%d", i, top_value)
             self._TestDelay()
+
+
+class LUTestJqueue(NoHooksLU):
+    """Exercise the job queue as Ganeti's gnt-debug test-jobqueue expects.
+
+    Each notification is a jqueue-test log entry ``[socket path, test,
+    argument]``; the LU then waits for the client to connect to that Unix
+    socket and to close the connection, so the client can check what the
+    job looks like at that point (waiting for locks, running, logging).
+    """
+
+    REQ_BGL = False
+    # The client must connect before WaitForJobChange would time out
+    _CONNECT_TIMEOUT = 20.0
+    _CONFIRM_TIMEOUT = 60.0
+
+    def _Notify(self, error_class: type[errors.GenericError], test: str,
+                arg: Any) -> None:
+        tmpdir = tempfile.mkdtemp(prefix="ganeti-jqtest-")
+        path = os.path.join(tmpdir, "sock")
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.bind(path)
+                sock.listen(1)
+                self.LogEntry(constants.ELOG_JQUEUE_TEST, (path, test, arg))
+                sock.settimeout(self._CONNECT_TIMEOUT)
+                try:
+                    conn, _ = sock.accept()
+                except OSError as err:
+                    raise error_class("Client didn't connect in time (%s)"
+                                      % err) from None
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        with conn:
+            conn.settimeout(self._CONFIRM_TIMEOUT)
+            try:
+                conn.recv(1)
+            except OSError as err:
+                raise error_class("Client failed to confirm notification"
+                                  " (%s)" % err) from None
+
+    def ExpandNames(self) -> None:
+        if self.op.notify_waitlock:
+            self._Notify(errors.OpPrereqError, constants.JQT_EXPANDNAMES,
+                         None)
+        self.LogInfo("Expanding names")
+        # A lock only to have one to wait for
+        self.needed_locks = {locking.LEVEL_NODE: [self.cfg.GetMasterNode()]}
+
+    def Exec(self, feedback_fn: Callable[..., None]) -> bool:
+        if self.op.notify_exec:
+            self._Notify(errors.OpExecError, constants.JQT_EXEC, None)
+        self.LogInfo("Executing")
+        if self.op.log_messages:
+            self._Notify(errors.OpExecError, constants.JQT_STARTMSG,
+                         len(self.op.log_messages))
+            for idx, msg in enumerate(self.op.log_messages):
+                self.LogInfo("Sending log message %s", idx + 1)
+                feedback_fn(constants.JQT_MSGPREFIX + msg)
+                self._Notify(errors.OpExecError, constants.JQT_LOGMSG,
+                             idx + 1)
+        if self.op.fail:
+            raise errors.OpExecError("Opcode failure was requested")
+        return True
+
+
+class LUTestOsParams(NoHooksLU):
+    """Show the secret OS parameters in the job log (their transport from
+    the client to the LU is what is tested)."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        if not self.op.osparams_secret:
+            raise errors.OpExecError("Opcode needs secret parameters")
+        feedback_fn("Secret OS parameters: %s" % self.op.osparams_secret)
+
+
+class LUTestDummy(NoHooksLU):
+    """Log the given messages, then fail, submit jobs or return the result
+    as asked."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> Any:
+        for message in self.op.messages or []:
+            feedback_fn(str(message))
+        if self.op.fail:
+            raise errors.OpExecError("Opcode failure was requested")
+        if self.op.submit_jobs:
+            return ResultWithJobs(self.op.submit_jobs)
+        return self.op.result

@@ -96,6 +96,14 @@ def _CheckSecondaryIP(address: str) -> None:
                                    errors.ECODE_INVAL)
 
 
+def _SetStaticStates(node: objects.Node, op: Any) -> None:
+    """Record the static hypervisor and disk states an opcode gives."""
+    if op.hv_state:
+        node.hv_state_static = op.hv_state
+    if op.disk_state:
+        node.disk_state_static = op.disk_state
+
+
 class LUNodeAdd(LogicalUnit):
     """Add a node, or re-add (``readd``) one the configuration knows.
 
@@ -235,6 +243,7 @@ class LUNodeAdd(LogicalUnit):
             master_capable=self.op.master_capable,
             vm_capable=self.op.vm_capable, ndparams=self.op.ndparams or {},
             powered=True)
+        _SetStaticStates(node, self.op)
         if node.master_candidate:
             self.LogInfo("Node will be a master candidate")
         self.context.AddNode(node)
@@ -252,6 +261,7 @@ class LUNodeAdd(LogicalUnit):
             setattr(node, attr, getattr(self.op, attr))
         if self.op.ndparams:
             node.ndparams = self.op.ndparams
+        _SetStaticStates(node, self.op)
         if node.master_candidate:
             self.LogInfo("Node will be a master candidate")
         self.cfg.Update(node, feedback_fn)
@@ -348,7 +358,8 @@ class LUNodeSetParams(LogicalUnit):
         all_mods = [self.op.offline, self.op.master_candidate,
                     self.op.drained, self.op.master_capable,
                     self.op.vm_capable, self.op.secondary_ip,
-                    self.op.ndparams, self.op.powered]
+                    self.op.ndparams, self.op.powered,
+                    self.op.hv_state, self.op.disk_state]
         if all(mod is None for mod in all_mods):
             raise errors.OpPrereqError("Please pass at least one"
                                        " modification", errors.ECODE_INVAL)
@@ -531,6 +542,7 @@ class LUNodeSetParams(LogicalUnit):
         if self.op.powered is not None:
             node.powered = self.op.powered
             result.append(("powered", str(node.powered)))
+        _SetStaticStates(node, self.op)
         for attr in ("master_capable", "vm_capable"):
             value = getattr(self.op, attr)
             if value is not None:

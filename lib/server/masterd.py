@@ -122,6 +122,19 @@ class LuxiHandler:
             luxi.REQ_QUERY: self._Query,
             luxi.REQ_QUERY_FIELDS: self._QueryFields,
             luxi.REQ_QUERY_EXPORTS: self._QueryExports,
+            luxi.REQ_QUERY_INSTANCES: lambda names, fields, use_locking:
+                self._ClassicQuery(constants.QR_INSTANCE, names, fields,
+                                   use_locking),
+            luxi.REQ_QUERY_NODES: lambda names, fields, use_locking:
+                self._ClassicQuery(constants.QR_NODE, names, fields,
+                                   use_locking),
+            luxi.REQ_QUERY_GROUPS: lambda names, fields, use_locking:
+                self._ClassicQuery(constants.QR_GROUP, names, fields,
+                                   use_locking),
+            luxi.REQ_QUERY_NETWORKS: lambda names, fields, use_locking:
+                self._ClassicQuery(constants.QR_NETWORK, names, fields,
+                                   use_locking),
+            luxi.REQ_SET_WATCHER_PAUSE: self._SetWatcherPause,
             luxi.REQ_PICKUP_JOB: self._PickupJob,
             # Filter changes bypass the queue, so they work when it is
             # blocked (design-optables)
@@ -171,13 +184,32 @@ class LuxiHandler:
             "cluster_name": cfg.GetClusterName,
             "master_node": cfg.GetMasterNodeName,
             "drain_flag": self.queue.IsDrained,
-            "watcher_pause": _ReadWatcherPause,
+            "watcher_pause": lambda: utils.ReadWatcherPauseFile(
+                pathutils.WATCHER_PAUSEFILE),
             "modify_ssh_setup":
                 lambda: cfg.GetClusterInfo().modify_ssh_setup,
             "ssh_key_type": lambda: cfg.GetClusterInfo().ssh_key_type,
             "ssh_key_bits": lambda: cfg.GetClusterInfo().ssh_key_bits,
         }
         return [values[f]() if f in values else None for f in fields]
+
+    def _SetWatcherPause(self, until: Any) -> Any:
+        """Write the watcher pause to the master and the master
+        candidates, as Ganeti does; nodes that fail are only logged."""
+        if until is not None and (isinstance(until, bool) or
+                                  not isinstance(until, (int, float))):
+            raise errors.OpPrereqError("Watcher pause must be a Unix time"
+                                       " or null, not %r" % (until, ),
+                                       errors.ECODE_INVAL)
+        cfg = self.context.cfg
+        nodes = [node.uuid for node in cfg.GetAllNodesInfo().values()
+                 if node.master_candidate and not node.offline]
+        results = self.context.rpc.call_set_watcher_pause(nodes, until)
+        for result in results.values():
+            if result.fail_msg:
+                logging.warning("Could not set the watcher pause on node"
+                                " %s: %s", result.node, result.fail_msg)
+        return until
 
     def _QueryTags(self, kind: str, name: str) -> list:
         op = opcodes.OpTagsGet(kind=kind, name=name or None)
@@ -202,11 +234,26 @@ class LuxiHandler:
                       use_locking: bool = False) -> list:
         """Rows of ``[node, export]`` (null export: the node did not
         answer), as Ganeti 3's luxid answers this classic query."""
+        return self._ClassicQuery(constants.QR_EXPORT, nodes,
+                                  ["node", "export"], use_locking,
+                                  namefield="node")
+
+    def _ClassicQuery(self, what: str, names: list | None, fields: list,
+                      use_locking: bool, namefield: str = "name") -> list:
+        """The query of Ganeti's classic LUXI methods (QueryInstances,
+        ...): rows of values, null where a value is unavailable, and an
+        unknown field refused instead of reported, as luxid does."""
         if use_locking:
             raise errors.OpPrereqError("Sync queries are not allowed",
                                        errors.ECODE_INVAL)
-        result = self._Query(constants.QR_EXPORT, ["node", "export"],
-                             qlang.MakeSimpleFilter("node", nodes))
+        result = self._Query(what, fields,
+                             qlang.MakeSimpleFilter(namefield, names))
+        unknown = [fdef["name"] for fdef in result["fields"]
+                   if fdef["kind"] == constants.QFT_UNKNOWN]
+        if unknown:
+            raise errors.OpPrereqError("Unknown output fields selected: %s"
+                                       % ", ".join(unknown),
+                                       errors.ECODE_INVAL)
         return [[value for _, value in row] for row in result["data"]]
 
     def _QueryFields(self, what: str, fields: list | None) -> dict:
@@ -234,13 +281,6 @@ def _JobId(job_id: Any) -> int:
     except (TypeError, ValueError):
         raise errors.OpPrereqError("Invalid job id %r" % (job_id, ),
                                    errors.ECODE_INVAL)
-
-
-def _ReadWatcherPause() -> float | None:
-    try:
-        return float(utils.ReadOneLineFile(pathutils.WATCHER_PAUSEFILE))
-    except (OSError, ValueError):
-        return None
 
 
 class _LuxiRequestHandler(socketserver.BaseRequestHandler):

@@ -10,6 +10,8 @@ A request goes through: resource lookup (404), method (501),
 authentication and access (401, 403), body (415, 400), then the
 resource's handler, whose Ganeti errors become HTTP statuses (see
 ToHttpError). Errors are answered as ``{"code", "message", "explain"}``.
+Paths under ``/placement`` go to the Placement API (ganeti.rapi.placement),
+which answers in Placement's forms.
 """
 
 import html
@@ -27,7 +29,9 @@ from ganeti import (constants, daemon, errors, luxi, netutils, pathutils,
                     serializer, ssconf, utils)
 from ganeti import http as ghttp
 from ganeti.http import auth, server
+from ganeti.placement import store as placement_store
 from ganeti.rapi import baserlib, connector
+from ganeti.rapi import placement
 from ganeti.utils import gcpause, x509
 
 AUTH_REALM = "Ganeti Remote API"
@@ -148,14 +152,16 @@ class RemoteApiHandler:
 
     def __init__(self, users: auth.UsersFile, require_auth: bool,
                  client_pool: LuxiClientPool,
-                 mapper: connector.Mapper | None = None):
+                 mapper: connector.Mapper | None = None,
+                 placement_api: placement.PlacementApi | None = None):
         self._users = users
         self._require_auth = require_auth
         self._pool = client_pool
         self._mapper = mapper or connector.Mapper()
+        self._placement = placement_api or placement.PlacementApi(
+            placement_store.Store(pathutils.PLACEMENT_STATE_FILE))
 
-    def _Authenticate(self, resource: type[baserlib.ResourceBase], method: str,
-                      headers) -> None:
+    def _Authenticate(self, resource: type, method: str, headers) -> None:
         """Check credentials where needed; 401 or 403 if insufficient.
 
         Credentials are required by --require-authentication or a method
@@ -188,6 +194,9 @@ class RemoteApiHandler:
 
     def __call__(self, method: str, target: str, headers,
                  body: bytes) -> tuple[int, dict[str, str], bytes]:
+        if placement.IsPlacementPath(target.partition("?")[0]):
+            return self._placement(method, target, headers, body,
+                                   self._Authenticate)
         resource, items, queryargs = self._mapper.getController(target)
         method = method.upper()
         if method not in resource.GetMethods():

@@ -6,5 +6,6 @@ The most used helpers are re-exported here so callers can write
 
 from ganeti.utils.io import (  # noqa: F401
     EnsureDirs, FsyncDirectory, IsBelowDir, ListVisibleFiles, ReadFile,
-    ReadOneLineFile, RemoveFile, RenameFile, WriteFile)
+    ReadOneLineFile, ReadWatcherPauseFile, RemoveFile, RenameFile,
+    WriteFile)
 from ganeti.utils.text import FormatUnit, ParseUnit  # noqa: F401

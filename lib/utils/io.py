@@ -8,6 +8,7 @@ directory, fsyncs it, renames it over the target and fsyncs the directory.
 import errno
 import os
 import tempfile
+import time
 from typing import Callable, Literal, overload
 
 
@@ -81,6 +82,22 @@ def ReadOneLineFile(file_name: str, strict: bool = False) -> str:
     if strict and len(lines) > 1:
         raise ValueError("File %s has more than one line" % file_name)
     return lines[0].strip()
+
+
+def ReadWatcherPauseFile(file_name: str,
+                         now: float | None = None) -> int | None:
+    """Until when the watcher is paused (a Unix time), None if it is not.
+
+    The file holds the time as an integer; a time already past, a missing
+    or unreadable file mean the watcher runs.
+    """
+    try:
+        until = int(ReadOneLineFile(file_name))
+    except (OSError, ValueError):
+        return None
+    if until <= (time.time() if now is None else now):
+        return None
+    return until
 
 
 def RemoveFile(file_name: str) -> bool:
