@@ -9,7 +9,7 @@ converts to and from plain JSON data for persistence.
 
 import dataclasses
 import uuid as uuidlib
-from typing import Any, Iterable
+from typing import Any, Iterable, NoReturn
 
 from ganeti import errors
 from ganeti import placement as pl
@@ -60,7 +60,7 @@ def FitsUnits(inventory: dict, amount: int) -> bool:
             amount % inventory["step_size"] == 0)
 
 
-def _Conflict(detail: str, code: str = pl.ERR_CONCURRENT_UPDATE) -> None:
+def _Conflict(detail: str, code: str = pl.ERR_CONCURRENT_UPDATE) -> NoReturn:
     raise errors.PlacementError(409, detail, code)
 
 

@@ -78,7 +78,7 @@ def CheckUuidParam(value: str | None) -> None:
         _BadRequest(_QS_PREFIX + "'%s' is not a 'uuid'" % value)
 
 
-# member_of ---------------------------------------------------------------------
+# member_of -------------------------------------------------------------
 
 def ParseMemberOfValue(value: str) -> tuple[set[str], set[str]]:
     """One ``member_of`` value as ``(required any-of, forbidden)``."""

@@ -202,28 +202,15 @@ def QueryFilterForNames(names: list[str], namefield: str = "name") -> list:
     return ["|"] + [["=", namefield, name] for name in names]
 
 
-class ResourceBase:
-    """A resource: one URI; an instance serves one request.
-
-    ``items`` are the URI's variable parts, ``queryargs`` the parsed query
-    string (every value a list) and ``body`` the decoded JSON body (None
-    without one). ``client_fn`` returns the LUXI client of the request.
-    """
+class AccessControlled:
+    """The methods a resource class serves and the user options each
+    needs (``<METHOD>_ACCESS``, empty: anybody), as the RAPI server's
+    authentication asks them of Ganeti's and of Placement's resources."""
 
     GET_ACCESS: list[str] = []
     PUT_ACCESS = [rapi.RAPI_ACCESS_WRITE]
     POST_ACCESS = [rapi.RAPI_ACCESS_WRITE]
     DELETE_ACCESS = [rapi.RAPI_ACCESS_WRITE]
-
-    # Optional features of the API this resource provides (/2/features)
-    FEATURES: tuple[str, ...] = ()
-
-    def __init__(self, items: list[str], queryargs: dict[str, list[str]],
-                 body: Any, client_fn: Callable[[], luxi.Client]):
-        self.items = items
-        self.queryargs = queryargs
-        self._body = body
-        self._client_fn = client_fn
 
     @classmethod
     def GetMethods(cls) -> list[str]:
@@ -235,6 +222,25 @@ class ResourceBase:
     def GetAccess(cls, method: str) -> list[str]:
         """User options allowed to use ``method`` (empty: anybody)."""
         return list(getattr(cls, "%s_ACCESS" % method))
+
+
+class ResourceBase(AccessControlled):
+    """A resource: one URI; an instance serves one request.
+
+    ``items`` are the URI's variable parts, ``queryargs`` the parsed query
+    string (every value a list) and ``body`` the decoded JSON body (None
+    without one). ``client_fn`` returns the LUXI client of the request.
+    """
+
+    # Optional features of the API this resource provides (/2/features)
+    FEATURES: tuple[str, ...] = ()
+
+    def __init__(self, items: list[str], queryargs: dict[str, list[str]],
+                 body: Any, client_fn: Callable[[], luxi.Client]):
+        self.items = items
+        self.queryargs = queryargs
+        self._body = body
+        self._client_fn = client_fn
 
     @property
     def request_body(self) -> Any:

@@ -161,7 +161,8 @@ class RemoteApiHandler:
         self._placement = placement_api or placement.PlacementApi(
             placement_store.Store(pathutils.PLACEMENT_STATE_FILE))
 
-    def _Authenticate(self, resource: type, method: str, headers) -> None:
+    def _Authenticate(self, resource: type[baserlib.AccessControlled],
+                      method: str, headers) -> None:
         """Check credentials where needed; 401 or 403 if insufficient.
 
         Credentials are required by --require-authentication or a method

@@ -7,11 +7,11 @@ write users; changes: write users). Handlers set ``status`` and
 ``headers`` when the answer is not a plain 200.
 """
 
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from ganeti import errors
-from ganeti import http as ghttp
 from ganeti import rapi
+from ganeti.rapi import baserlib
 from ganeti.placement import microversion, model, params, store
 from ganeti.placement.microversion import Version
 
@@ -20,7 +20,7 @@ PREFIX = "/placement"
 _JSON_INVALID = "JSON does not validate: %s"
 
 
-def BadBody(reason: str) -> None:
+def BadBody(reason: str) -> NoReturn:
     raise errors.PlacementError(400, _JSON_INVALID % reason)
 
 
@@ -65,9 +65,7 @@ def CheckString(value: Any, max_length: int = 255) -> str:
     return value
 
 
-def CheckUuid(value: Any, nullable: bool = False) -> str | None:
-    if value is None and nullable:
-        return None
+def CheckUuid(value: Any) -> str:
     if not isinstance(value, str) or not params.IsUuid(value):
         BadBody("%s is not a 'uuid'" % _Repr(value))
     return value
@@ -90,7 +88,7 @@ def CheckInventory(data: Any, extra: tuple[str, ...] = ()) -> dict:
     return data
 
 
-class Resource:
+class Resource(baserlib.AccessControlled):
     """One URI of the Placement API; an instance serves one request."""
 
     GET_ACCESS = [rapi.RAPI_ACCESS_READ, rapi.RAPI_ACCESS_WRITE]
@@ -110,16 +108,6 @@ class Resource:
         self.store = state_store
         self.status = 200
         self.headers: dict[str, str] = {}
-
-    @classmethod
-    def GetMethods(cls) -> list[str]:
-        return [method for method in (ghttp.HTTP_GET, ghttp.HTTP_PUT,
-                                      ghttp.HTTP_POST, ghttp.HTTP_DELETE)
-                if callable(getattr(cls, method, None))]
-
-    @classmethod
-    def GetAccess(cls, method: str) -> list[str]:
-        return list(getattr(cls, "%s_ACCESS" % method))
 
     @classmethod
     def IsAvailable(cls, method: str, version: Version) -> bool:

@@ -27,13 +27,16 @@ def FormatProvider(res: base.Resource, provider: model.Provider) -> dict:
 def _ProviderBody(res: base.Resource, require_name: bool
                   ) -> tuple[str, str | None, str | None, bool]:
     """``(name, uuid, parent, parent given)`` of a POST or PUT body."""
-    allowed = ("name", "uuid") if require_name else ("name", )
+    allowed: tuple[str, ...] = (("name", "uuid") if require_name
+                                else ("name", ))
     if res.AtLeast(1, 14):
         allowed += ("parent_provider_uuid", )
     body = base.CheckObject(res.body, allowed, ("name", ))
     name = base.CheckString(body["name"], 200)
     uuid = base.CheckUuid(body["uuid"]) if "uuid" in body else None
-    parent = base.CheckUuid(body.get("parent_provider_uuid"), nullable=True)
+    parent = body.get("parent_provider_uuid")
+    if parent is not None:
+        parent = base.CheckUuid(parent)
     return name, uuid, parent, "parent_provider_uuid" in body
 
 
