@@ -27,7 +27,7 @@ from ganeti import pathutils
 from ganeti.storage import drbd
 from ganeti.utils import process
 
-from testutils_cluster import NetnsCluster, NetnsUnavailable
+from testutils_cluster import NetnsClusterOrSkip
 from testutils_instance import (CHECKS, FILE_VDIR, MIB, NODE2, NODE3,
                                 AllowFileStorage, FindInstance, NodeUuid,
                                 PrimaryNode, RemoveInstances)
@@ -58,12 +58,7 @@ while True:
 def nc():
     """Three nodes in namespaces (the master and two drbd nodes), fake
     hypervisor, drbd and file templates."""
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    try:
-        cluster = NetnsCluster()
-    except NetnsUnavailable as err:
-        pytest.skip("cannot create network namespaces here: %s" % err)
+    cluster = NetnsClusterOrSkip()
     try:
         cluster.Init("--enabled-disk-templates=drbd,file")
         for name in (NODE2, NODE3):

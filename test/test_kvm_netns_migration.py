@@ -27,8 +27,7 @@ import pytest
 
 from test_hv_kvm_migration import _Ask, _Status, _Type, _Uptime
 from test_kvm_network import BRIDGE, _Hv, _InstanceNetwork, _Ping
-from testutils_cluster import (SMALL_IPOLICY_BOUNDS, NetnsCluster,
-                               NetnsUnavailable)
+from testutils_cluster import SMALL_IPOLICY_BOUNDS, NetnsClusterOrSkip
 from testutils_instance import (CHECKS, NODE2, NODE3, SHIPPED_OS,
                                 AllowFileStorage, Field, OsSearchDir,
                                 RemoveInstances)
@@ -51,13 +50,8 @@ BANDWIDTH = 400
 def nc():
     """Three nodes in namespaces, kvm with the test kernel, sharedfile
     storage; the guest running on the first node."""
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
     vmlinux, initrd = RequireGuest()
-    try:
-        cluster = NetnsCluster()
-    except NetnsUnavailable as err:
-        pytest.skip("cannot create network namespaces here: %s" % err)
+    cluster = NetnsClusterOrSkip()
     host_bridge = None
     try:
         params = GuestHvParams(vmlinux, initrd,

@@ -18,8 +18,7 @@ import pytest
 from ganeti import pathutils
 from ganeti.hypervisor import hv_kvm
 
-from testutils_cluster import (SMALL_IPOLICY_BOUNDS, NetnsCluster,
-                               NetnsUnavailable)
+from testutils_cluster import SMALL_IPOLICY_BOUNDS, NetnsClusterOrSkip
 from testutils_instance import (CHECKS, FILE_VDIR, NODE2, SHIPPED_OS,
                                 AllowFileStorage, Fail, Field, OsSearchDir,
                                 RemoveInstances)
@@ -64,13 +63,8 @@ def _Hv(node):
 
 @pytest.fixture(scope="module")
 def nc():
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
     vmlinux, initrd = RequireGuest()
-    try:
-        cluster = NetnsCluster()
-    except NetnsUnavailable as err:
-        pytest.skip("cannot create network namespaces here: %s" % err)
+    cluster = NetnsClusterOrSkip()
     host_bridge = None
     try:
         params = GuestHvParams(vmlinux, initrd)

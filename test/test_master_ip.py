@@ -5,23 +5,16 @@ namespace, so the master IP is really added to and removed from the
 nodes' eth0. Where namespaces can't be created, it is skipped.
 """
 
-import os
-
 import pytest
 
-from testutils_cluster import NetnsCluster, NetnsUnavailable
+from testutils_cluster import NetnsClusterOrSkip
 
 pytestmark = [pytest.mark.integration, pytest.mark.netns]
 
 
 @pytest.fixture
 def cluster():
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    try:
-        cluster = NetnsCluster()
-    except NetnsUnavailable as err:
-        pytest.skip("cannot create network namespaces here: %s" % err)
+    cluster = NetnsClusterOrSkip()
     try:
         cluster.Init()
         cluster.AddNode("node2.example.test")

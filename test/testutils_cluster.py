@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+import pytest
+
 from ganeti import constants, pathutils
 from ganeti.utils import process
 
@@ -353,3 +355,14 @@ class NetnsCluster(VirtualCluster):
 
 class NetnsUnavailable(Exception):
     """Network namespaces (or the bridge) cannot be created here."""
+
+
+def NetnsClusterOrSkip() -> NetnsCluster:
+    """A NetnsCluster, or the calling test skipped with the reason none
+    can be made here (not root, no namespaces or bridges)."""
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    try:
+        return NetnsCluster()
+    except NetnsUnavailable as err:
+        pytest.skip("cannot create network namespaces here: %s" % err)
