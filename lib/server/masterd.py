@@ -6,6 +6,7 @@ requests. Jobs run in the queue's worker threads, reaching nodes only
 through noded RPC.
 """
 
+import functools
 import logging
 import optparse
 import os
@@ -122,18 +123,14 @@ class LuxiHandler:
             luxi.REQ_QUERY: self._Query,
             luxi.REQ_QUERY_FIELDS: self._QueryFields,
             luxi.REQ_QUERY_EXPORTS: self._QueryExports,
-            luxi.REQ_QUERY_INSTANCES: lambda names, fields, use_locking:
-                self._ClassicQuery(constants.QR_INSTANCE, names, fields,
-                                   use_locking),
-            luxi.REQ_QUERY_NODES: lambda names, fields, use_locking:
-                self._ClassicQuery(constants.QR_NODE, names, fields,
-                                   use_locking),
-            luxi.REQ_QUERY_GROUPS: lambda names, fields, use_locking:
-                self._ClassicQuery(constants.QR_GROUP, names, fields,
-                                   use_locking),
-            luxi.REQ_QUERY_NETWORKS: lambda names, fields, use_locking:
-                self._ClassicQuery(constants.QR_NETWORK, names, fields,
-                                   use_locking),
+            luxi.REQ_QUERY_INSTANCES:
+                functools.partial(self._ClassicQuery, constants.QR_INSTANCE),
+            luxi.REQ_QUERY_NODES:
+                functools.partial(self._ClassicQuery, constants.QR_NODE),
+            luxi.REQ_QUERY_GROUPS:
+                functools.partial(self._ClassicQuery, constants.QR_GROUP),
+            luxi.REQ_QUERY_NETWORKS:
+                functools.partial(self._ClassicQuery, constants.QR_NETWORK),
             luxi.REQ_SET_WATCHER_PAUSE: self._SetWatcherPause,
             luxi.REQ_PICKUP_JOB: self._PickupJob,
             # Filter changes bypass the queue, so they work when it is
