@@ -650,10 +650,19 @@ def test_move_scores_equal_apply_score_undo(seed):
                 assert value is None, move
             else:
                 assert value == pytest.approx(expected, abs=1e-9), move
+        # the lower bound of every candidate is below its exact score
+        base = evaluator._Gradient()
+        for inst in insts:
+            for low, _, _, _, parts in evaluator._Candidates(inst, nodes,
+                                                             True):
+                assert base + low <= evaluator._Exact(parts) + 1e-9
         best = evaluator.Best(insts, nodes)
         assert best == _BruteBest(cluster, score, candidates, strict)
         if best is None:
             break
+        # a limit keeps the best move when it reaches it, else finds none
+        assert evaluator.Best(insts, nodes, limit=best[0]) == best
+        assert evaluator.Best(insts, nodes, limit=best[0] - 1e-6) is None
         applied = moves.ApplyMove(cluster, best[1], strict)
         score.Update(applied.touched)
         evaluator.Changed({node.name for node in applied.touched})
@@ -661,8 +670,8 @@ def test_move_scores_equal_apply_score_undo(seed):
 
 def _ReferencePlan(msg: dict, opts: balance.Options) -> tuple[list, float]:
     """The moves and final score of ``balance.PlanBalance``'s greedy rounds
-    (same sources, targets and acceptance) with each round's best move
-    found by applying, scoring and undoing every candidate."""
+    (same levels of sources and targets, same acceptance) with each level's
+    best move found by applying, scoring and undoing every candidate."""
     cluster = model.Cluster(msg)
     nodes = list(cluster.nodes.values())
     strict = not opts.ignore_soft_errors
@@ -674,14 +683,8 @@ def _ReferencePlan(msg: dict, opts: balance.Options) -> tuple[list, float]:
     current = score.Total()
     result: list = []
     while current > opts.min_score:
-        loads = balance._Loads(score, nodes)
-        ranked = sorted(nodes, key=lambda n: (-loads[n.name], n.name))
-        targets = sorted(online, key=lambda n: (loads[n.name], n.name))
         found = None
-        for nsources, tnodes in ((balance.SOURCES,
-                                  targets[:balance.TARGETS]),
-                                 (balance.WIDE_SOURCES, targets)):
-            sources = {node.name for node in ranked[:nsources]}
+        for sources, tnodes in balance.Levels(score, nodes, online):
             candidates = [
                 move for inst in movable
                 if (inst.pnode in sources or inst.snode in sources) and

@@ -12,15 +12,22 @@ only); externally mirrored ones get failover-to-any (a migration to any
 node); plain and file instances are never moved, as in hbal.
 
 Unlike hbal, a round does not try every instance on every node (too slow
-in Python): it looks at the instances of the ``SOURCES`` most loaded
-nodes (offline nodes first) moving to the ``TARGETS`` least loaded ones,
-and when that finds no acceptable move, once more with ``WIDE_SOURCES``
-and every node as target, before stopping.
+in Python): it widens level by level (``Levels``) until one yields an
+acceptable move: the instances of the ``SOURCES`` most loaded nodes
+(offline nodes first) moving to the ``TARGETS`` least loaded ones; then
+those of the ``SPREAD_SOURCES`` most loaded nodes of each std-dev
+component taken alone, moving to the ``SPREAD_TARGETS`` least loaded of
+each (late in a run the overall load no longer tells where a component's
+imbalance sits: there the sum of the components is about even); last,
+those of the ``WIDE_SOURCES`` most loaded nodes moving to any node,
+before stopping.
 
 The accepted moves are split into job sets of consecutive moves touching
 disjoint nodes (``splitJobs``): the jobs of one set can run in parallel.
 """
 
+from collections.abc import Iterator
+from operator import mul
 from typing import NamedTuple
 
 from ganeti import errors
@@ -30,6 +37,8 @@ from ganeti.htools.model import Cluster, Failure, Node
 
 SOURCES = 3
 TARGETS = 8
+SPREAD_SOURCES = 2
+SPREAD_TARGETS = 4
 WIDE_SOURCES = 12
 
 # Sign of each std-dev component when telling loaded nodes: a low free
@@ -88,21 +97,53 @@ def SplitJobs(steps: list[Step]) -> list[list[Step]]:
     return result
 
 
-def _Loads(score: Score, nodes: list[Node]) -> dict[str, float]:
-    """How loaded each node is relative to the mean (higher: more)."""
+def _Loads(score: Score, nodes: list[Node]) -> list[dict[str, float]]:
+    """How loaded each node is relative to the mean (higher: more):
+    overall, then per std-dev component. Offline nodes are the most
+    loaded while they hold instances, the least once empty."""
     count = score.count or 1
     means = [total / count for total in score.sums]
-    result = {}
+    result: list[dict[str, float]] = [{} for _ in range(len(means) + 1)]
     for node in nodes:
-        values = score.values[node.name]
+        name = node.name
+        values = score.values[name]
         if values.vec is None:
-            result[node.name] = float("inf") if node.plist or node.slist \
+            load = float("inf") if node.plist or node.slist \
                 else float("-inf")
+            for loads in result:
+                loads[name] = load
             continue
-        result[node.name] = values.add + sum(
-            weight * sign * (value - mean) for weight, sign, value, mean
-            in zip(metrics.STDDEV_WEIGHTS, _LOAD_SIGN, values.vec, means))
+        each = [sign * (value - mean) for sign, value, mean
+                in zip(_LOAD_SIGN, values.vec, means)]
+        result[0][name] = values.add + sum(
+            map(mul, metrics.STDDEV_WEIGHTS, each))
+        for loads, load in zip(result[1:], each):
+            loads[name] = load
     return result
+
+
+def Levels(score: Score, nodes: list[Node],
+           online: list[Node]) -> Iterator[tuple[set[str], list[Node]]]:
+    """A round's successive (source names, targets), see the module's
+    docstring; ties broken by node name."""
+    loads = _Loads(score, nodes)
+
+    def ranked(among: list[Node], load: dict[str, float],
+               sign: float) -> list[Node]:
+        return sorted(among, key=lambda n: (sign * load[n.name], n.name))
+
+    overall = ranked(nodes, loads[0], -1.0)
+    targets = ranked(online, loads[0], 1.0)
+    yield {node.name for node in overall[:SOURCES]}, targets[:TARGETS]
+    sources: set[str] = set()
+    chosen: set[str] = set()
+    for load in loads[1:]:
+        sources.update(node.name for node in
+                       ranked(nodes, load, -1.0)[:SPREAD_SOURCES])
+        chosen.update(node.name for node in
+                      ranked(online, load, 1.0)[:SPREAD_TARGETS])
+    yield sources, [node for node in targets if node.name in chosen]
+    yield {node.name for node in overall[:WIDE_SOURCES]}, targets
 
 
 def PlanBalance(message: dict, group: str | None = None,
@@ -140,18 +181,15 @@ def PlanBalance(message: dict, group: str | None = None,
     steps: list[Step] = []
     while (opts.max_length < 0 or len(steps) < opts.max_length) and \
             current > opts.min_score:
+        limit = _Limit(current, opts)
         found = None
-        loads = _Loads(score, nodes)
-        ranked = sorted(nodes, key=lambda n: (-loads[n.name], n.name))
-        targets = sorted(online, key=lambda n: (loads[n.name], n.name))
-        for nsources, tnodes in ((SOURCES, targets[:TARGETS]),
-                                 (WIDE_SOURCES, targets)):
-            sources = {node.name for node in ranked[:nsources]}
+        for sources, targets in Levels(score, nodes, online):
             victims = [inst for inst in movable
                        if (inst.pnode in sources or inst.snode in sources)
                        and (not opts.evac_mode or inst.pnode in offline or
                             inst.snode in offline)]
-            found = evaluator.Best(victims, tnodes, not opts.no_disk_moves)
+            found = evaluator.Best(victims, targets, not opts.no_disk_moves,
+                                   limit)
             if found is not None and _Acceptable(current, found[0], opts):
                 break
             found = None
@@ -171,6 +209,15 @@ def PlanBalance(message: dict, group: str | None = None,
         current = after
     return Plan(target_group.name, initial, current, steps,
                 SplitJobs(steps))
+
+
+def _Limit(current: float, opts: Options) -> float:
+    """The highest score an acceptable move may reach (``_Acceptable``
+    up to float rounding, which ``Evaluator.Best`` allows for)."""
+    gain = opts.min_score
+    if current <= opts.min_gain_limit:
+        gain = max(gain, opts.min_gain)
+    return current - gain
 
 
 def _Acceptable(current: float, new: float, opts: Options) -> bool:

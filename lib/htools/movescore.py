@@ -11,18 +11,29 @@ of the other nodes it depends on (peer memory, location overlap, offline
 flags), until an accepted move changes that node.
 
 A round scores a candidate exactly only when a lower bound of its score
-can beat the best so far. The bound linearizes each std-dev around the
-current state: with ``sigma`` the current std-dev, ``x`` the new one and
-``Dv`` the change of the component's node values (at most 3 nodes),
-``x >= sigma + lin - ((x - sigma)**2 + d**2 / n) / (2 * sigma)``, where
-``|x - sigma| <= |Dv| / sqrt(n)`` and ``d**2 <= 3 |Dv|**2``; both terms are
-sums over the parts, so the bound is too. Components with a (near) zero
-std-dev contribute 0, which is always below their value.
+can beat the best so far (or the highest acceptable score). The bound
+linearizes each std-dev around the current state: with ``n`` nodes, mean
+``m``, ``sigma`` the current std-dev and ``x`` the new one, a part's
+``u_p = (dQ_p - 2 m dS_p) / n`` (its changes of the sum of squares and of
+the sum) and ``d`` the candidate's change of the sum, ``x**2 = sigma**2 +
+u - d**2 / n**2`` with ``u`` the sum of the ``u_p``; as ``x - sigma =
+(x**2 - sigma**2) / (x + sigma)`` and ``x >= 0``, ``x = sigma +
+(x**2 - sigma**2) / (2 sigma) - (x - sigma)**2 / (2 sigma) >= sigma +
+(u - d**2 / n**2) / (2 sigma) - (|u| + d**2 / n**2)**2 / (2 sigma**3)``.
+With ``d**2 <= 3 sum(dS_p**2)``, ``a_p = |u_p| + 3 dS_p**2 / n**2`` and
+``(sum a_p)**2 <= 3 sum(a_p**2)`` (at most 3 parts) every term is a sum
+over the parts, so the bound is too. Its error shrinks with the moved
+nodes' distance to the mean, which makes it much tighter than the
+Lipschitz bound ``|x - sigma| <= |Dv| / sqrt(n)`` once the spread is
+small (on 100 nodes about 10 times fewer candidates are scored exactly).
+Components with a (near) zero std-dev contribute 0, which is always below
+their value.
 """
 
 import math
-from collections.abc import Iterator
-from operator import itemgetter, mul
+import sys
+from collections.abc import Iterable, Iterator
+from operator import add, itemgetter, mul, sub
 
 from ganeti.htools import moves
 from ganeti.htools.metrics import STDDEV_WEIGHTS, NodeValues, Score
@@ -42,6 +53,8 @@ Check = tuple[str | None, bool]
 _Candidate = tuple[float, str, str, str | None, tuple]
 _LOW = itemgetter(0)
 _INF = float("inf")
+# The highest bound a candidate may have: a failed check's is infinite
+_FINITE = sys.float_info.max
 # The part of a node the move leaves as it is
 _NOTHING: Part = (0.0, _ZERO, _ZERO)
 
@@ -66,11 +79,18 @@ class Evaluator:
         # per round, by the part's id (parts are kept alive by _intern)
         self._lows: dict[int, float] = {}
         self._stamp = 0
+        # per victim, its _Fixed parts and per peer values toward a target
+        # (round, lower bounds, parts) of _Toward, while its nodes stay
+        self._victims: dict[str, tuple[tuple, dict[tuple, tuple]]] = {}
+        # per node, the victims cached in _victims that it holds
+        self._held: dict[str, set[str]] = {}
 
     def Changed(self, names: frozenset[str] | set[str]) -> None:
         for name in names:
             self._memo.pop(name, None)
             self._bundles.pop(name, None)
+            for victim in self._held.pop(name, ()):
+                self._victims.pop(victim, None)
 
     # Parts ------------------------------------------------------------------
 
@@ -248,14 +268,17 @@ class Evaluator:
                        checks=((sname, p_strict), ), add_sec=sname))
 
     def _Candidates(self, inst: Instance, targets: list[Node],
-                    disk_moves: bool) -> Iterator[_Candidate]:
-        """The instance's candidates whose checks pass, with the sum of
+                    disk_moves: bool, most: float = _FINITE
+                    ) -> Iterator[_Candidate]:
+        """The instance's candidates whose checks pass and whose bound is
+        at most ``most``, with the sum of
         their parts' lower bounds: mirrored instances a failover and, with
         disk moves, per target a replace-secondary, replace-and-failover,
         replace-primary and failover-and-replace; externally mirrored ones
         a failover-to-any per target. Victim parts are looked up once per
         victim (per peer values toward the target), target parts once per
-        target, shape and peer values, their bounds once per round."""
+        target, shape and peer values, their bounds once per round; the
+        victim's parts are kept until an accepted move changes its nodes."""
         name, pname = inst.name, inst.pnode
         assert pname is not None
         sname = inst.snode or ""
@@ -263,11 +286,17 @@ class Evaluator:
         if internal and not sname or \
                 not internal and not inst.external_mirror:
             return
-        fixed = self._Fixed(inst)
+        cached = self._victims.get(name)
+        if cached is None:
+            cached = self._victims[name] = (self._Fixed(inst), {})
+            for held in (pname, sname):
+                if held:
+                    self._held.setdefault(held, set()).add(name)
+        fixed, local = cached
         flows = self._Lows(fixed)
         if internal:
             low = flows[0] + flows[1]
-            if low < _INF:
+            if low <= most:
                 yield (low, name, moves.FAILOVER, None, fixed[:2])
             if not disk_moves:
                 return
@@ -280,7 +309,6 @@ class Evaluator:
         shape = self._Shape(inst)
         stamp = self._stamp
         bundles = self._bundles
-        local: dict[tuple, tuple[tuple[float, ...], tuple]] = {}
         for tnode in targets:
             tname = tnode.name
             if tname == pname or tname == sname:
@@ -303,31 +331,32 @@ class Evaluator:
             tlows, tparts = entry[1], entry[2]
             if not internal:
                 low = flows[0] + tlows[0]
-                if low < _INF:
+                if low <= most:
                     yield (low, name, moves.FAILOVER_TO_ANY, tname,
                            (fixed[0], tparts[0]))
                 continue
             vkey = (pnode.peers.get(tname), snode.peers.get(tname), ploc,
                     sloc)
             toward = local.get(vkey)
-            if toward is None:
-                vparts = self._Toward(inst, tname)
-                toward = local[vkey] = (self._Lows(vparts), vparts)
-            vlows, vparts = toward
+            if toward is None or toward[0] != stamp:
+                vparts = self._Toward(inst, tname) if toward is None \
+                    else toward[2]
+                toward = local[vkey] = (stamp, self._Lows(vparts), vparts)
+            vlows, vparts = toward[1], toward[2]
             low = flows[2] + vlows[0] + tlows[0]
-            if low < _INF:
+            if low <= most:
                 yield (low, name, moves.REPLACE_SECONDARY, tname,
                        (fixed[2], vparts[0], tparts[0]))
             low = flows[2] + vlows[1] + tlows[1]
-            if low < _INF:
+            if low <= most:
                 yield (low, name, moves.REPLACE_AND_FAILOVER, tname,
                        (fixed[2], vparts[1], tparts[1]))
             low = flows[3] + vlows[2] + tlows[2]
-            if low < _INF:
+            if low <= most:
                 yield (low, name, moves.REPLACE_PRIMARY, tname,
                        (fixed[3], vparts[2], tparts[2]))
             low = flows[3] + vlows[3] + tlows[3]
-            if low < _INF:
+            if low <= most:
                 yield (low, name, moves.FAILOVER_AND_REPLACE, tname,
                        (fixed[3], vparts[3], tparts[3]))
 
@@ -342,16 +371,17 @@ class Evaluator:
         for part in parts:
             total += part[0]
         if count:
-            for k in _K:
-                sums = score.sums[k]
-                squares = score.squares[k]
-                for part in parts:
-                    sums += part[1][k]
-                    squares += part[2][k]
-                mean = sums / count
-                var = squares / count - mean * mean
+            sums: Iterable[float] = score.sums
+            squares: Iterable[float] = score.squares
+            for part in parts:
+                sums = map(add, sums, part[1])
+                squares = map(add, squares, part[2])
+            for weight, sum_k, square_k in zip(STDDEV_WEIGHTS, sums,
+                                               squares):
+                mean = sum_k / count
+                var = square_k / count - mean * mean
                 if var > 0:
-                    total += STDDEV_WEIGHTS[k] * math.sqrt(var)
+                    total += weight * math.sqrt(var)
         return round(total, 10)
 
     def Value(self, move: moves.Move) -> float | None:
@@ -379,14 +409,14 @@ class Evaluator:
                 sigma = math.sqrt(var) if var > 0 else 0.0
             if count and sigma > _MIN_SIGMA:
                 base += weight * sigma
-                grad.append((weight / (2 * count * sigma),
-                             -weight * mean / (count * sigma),
-                             weight * (count + 3) /
-                             (2 * count * count * sigma)))
+                grad.append((1.0 / count, 2.0 * mean / count,
+                             3.0 / (count * count), weight / (2 * sigma),
+                             3 * weight / (2 * sigma ** 3)))
             else:
-                grad.append((0.0, 0.0, 0.0))
-        # per component: factors of the change of the sum of squares, of
-        # the sum, and of the square of the change of the sum
+                grad.append((0.0, 0.0, 0.0, 0.0, 0.0))
+        # per component: factors of the change of the sum of squares and
+        # of the sum in u, of the square of the change of the sum in the
+        # bound of d**2, of the linear term and of the error term
         self._grad = tuple(zip(*grad))
         self._lows = {}
         self._stamp += 1
@@ -397,7 +427,7 @@ class Evaluator:
         check)."""
         result = []
         lows = self._lows
-        g_sq, g_sum, err = self._grad
+        g_sq, g_sum, g_dd, g_lin, g_err = self._grad
         for part in parts:
             if part is None:
                 result.append(_INF)
@@ -405,48 +435,53 @@ class Evaluator:
             low = lows.get(id(part))
             if low is None:
                 dsum = part[1]
+                dev = list(map(sub, map(mul, g_sq, part[2]),
+                               map(mul, g_sum, dsum)))
+                dsq = list(map(mul, g_dd, map(mul, dsum, dsum)))
+                reach = list(map(add, map(abs, dev), dsq))
                 low = lows[id(part)] = (
-                    part[0] + sum(map(mul, g_sq, part[2])) +
-                    sum(map(mul, g_sum, dsum)) -
-                    sum(map(mul, err, map(mul, dsum, dsum))))
+                    part[0] + sum(map(mul, g_lin, map(sub, dev, dsq))) -
+                    sum(map(mul, g_err, map(mul, reach, reach))))
             result.append(low)
         return tuple(result)
 
     def Best(self, victims: list[Instance], targets: list[Node],
-             disk_moves: bool = True) -> tuple[float, moves.Move] | None:
+             disk_moves: bool = True, limit: float = _INF
+             ) -> tuple[float, moves.Move] | None:
         """The victims' candidate (see ``_Candidates``) with the lowest
-        rounded score, ties broken by (instance, kind, target) name.
+        rounded score, ties broken by (instance, kind, target) name, if
+        that score is at most ``limit`` (give or take the rounding
+        margin; None otherwise, or when there is no candidate).
 
         Victims of equal shape on the same nodes have equal scores, so only
         the first by name is looked at. The exact score is computed in the
         order of the lower bounds, until one is above the best so far."""
         base = self._Gradient() - _MARGIN
+        cutoff = limit + _MARGIN
         chosen: dict[tuple, Instance] = {}
         for inst in victims:
             same = (inst.pnode, inst.snode, self._Shape(inst))
             other = chosen.get(same)
             if other is None or inst.name < other.name:
                 chosen[same] = inst
-        cands: list[_Candidate] = []
-        for inst in chosen.values():
-            cands.extend(self._Candidates(inst, targets, disk_moves))
-        if not cands:
-            return None
-        first = min(cands, key=_LOW)
-        best = (self._Exact(first[4]), (first[1], first[2], first[3] or ""))
+        most = cutoff - base
+        cands = [cand for inst in chosen.values()
+                 for cand in self._Candidates(inst, targets, disk_moves,
+                                              min(most, _FINITE))]
+        best: tuple[float, tuple[str, str, str]] | None = None
         values: dict[tuple, float] = {}
-        for low, name, kind, target, parts in sorted(
-                [cand for cand in cands if base + cand[0] <= best[0]],
-                key=_LOW):
-            if base + low > best[0]:
+        for low, name, kind, target, parts in sorted(cands, key=_LOW):
+            if base + low > (cutoff if best is None else best[0]):
                 break
             ids = tuple(map(id, parts))
             value = values.get(ids)
             if value is None:
                 value = values[ids] = self._Exact(parts)
             key = (value, (name, kind, target or ""))
-            if key < best:
+            if value <= cutoff and (best is None or key < best):
                 best = key
+        if best is None:
+            return None
         name, kind, target = best[1]
         return best[0], moves.Move(name, kind, target or None)
 
