@@ -472,7 +472,8 @@ _NV_CHECKS = frozenset([constants.NV_FILELIST, constants.NV_TIME,
                         constants.NV_ACCEPTED_STORAGE_PATHS,
                         constants.NV_FILE_STORAGE_PATH,
                         constants.NV_SHARED_FILE_STORAGE_PATH,
-                        constants.NV_FILE_STORAGE_FILES])
+                        constants.NV_FILE_STORAGE_FILES,
+                        constants.NV_HVINFO])
 
 
 def _FileChecksum(path: str) -> str | None:
@@ -536,6 +537,9 @@ def node_verify(checks: dict, cluster_name: str) -> dict[str, Any]:
     if constants.NV_FILE_STORAGE_FILES in checks:
         result[constants.NV_FILE_STORAGE_FILES] = _ListFileStorage(
             checks[constants.NV_FILE_STORAGE_FILES])
+    if constants.NV_HVINFO in checks:
+        result[constants.NV_HVINFO] = _GetHypervisor(
+            checks[constants.NV_HVINFO]).GetNodeInfo()
     return result
 
 
@@ -1757,6 +1761,50 @@ def drbd_disconnect_net(disks: list) -> None:
         _Fail("Invalid disks %r, expected a list", disks)
     for data in disks:
         _Drbd(data).DisconnectPeer()
+
+
+def blockdev_open(disks: list) -> list[str]:
+    """The target of a migration: the device of each disk, opened while
+    the source still writes to it (Ganeti's BlockdevOpen: drbd's
+    dual-primary phase); returns the device paths."""
+    if not isinstance(disks, list):
+        _Fail("Invalid disks %r, expected a list", disks)
+    paths = []
+    for data in disks:
+        dev = _Drbd(data)
+        try:
+            dev.Open()
+        except (errors.BlockDeviceError, errors.QmpError) as err:
+            _Fail("Cannot open disk %s: %s", dev.uuid, err)
+        paths.append(dev.dev_path)
+    return paths
+
+
+def blockdev_close(disks: list) -> None:
+    """Undo blockdev_open on a target, or (Ganeti's BlockdevClose) make
+    the source of a migration the secondary, once its peer is in sync."""
+    if not isinstance(disks, list):
+        _Fail("Invalid disks %r, expected a list", disks)
+    for data in disks:
+        dev = _Drbd(data)
+        try:
+            dev.Close()
+        except (errors.BlockDeviceError, errors.QmpError) as err:
+            _Fail("Cannot close disk %s: %s", dev.uuid, err)
+
+
+def drbd_attach_net(disks: list) -> None:
+    """The new primary after a migration: mirror to the closed source,
+    which holds the same data (no copy)."""
+    if not isinstance(disks, list):
+        _Fail("Invalid disks %r, expected a list", disks)
+    for data in disks:
+        dev = _Drbd(data)
+        try:
+            dev.ConnectInSync()
+        except (errors.BlockDeviceError, errors.QmpError) as err:
+            _Fail("Cannot connect disk %s to its secondary: %s", dev.uuid,
+                  err)
 
 
 def drbd_replace_image(disk: dict, on_primary: bool) -> None:

@@ -399,10 +399,12 @@ CV_ENODESETUP = (CV_TNODE, "ENODESETUP", "Node setup error")
 # Ganeti's code and title; here also disk files and instance directories
 # in the file storage directories that no disk of the config accounts for
 CV_ENODEORPHANLV = (CV_TNODE, "ENODEORPHANLV", "Unknown LVM logical volume")
+CV_ENODEN1 = (CV_TNODE, "ENODEN1",
+              "Not enough memory to accommodate instance failovers")
 CV_EINSTANCEFAULTYDISK = (CV_TINSTANCE, "EINSTANCEFAULTYDISK",
                           "Impossible to retrieve status for a disk")
 CV_ALL_ECODES = frozenset([
-    CV_EINSTANCEFAULTYDISK, CV_ECLUSTERCFG, CV_ECLUSTERCERT,
+    CV_EINSTANCEFAULTYDISK, CV_ENODEN1, CV_ECLUSTERCFG, CV_ECLUSTERCERT,
     CV_ECLUSTERFILECHECK,
     CV_ECLUSTERDANGLINGNODES, CV_ECLUSTERDANGLINGINST, CV_ENODEFILECHECK,
     CV_ENODERPC, CV_ENODEVERSION, CV_ENODETIME,
@@ -410,6 +412,9 @@ CV_ALL_ECODES = frozenset([
     CV_ENODESHAREDFILESTORAGEPATHUNUSABLE, CV_ENODESETUP, CV_ENODEORPHANLV,
 ])
 CV_ALL_ECODES_STRINGS = frozenset(code for _, code, _ in CV_ALL_ECODES)
+# Checks "gnt-cluster verify" may skip (OpClusterVerify's skip_checks)
+VERIFY_NPLUSONE_MEM = "nplusone_mem"
+VERIFY_OPTIONAL_CHECKS = frozenset([VERIFY_NPLUSONE_MEM])
 
 # What the node_verify RPC may be asked for (keys of its checks argument)
 NV_FILELIST = "filelist"
@@ -427,6 +432,9 @@ NV_SHARED_FILE_STORAGE_PATH = "shared-file-storage-path"
 NV_FILE_STORAGE_FILES = "file-storage-files"
 # Most entries listed per directory (a runaway tree can't flood the answer)
 NV_FILE_STORAGE_FILES_MAX = 10000
+# The name of a hypervisor: its view of the node (GetNodeInfo), whose
+# free memory the N+1 check compares with what failovers would need
+NV_HVINFO = "hvinfo"
 
 # Largest clock difference between a node and the master, in seconds
 NODE_MAX_CLOCK_SKEW = 150

@@ -334,6 +334,18 @@ CALLS += (
             constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Primary of drbd disks: stop mirroring to the secondary and"
             " forget what it holds (the next connection copies all)"),
+    RpcCall("blockdev_open", (_A("disks", ENC_DISKS),),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "Target of a migration: open the device of each drbd disk"
+            " while the source still mirrors to it; returns the paths"),
+    RpcCall("blockdev_close", (_A("disks", ENC_DISKS),),
+            constants.RPC_TMO_SLOW, CALL_SINGLE,
+            "Source of a migration: the secondary role, once the peer"
+            " holds every write (a target: its device closed)"),
+    RpcCall("drbd_attach_net", (_A("disks", ENC_DISKS),),
+            constants.RPC_TMO_NORMAL, CALL_SINGLE,
+            "New primary after a migration: mirror to the closed source,"
+            " which holds the same data, without a copy"),
     RpcCall("drbd_replace_image", (_A("disk", ENC_DISKS), _A("on_primary")),
             constants.RPC_TMO_SLOW, CALL_SINGLE,
             "Put a new image in place of this node's copy of a drbd disk,"

@@ -137,6 +137,8 @@ class _Nodes:
                 answer[constants.NV_FILELIST] = files
             if checks.get(constants.NV_ACCEPTED_STORAGE_PATHS) == node.name:
                 answer[constants.NV_ACCEPTED_STORAGE_PATHS] = []
+            if constants.NV_HVINFO in checks:
+                answer[constants.NV_HVINFO] = {"memory_free": 4096}
             answer.update(self.payload.get(node.name, {}))
             result[uuid] = RpcResult(data=[True, answer], call="node_verify",
                                      node=node.name)
@@ -345,6 +347,21 @@ def test_verify_config(ctx, tmp_path, monkeypatch):
 def test_unknown_ignored_code_fails_the_job(ctx):
     with pytest.raises(errors.OpPrereqError, match="EBOGUS"):
         _VerifyGroup(ctx, ignore_errors=["EBOGUS"])
+
+
+def test_n_plus_one_check_needs_hvinfo_and_can_be_skipped(ctx):
+    ctx.nodes.payload[NODE2] = {constants.NV_HVINFO: None}
+    result, messages = _VerifyGroup(ctx, error_codes=True)
+    assert result is False
+    assert _Findings(messages) == [
+        "  - ERROR:ENODEHV:node:%s:rpc call to node failed (hvinfo)" % NODE2]
+    assert "* Verifying N+1 Memory redundancy" in messages
+    result, messages = _VerifyGroup(
+        ctx, skip_checks=[constants.VERIFY_NPLUSONE_MEM])
+    assert result is True
+    assert "* Verifying N+1 Memory redundancy" not in messages
+    with pytest.raises(errors.OpPrereqError, match="bogus"):
+        _VerifyGroup(ctx, skip_checks=["bogus"])
 
 
 def test_verify_submits_config_and_group_jobs(ctx):

@@ -41,7 +41,7 @@ def _VirtualSize(image):
 
 def _SecondaryPidFile(cluster, node, disk):
     return cluster.nodes[node].NodePath(os.path.join(
-        pathutils.DRBD_RUN_DIR, "d%d.s.pid" % disk["logical_id"][2]))
+        pathutils.DRBD_RUN_DIR, "d%d.pid" % disk["logical_id"][2]))
 
 
 def _Fill(path, offset_mib, seed):

@@ -186,7 +186,7 @@ def test_info_status_degraded_and_resync(vc):
 
         # The secondary's server dies: the primary goes on, degraded
         pid_file = vc.nodes[NODE2].NodePath(os.path.join(
-            pathutils.DRBD_RUN_DIR, "d%d.s.pid" % port))
+            pathutils.DRBD_RUN_DIR, "d%d.pid" % port))
         process.KillProcess(process.ReadPidFile(pid_file), timeout=15)
         _Write(_Device(vc, vc.node, disk), "degraded")
         info = vc.Run("gnt-instance", "info", "drbd4").stdout
@@ -296,3 +296,41 @@ def test_replace_disks_new_secondary_while_writing(vc):
             _Contents(_Image(vc, NODE2, disk))
     finally:
         RemoveInstances(vc, "drbd5")
+
+
+def test_verify_n_plus_one_memory(vc):
+    """Ganeti's N+1 check: a secondary lacking the memory to start the
+    instances of a failed primary is an error, stopped instances count
+    (someone may start them), instances that are not auto-balanced don't.
+    """
+    with open("/proc/meminfo", encoding="ascii") as fobj:
+        total_mib = int(fobj.readline().split()[1]) // 1024
+    memory = 4 * total_mib
+    vc.Run("gnt-instance", "add", "-t", "drbd", "-n",
+           "%s:%s" % (vc.node, NODE2), "--disk", "0:size=%dM" % SIZE,
+           "--no-install", "--no-start", "--ignore-ipolicy", "-B",
+           "memory=%d" % memory, *CHECKS, "drbdn1", timeout=120)
+    pattern = (r"ERROR:ENODEN1:node:%s:not enough memory to accomodate"
+               r" instance failovers should node %s fail \(%dMiB needed,"
+               r" \d+MiB available\)" % (re.escape(NODE2),
+                                         re.escape(vc.node), memory))
+    try:
+        verify = vc.Run("gnt-cluster", "verify", "--error-codes",
+                        check=False)
+        assert verify.returncode == constants.EXIT_FAILURE, verify.stdout
+        assert "* Verifying N+1 Memory redundancy" in verify.stdout, \
+            verify.stdout
+        found = [line for line in verify.stdout.splitlines()
+                 if "ENODEN1" in line]
+        assert len(found) == 1 and re.search(pattern, found[0]), \
+            verify.stdout
+        skipped = vc.Run("gnt-cluster", "verify", "--error-codes",
+                         "--no-nplus1-mem", check=False).stdout
+        assert "ENODEN1" not in skipped and "N+1" not in skipped, skipped
+        vc.Run("gnt-instance", "modify", "--ignore-ipolicy", "-B",
+               "auto_balance=false", "drbdn1", timeout=120)
+        verify = vc.Run("gnt-cluster", "verify", "--error-codes",
+                        check=False).stdout
+        assert "ENODEN1" not in verify, verify
+    finally:
+        RemoveInstances(vc, "drbdn1")

@@ -2,16 +2,18 @@
 
 Two nodes share this process: each has its own data, run and file storage
 directories below a temporary directory (pathutils switched per call),
-both on 127.0.0.1. Data goes through the primary's FUSE device and is
-compared with the secondary's image.
+and its own address (127.0.0.1, 127.0.0.2). Data goes through the
+primary's FUSE device and is compared with the secondary's image.
 """
 
 import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import threading
 import time
 import uuid as uuidlib
 
@@ -19,7 +21,7 @@ import pytest
 
 from ganeti import backend, constants, objects, pathutils
 from ganeti.storage import drbd
-from ganeti.utils import x509
+from ganeti.utils import process, x509
 
 from testutils_node import DRBD_TOOLS
 
@@ -27,6 +29,7 @@ pytestmark = [pytest.mark.integration, *DRBD_TOOLS]
 
 MIB = 1024 * 1024
 SIZE = 32
+ADDRESSES = ("127.0.0.1", "127.0.0.2")
 
 
 class Pair:
@@ -75,16 +78,23 @@ class Pair:
                 patch.setattr(pathutils, attr, value)
             yield
 
-    def DiskDict(self):
+    @staticmethod
+    def Addresses(name):
+        """Each node serves its image on its own address (the port is
+        the disk's on both)."""
+        local, remote = (ADDRESSES if name == "pnode"
+                         else reversed(ADDRESSES))
+        return {constants.DDP_LOCAL_IP: local,
+                constants.DDP_REMOTE_IP: remote}
+
+    def DiskDict(self, name):
         disk = self.disk.Copy()
-        disk.dynamic_params = {constants.DDP_LOCAL_IP: "127.0.0.1",
-                               constants.DDP_REMOTE_IP: "127.0.0.1"}
+        disk.dynamic_params = self.Addresses(name)
         return disk.ToDict()
 
     def Dev(self, name):
         disk = self.disk.Copy()
-        disk.dynamic_params = {constants.DDP_LOCAL_IP: "127.0.0.1",
-                               constants.DDP_REMOTE_IP: "127.0.0.1"}
+        disk.dynamic_params = self.Addresses(name)
         with self.On(name):
             return drbd.DRBD8Dev(disk.logical_id, [], disk.size, disk.params,
                                  disk.dynamic_params, uuid=disk.uuid)
@@ -98,7 +108,7 @@ class Pair:
         for name in ("snode", "pnode"):
             disk = self.disk.Copy()
             with self.On(name):
-                drbd.DRBD8Dev.Create(disk.logical_id, [], SIZE, None,
+                drbd.DRBD8Dev.Create(disk.logical_id, [], disk.size, None,
                                      disk.params, False, {}, uuid=disk.uuid)
 
     def Status(self):
@@ -158,9 +168,10 @@ def pair(tmp_path, monkeypatch, unused_port_range):
 def unused_port_range():
     for port in range(constants.FIRST_DRBD_PORT + 3000 + os.getpid() % 900,
                       constants.LAST_DRBD_PORT):
-        with socket.socket() as sock:
+        with socket.socket() as one, socket.socket() as two:
             try:
-                sock.bind(("127.0.0.1", port))
+                one.bind((ADDRESSES[0], port))
+                two.bind((ADDRESSES[1], port))
             except OSError:
                 continue
             return port
@@ -218,13 +229,14 @@ def test_restart_primary_copies_only_new_writes(pair):
     pair.Call("pnode", "Shutdown")
     # Through noded's functions: the secondary role, then the status tuple
     with pair.On("snode"):
-        assert backend.blockdev_assemble(pair.DiskDict(), {"name": "inst1"},
+        assert backend.blockdev_assemble(pair.DiskDict("snode"),
+                                         {"name": "inst1"},
                                          False, 0) is None
     pair.Call("pnode", "Assemble")
     pair.WaitInSync()
     assert pair.Call("pnode", "GetSyncedBytes") == 0
     with pair.On("pnode"):
-        assert backend.blockdev_getmirrorstatus([pair.DiskDict()]) == [
+        assert backend.blockdev_getmirrorstatus([pair.DiskDict("pnode")]) == [
             [device, None, None, None, None, False, constants.LDS_OKAY]]
     pair.Call("pnode", "Shutdown")
     assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))
@@ -250,4 +262,90 @@ def test_interrupted_full_sync_starts_over(pair):
     pair.WaitInSync()
     assert pair.Call("pnode", "GetSyncedBytes") == SIZE * MIB
     pair.Call("pnode", "Shutdown")
+    assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))
+
+
+def test_secondary_killed_mid_write_resyncs_dirty_part(pair):
+    """SIGKILL to the secondary's server while a writer writes: no write
+    fails, the image it leaves passes qemu-img check, and once it serves
+    again only the region written meanwhile is copied."""
+    pair.Create()
+    pair.Call("snode", "AssembleSecondary")
+    pair.Call("pnode", "Assemble")
+    pair.WaitInSync()
+    device = pair.Dev("pnode").device
+    _Write(device, 0, SIZE, "before")
+    passes = [0]
+    stop = threading.Event()
+
+    def Writer():
+        # A 4 MiB region, 1 MiB per synced write, over and over
+        while not stop.is_set():
+            _Write(device, 4 + passes[0] % 4, 1, "pass %d" % passes[0])
+            passes[0] += 1
+
+    writer = threading.Thread(target=Writer, daemon=True)
+    writer.start()
+    try:
+        _WaitFor(lambda: passes[0] >= 4 or not writer.is_alive())
+        os.kill(process.ReadPidFile(pair.Dev("snode").pid_file),
+                signal.SIGKILL)
+        _WaitFor(lambda: pair.Status()[2] or not writer.is_alive())
+        killed_at = passes[0]
+        _WaitFor(lambda: passes[0] >= killed_at + 8 or
+                 not writer.is_alive())
+    finally:
+        stop.set()
+        writer.join()
+    assert passes[0] >= killed_at + 8, "the writer failed"
+    image = pair.Image("snode")
+    subprocess.run([drbd.QEMU_IMG, "check", image], check=True,
+                   capture_output=True)
+    synced = pair.Call("pnode", "GetSyncedBytes")
+    pair.Call("snode", "AssembleSecondary")
+    pair.WaitInSync()
+    copied = pair.Call("pnode", "GetSyncedBytes") - synced
+    assert 0 < copied <= 4 * MIB, copied
+    pair.Call("pnode", "Shutdown")
+    assert _Contents(pair.Image("pnode")) == _Contents(image)
+
+
+def _WaitFor(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _CpuSeconds(pid):
+    """User plus system CPU time of a process (all its threads)."""
+    with open("/proc/%d/stat" % pid, encoding="ascii") as fobj:
+        fields = fobj.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_degraded_primary_is_idle_and_reconnects(pair):
+    """With blocks its peer lacks, a degraded primary's mirror waits for
+    the peer instead of copying them again and again (that took most of
+    a core), and still resyncs them soon after the peer is back."""
+    pair.disk.params = {"resync-rate": 60 * 1024}
+    pair.Create()
+    pair.Call("snode", "AssembleSecondary")
+    pair.Call("pnode", "Assemble")
+    pair.WaitInSync()
+    dev = pair.Dev("pnode")
+    pair.Call("snode", "Shutdown")
+    _Write(dev.device, 4, 4, "degraded")
+    assert pair.Status()[2]
+    pid = process.ReadPidFile(dev.pid_file)
+    time.sleep(1)
+    start = _CpuSeconds(pid)
+    time.sleep(4)
+    assert _CpuSeconds(pid) - start < 0.2
+    pair.Call("snode", "AssembleSecondary")
+    pair.WaitInSync(timeout=20)
+    watcher = process.ReadPidFile(dev.watch_pid_file)
+    assert process.IsProcessAlive(watcher)
+    pair.Call("pnode", "Shutdown")
+    assert not process.IsProcessAlive(watcher)
     assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))

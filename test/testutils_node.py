@@ -26,7 +26,7 @@ import pytest
 
 from ganeti import constants, netutils, pathutils, vcluster
 from ganeti.rpc import node as rpc_node
-from ganeti.storage import drbd
+from ganeti.storage import drbd, drbd_daemon
 from ganeti.utils import io, process, x509
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,7 +54,7 @@ def RandomPort() -> int:
 
 # The drbd template's tools: a mirror pair needs them on every node
 DRBD_TOOLS = [
-    pytest.mark.skipif(shutil.which(drbd.QSD) is None or
+    pytest.mark.skipif(shutil.which(drbd_daemon.QSD) is None or
                        shutil.which(drbd.QEMU_IMG) is None,
                        reason="qemu-storage-daemon/qemu-img not installed"),
     pytest.mark.skipif(not os.path.exists("/dev/fuse"),

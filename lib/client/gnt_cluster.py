@@ -410,6 +410,9 @@ IGNORE_ERRORS_OPT = OpcodeOption(_Verify, "ignore_errors", "-I",
                                  type="list", metavar="CODE[,CODE...]")
 NODEGROUP_OPT = OpcodeOption(_Verify, "group_name", "-g", "--node-group",
                              metavar="<nodegroup>")
+NONPLUS1_OPT = cli_option("--no-nplus1-mem", dest="skip_nplusone_mem",
+                          default=False, action="store_true",
+                          help="Skip N+1 memory redundancy tests")
 SHOW_MACHINE_OPT = cli_option("-M", dest="show_machine_names", default=False,
                               action="store_true",
                               help="Show machine name for every line in"
@@ -431,6 +434,8 @@ def VerifyCluster(opts: Any, args: list[str]) -> int:
         debug_simulate_errors=opts.debug_simulate_errors,
         ignore_errors=[code for codes in opts.ignore_errors
                        for code in codes],
+        skip_checks=([constants.VERIFY_NPLUSONE_MEM]
+                     if opts.skip_nplusone_mem else []),
         group_name=opts.group_name)
     result = cli.SubmitOpCode(op, cl=cl, opts=opts)
     jex = cli.JobExecutor(cl=cl, opts=opts)
@@ -683,8 +688,8 @@ commands = {
     "dump-info": (DumpClusterInfo, [], [], "",
                   "Print the cluster information as JSON"),
     "verify": (VerifyCluster, [],
-               [VERBOSE_OPT, DEBUG_SIMERR_OPT, ERROR_CODES_OPT, PRIORITY_OPT,
-                NODEGROUP_OPT, IGNORE_ERRORS_OPT],
+               [VERBOSE_OPT, DEBUG_SIMERR_OPT, ERROR_CODES_OPT, NONPLUS1_OPT,
+                PRIORITY_OPT, NODEGROUP_OPT, IGNORE_ERRORS_OPT],
                "", "Does a check on the cluster configuration"),
     "verify-disks": (VerifyDisks, [], [PRIORITY_OPT, NODEGROUP_OPT], "",
                      "Does a check on the cluster disk status"),

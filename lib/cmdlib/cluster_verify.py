@@ -42,6 +42,17 @@ def FormatFinding(ecode: tuple[str, str, str], item: str | None, msg: str,
     return "  - %s" % text
 
 
+def CheckSkippedChecks(checks: list[str]) -> None:
+    """Refuse checks in skip_checks that can't be skipped."""
+    unknown = sorted(set(checks) - constants.VERIFY_OPTIONAL_CHECKS)
+    if unknown:
+        raise errors.OpPrereqError(
+            "Unknown or mandatory verification check(s): %s (optional: %s)"
+            % (", ".join(unknown),
+               ", ".join(sorted(constants.VERIFY_OPTIONAL_CHECKS))),
+            errors.ECODE_INVAL)
+
+
 def CheckIgnoredCodes(codes: list[str]) -> None:
     """Refuse unknown codes in ignore_errors (they would hide nothing)."""
     unknown = sorted(set(codes) - constants.CV_ALL_ECODES_STRINGS)
@@ -177,6 +188,7 @@ class LUClusterVerify(NoHooksLU):
 
     def CheckArguments(self) -> None:
         CheckIgnoredCodes(self.op.ignore_errors)
+        CheckSkippedChecks(self.op.skip_checks)
 
     def ExpandNames(self) -> None:
         self.needed_locks = {}
@@ -318,6 +330,7 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
 
     def CheckArguments(self) -> None:
         CheckIgnoredCodes(self.op.ignore_errors)
+        CheckSkippedChecks(self.op.skip_checks)
 
     def ExpandNames(self) -> None:
         self.group_uuid = self.cfg.LookupNodeGroup(self.op.group_name)
@@ -418,7 +431,60 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
         file_dirs = _FileStorageDirs(cluster)
         if file_dirs:
             checks[constants.NV_FILE_STORAGE_FILES] = file_dirs
+        if constants.VERIFY_NPLUSONE_MEM not in self.op.skip_checks:
+            # Ganeti asks the default (first enabled) hypervisor
+            checks[constants.NV_HVINFO] = cluster.enabled_hypervisors[0]
         return checks
+
+    def _NodeFreeMemory(self, ninfo: objects.Node,
+                        nresult: dict) -> int | None:
+        """The node's free memory as its hypervisor reports it."""
+        hv_info = nresult.get(constants.NV_HVINFO)
+        if not isinstance(hv_info, dict) or "memory_free" not in hv_info:
+            self._Error(constants.CV_ENODEHV, ninfo.name,
+                        "rpc call to node failed (hvinfo)")
+            return None
+        try:
+            return int(hv_info["memory_free"])
+        except (ValueError, TypeError):
+            self._Error(constants.CV_ENODERPC, ninfo.name,
+                        "node returned invalid nodeinfo, check hypervisor")
+            return None
+
+    def _VerifyNPlusOneMemory(self, mfree: dict[str, int]) -> None:
+        """Ganeti's N+1 check: should one node fail, each node holding
+        secondaries of its instances must have the memory to start those
+        (auto-balanced ones, at their minimum memory) by a failover.
+
+        Stopped instances count too, as someone may want to start them
+        after the failure; nodes without figures (offline, no answer)
+        are skipped, their problem is reported elsewhere.
+        """
+        cluster = self.cfg.GetClusterInfo()
+        needed: dict[str, dict[str, int]] = {}
+        for inst in self.cfg.GetAllInstancesInfo().values():
+            if inst.primary_node not in self.my_node_info:
+                continue
+            bep = cluster.FillBE(inst)
+            if not bep[objects.BE_AUTO_BALANCE]:
+                continue
+            for snode in self.cfg.GetInstanceSecondaryNodes(inst.uuid):
+                by_primary = needed.setdefault(snode, {})
+                by_primary[inst.primary_node] = (
+                    by_primary.get(inst.primary_node, 0) +
+                    bep[objects.BE_MINMEM])
+        for node_uuid, by_primary in sorted(needed.items()):
+            free = mfree.get(node_uuid)
+            if free is None:
+                continue
+            for pnode_uuid, mem in sorted(by_primary.items()):
+                # Ganeti's text, its spelling included: scripts match it
+                self._ErrorIf(free < mem, constants.CV_ENODEN1,
+                              self.all_node_info[node_uuid].name,
+                              "not enough memory to accomodate instance"
+                              " failovers should node %s fail (%dMiB needed,"
+                              " %dMiB available)",
+                              self.all_node_info[pnode_uuid].name, mem, free)
 
     def _VerifyNodeHypervisors(self, ninfo: objects.Node,
                                nresult: dict) -> None:
@@ -701,6 +767,7 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                           master_uuid, vf_nvinfo, files)
 
         feedback_fn("* Verifying node status")
+        mfree: dict[str, int] = {}
         replicator = getattr(self.context, "replicator", None)
         behind = replicator.GetBehind() if replicator is not None else {}
         n_offline = n_drained = 0
@@ -740,9 +807,17 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                     node, nresult, node.uuid == master_uuid)
                 self._VerifyStoragePaths(node, nresult)
                 self._VerifyOrphanFiles(node, nresult)
+                if constants.VERIFY_NPLUSONE_MEM not in self.op.skip_checks:
+                    free = self._NodeFreeMemory(node, nresult)
+                    if free is not None:
+                        mfree[node.uuid] = free
 
         feedback_fn("* Verifying instance status")
         self._VerifyInstanceDisks(online)
+
+        if constants.VERIFY_NPLUSONE_MEM not in self.op.skip_checks:
+            feedback_fn("* Verifying N+1 Memory redundancy")
+            self._VerifyNPlusOneMemory(mfree)
 
         i_offline = sum(
             1 for inst in self.cfg.GetAllInstancesInfo().values()

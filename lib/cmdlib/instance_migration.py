@@ -2,11 +2,12 @@
 change-group, the migration of all primary instances of a node and its
 evacuation.
 
-Only the externally mirrored templates (DTS_EXT_MIRROR: diskless,
-sharedfile, blockdev, ext) can change their primary node this way: their
-disks are reachable from every node, so the target is any node the admin
-names. The steps run through the generic node RPCs, whatever the
-hypervisor:
+The externally mirrored templates (DTS_EXT_MIRROR: diskless, sharedfile,
+blockdev, ext) can change their primary node this way: their disks are
+reachable from every node, so the target is any node the admin names.
+The internally mirrored ones (DTS_INT_MIRROR: drbd) move to their
+secondary node only, which holds the data already. The steps run through
+the generic node RPCs, whatever the hypervisor:
 
 * failover: instance_shutdown on the source, the disks shut down there,
   the configuration changed, then (if the instance is marked up) disks
@@ -17,7 +18,13 @@ hypervisor:
   configuration change and finalize_migration_dst. A failure before the
   memory transfer completed is undone on both nodes (finalize with
   success=False, disks shut down on the target), so that the instance
-  runs on its source node only;
+  runs on its source node only. drbd disks are not assembled on the
+  target but opened there (blockdev_open: the source still mirrors to
+  them, Ganeti's dual-primary phase); once the memory is over, with no
+  guest writing on either node, the source closes them (blockdev_close:
+  the secondary role, refused unless the target has every write, which
+  undoes the migration) and the target mirrors to it without a copy
+  (drbd_attach_net) before its guest resumes;
 * migration cleanup (``--cleanup``, after a failed migration): asks both
   nodes where the instance runs and makes the configuration say so.
 
@@ -134,10 +141,6 @@ class TLMigrateInstance:
             HypervisorClass(instance.hypervisor).CAN_MIGRATE_STORAGE)
         self._CheckTemplate(template)
         self.int_mirror = template in constants.DTS_INT_MIRROR
-        if self.int_mirror and not self.failover and not self.cleanup:
-            raise errors.OpPrereqError(
-                "Instance's disk layout '%s' can only be failed over by this"
-                " version" % template, errors.ECODE_STATE)
         if template not in constants.DTS_EXT_MIRROR and \
                 not self.copy_disks and not self.int_mirror:
             raise errors.OpPrereqError(
@@ -383,9 +386,13 @@ class TLMigrateInstance:
                                  " %s on target node %s" %
                                  (source_node.name, idx,
                                   self._NodeName(self.target_node_uuid)))
-            elif not self.ignore_consistency:
+            elif self.failover and not self.ignore_consistency:
                 raise errors.OpExecError("Disk %s is degraded on target"
                                          " node, aborting failover" % idx)
+            elif not self.failover:
+                raise errors.OpExecError(
+                    "Disk %s is degraded or not fully synchronized on target"
+                    " node, aborting migration" % idx)
 
     def _CheckHvVersions(self) -> None:
         """Refuse hypervisor versions the hypervisor can't migrate between.
@@ -438,8 +445,14 @@ class TLMigrateInstance:
         if msg:
             logging.error("Aborting migration failed on source node %s: %s",
                           self._NodeName(source), msg)
-        ShutdownInstanceDisks(self.lu, self.instance, self._Disks(),
-                              node_uuid=target)
+        if self.int_mirror:
+            msg = self.rpc.call_blockdev_close(target, self._Disks()).fail_msg
+            if msg:
+                logging.error("Closing the disks on target node %s failed:"
+                              " %s", self._NodeName(target), msg)
+        else:
+            ShutdownInstanceDisks(self.lu, self.instance, self._Disks(),
+                                  node_uuid=target)
         if self.target_disks:
             RemoveDisks(self.lu, self.instance.name, self.target_disks)
 
@@ -545,7 +558,16 @@ class TLMigrateInstance:
             self.feedback_fn("* creating the instance's disks on %s" %
                              target_name)
             self._CreateTargetDisks(disks)
-        if disks:
+        if disks and self.int_mirror:
+            self._CheckMirrorConsistency(self.cfg.GetNodeInfo(source))
+            self.feedback_fn("* opening the instance's disks on %s" %
+                             target_name)
+            result = self.rpc.call_blockdev_open(target, disks)
+            result.Raise("Cannot open the disks of instance %s on node %s" %
+                         (self.instance.name, target_name))
+            block_devices = [[disk.ToDict(), path]
+                             for disk, path in zip(disks, result.payload)]
+        elif disks:
             self.feedback_fn("* activating the instance's disks on %s" %
                              target_name)
             try:
@@ -570,6 +592,12 @@ class TLMigrateInstance:
             raise self._Failed("migrate", result.fail_msg)
         self.feedback_fn("* starting memory transfer")
         self._WaitForMigration()
+        if disks and self.int_mirror:
+            self.feedback_fn("* closing the instance's disks on %s" %
+                             self._NodeName(source))
+            result = self.rpc.call_blockdev_close(source, disks)
+            if result.fail_msg:
+                raise self._Failed("migrate", result.fail_msg)
         # The instance is on the target from here on: no more undo
         msg = self.rpc.call_finalize_migration_src(
             source, self._RpcInstance(), True, self.live).fail_msg
@@ -581,6 +609,14 @@ class TLMigrateInstance:
                 " migrate --cleanup -n %s %s' once the nodes are fixed" %
                 (msg, target_name, self.instance.name))
         self._SwitchPrimary()
+        if disks and self.int_mirror:
+            self.feedback_fn("* mirroring the instance's disks to %s" %
+                             self._NodeName(source))
+            msg = self.rpc.call_drbd_attach_net(target, disks).fail_msg
+            if msg:
+                self.lu.LogWarning("The disks of instance %s run degraded"
+                                   " (run 'gnt-instance activate-disks'):"
+                                   " %s", self.instance.name, msg)
         msg = self.rpc.call_finalize_migration_dst(
             target, self._RpcInstance(), self.migration_info, True).fail_msg
         if msg:
@@ -588,7 +624,7 @@ class TLMigrateInstance:
                           " failed on the target node: %s", msg)
             raise errors.OpExecError("Could not finalize instance migration:"
                                      " %s" % msg)
-        if disks:
+        if disks and not self.int_mirror:
             self.feedback_fn("* deactivating the instance's disks on %s" %
                              self._NodeName(source))
             ShutdownInstanceDisks(lu, self.instance, disks, node_uuid=source)
@@ -598,6 +634,20 @@ class TLMigrateInstance:
             # The disks as they were: on the source only
             RemoveDisks(lu, self.instance.name, disks)
         self.feedback_fn("* done")
+
+    def _CleanupMirror(self, demoted: str,
+                       disks: list[objects.Disk]) -> None:
+        """drbd after an interrupted migration: the node without the
+        instance serves its image (if its peer is in sync), the other
+        mirrors to it; else activate-disks has to repair the pair."""
+        running = self.instance.primary_node
+        msg = self.rpc.call_blockdev_close(demoted, disks).fail_msg
+        if not msg:
+            msg = self.rpc.call_drbd_attach_net(running, disks).fail_msg
+        if msg:
+            self.lu.LogWarning("Could not restore the mirror of instance %s"
+                               " (run 'gnt-instance activate-disks'): %s",
+                               self.instance.name, msg)
 
     def _ExecCleanup(self) -> None:
         """Make the configuration follow where the instance really runs."""
@@ -649,7 +699,9 @@ class TLMigrateInstance:
                 copy = disk.Copy()
                 copy.nodes = [target]
                 stale.append(copy)
-        if disks:
+        if disks and self.int_mirror:
+            self._CleanupMirror(demoted, disks)
+        elif disks:
             ShutdownInstanceDisks(self.lu, self.instance, disks,
                                   node_uuid=demoted)
         if self.copy_disks and disks:

@@ -166,6 +166,16 @@ def IsLocalDisk(dev_type: str) -> bool:
     return dev_type not in constants.DTS_MIRRORED
 
 
+def _DriveFile(disk: objects.Disk, path: str) -> str:
+    """Where a drive reads and writes: the device path, or for drbd disks
+    the NBD export of the device on this node's socket (no FUSE file in
+    between); the target of a migration puts its own in."""
+    if disk.dev_type in constants.DTS_INT_MIRROR:
+        return "file=nbd+unix:///disk?socket=%s" % \
+            pathutils.DrbdSocketPath(disk.logical_id[2])
+    return "file=%s" % path
+
+
 def NbdPort(hvparams: dict) -> int:
     """The port the target of a migration exports the disks to copy
     on: the one after the migration port."""
@@ -334,8 +344,8 @@ class KVMHypervisor(hv_base.BaseHypervisor):
         interface = _DISK_INTERFACES[hvp[HV_DISK_TYPE]]
         for index, (disk, path) in enumerate(block_devices):
             _CheckDrivePath(name, path)
-            drive = ["file=%s" % path, "format=raw", "if=%s" % interface,
-                     "id=disk%d" % index, "aio=threads"]
+            drive = [_DriveFile(disk, path), "format=raw",
+                     "if=%s" % interface, "id=disk%d" % index, "aio=threads"]
             if hvp[HV_DISK_CACHE] != HT_CACHE_DEFAULT:
                 drive.append("cache=%s" % hvp[HV_DISK_CACHE])
             if disk.mode == objects.DISK_RDONLY:
@@ -879,20 +889,19 @@ class KVMHypervisor(hv_base.BaseHypervisor):
         cmd = [pattern.sub(lambda match: moves[match.group(0)], arg)
                for arg in cmd]
         disks = []
-        paths = {}
-        for entry, (_, path) in zip(runtime["disks"], block_devices):
+        files = {}
+        for entry, (disk, path) in zip(runtime["disks"], block_devices):
             _CheckDrivePath(name, path)
-            paths["id=" + entry["id"]] = path
+            files["id=" + entry["id"]] = _DriveFile(disk, path)
             disks.append(dict(entry, path=path))
         for index, arg in enumerate(cmd[1:], start=1):
             if cmd[index - 1] != "-drive":
                 continue
             options = arg.split(",")
-            drive_id = [opt for opt in options if opt in paths]
+            drive_id = [opt for opt in options if opt in files]
             if drive_id:
                 cmd[index] = ",".join(
-                    "file=%s" % paths[drive_id[0]]
-                    if opt.startswith("file=") else opt
+                    files[drive_id[0]] if opt.startswith("file=") else opt
                     for opt in options)
         taps = {nic["tap"]: self.TapName(instance, index)
                 for index, nic in enumerate(runtime["nics"])}
@@ -931,9 +940,13 @@ class KVMHypervisor(hv_base.BaseHypervisor):
             runtime["nbd"] = netutils.FormatAddress(
                 (target, NbdPort(instance.hvparams)))
         self._SaveRuntime(runtime)
+        # Paused until the source has ended its mirrors, or the drbd disks
+        # mirror from here (FinalizeMigrationDst resumes it)
+        paused = bool(local) or any(
+            disk.dev_type in constants.DTS_INT_MIRROR
+            for disk, _ in block_devices)
         try:
-            # Paused until the source has ended its mirrors
-            self._ExecuteRuntime(runtime, bool(local), runtime["incoming"])
+            self._ExecuteRuntime(runtime, paused, runtime["incoming"])
             if local:
                 self._ExportDisks(name, target,
                                   NbdPort(instance.hvparams), local)

@@ -14,50 +14,46 @@ a data write never changes qcow2 metadata).
   signed by the cluster certificate (QEMU's ``tls-creds-x509``); the
   export name is the disk's secret. Each write is flushed before it is
   acknowledged (writethrough), as the primary does not forward flushes.
-* Primary: the block daemon opens the local image and the remote export
-  and runs an active mirror (``blockdev-mirror copy-mode=write-blocking``)
-  from the first to the second: a write completes once both have it,
-  like DRBD's protocol C. The result is exported over NBD on a Unix socket
-  (what KVM guests attach to) and, by a second daemon, as a FUSE file:
-  ``dev_path``, used by the fake hypervisor, the OS scripts and ``dd``.
-  (A FUSE export needs the resize permission, which a mirror source
-  refuses, hence the second process.)
+* Primary: the same block daemon also runs an active mirror
+  (``blockdev-mirror copy-mode=write-blocking``) from the local image to
+  the peer's export: a write completes once both have it, like DRBD's
+  protocol C. A second daemon exports the result as the device: a FUSE
+  file (``dev_path``, used by the fake hypervisor, the OS scripts and
+  ``dd``) and an NBD export on a Unix socket, which KVM guests attach to
+  (see storage.drbd_daemon).
 * Degraded: a write the secondary did not take is marked in the mirror's
-  dirty bitmap (``on-target-error=ignore``); QEMU's NBD client reconnects
-  when the secondary is back and the mirror copies only those blocks, at
+  dirty bitmap and pauses the mirror (``on-target-error=stop``), which
+  keeps a degraded primary idle; a watcher process resumes it once the
+  secondary answers again (storage.drbd_watcher), QEMU's NBD client
+  reconnects and the mirror copies only those blocks, at
   ``resync-rate``. A persistent bitmap on the local image (one per peer)
   records the writes since the block daemon started, so that a restarted
   primary copies only those (before its device is exported); without a
   consistent bitmap for this peer (a new secondary, a crash) the sync is
   full.
+* Migration (Ganeti's dual-primary phase): the target opens its device
+  while it still serves its image to the source (``Open``), the guest
+  moves; the source then ends its mirror once in sync and serves its
+  image (``Close``), and the target mirrors to it without a copy
+  (``ConnectInSync``): nothing wrote in between, both images are equal.
 """
 
 import logging
 import os
 import socket
 import time
-from typing import Any
 
 from ganeti import constants, errors, pathutils, serializer
-from ganeti.storage import base, filestorage
-from ganeti.utils import io, process, qmp, x509
+from ganeti.storage import base, drbd_watcher, filestorage
+from ganeti.storage.drbd_daemon import (
+    JOB, LOCAL, MIRROR_TOP, QEMU_IMG, REMOTE, STOP_TIMEOUT, SYNC_TIMEOUT,
+    Bitmaps, DaemonAlive, DeviceDaemonArgs, ImageDaemonArgs, ImageNode,
+    MirrorJob, NbdClient, NodeNames, QuitImageDaemon, RemoveBitmaps, Run,
+    StartDaemon, StopDaemon)
+from ganeti.utils import io, process, qmp
 
-QSD = "qemu-storage-daemon"
-QEMU_IMG = "qemu-img"
 # Below the cluster's file storage directory
 IMAGE_DIR = "drbd"
-_MIB = 1024 * 1024
-# The common name of the TLS certificates of drbd daemons; clients check
-# the server's certificate against it (the cluster CA signs them all)
-TLS_HOSTNAME = "ganeti-drbd"
-_TLS_VALIDITY_DAYS = 5 * 365
-_TLS_FILES = ("ca-cert.pem", "server-cert.pem", "server-key.pem",
-              "client-cert.pem", "client-key.pem")
-_JOB = "resync"
-_LOCAL, _REMOTE, _MIRROR_TOP = "local", "remote", "mirror-top"
-_EXPORT = "disk"
-_STOP_TIMEOUT = 10.0
-_SYNC_TIMEOUT = 3600.0
 _CONNECT_TIMEOUT = 2.0
 # Beside the image while replace-disks makes a new one
 _NEW_SUFFIX = ".new"
@@ -67,45 +63,6 @@ REPLACED_SUFFIX = ".replaced"
 def ImagePath(storage_dir: str, disk_uuid: str) -> str:
     """Where a node keeps its copy of a drbd disk (either role)."""
     return os.path.join(storage_dir, IMAGE_DIR, "%s.qcow2" % disk_uuid)
-
-
-def EnsureTlsDir() -> str:
-    """QEMU's x509 directory for drbd daemons, made from the cluster cert.
-
-    The cluster certificate is a CA; QEMU refuses a CA in the server and
-    client roles, so this node gets a leaf certificate it signs. The
-    directory is remade when the cluster certificate changed.
-    """
-    tls_dir = pathutils.DRBD_TLS_DIR
-    try:
-        cluster_pem = io.ReadFile(pathutils.NODED_CERT_FILE)
-    except OSError as err:
-        base.ThrowError("Cannot read the cluster certificate %s: %s",
-                        pathutils.NODED_CERT_FILE, err.strerror)
-    ca_pem = cluster_pem[cluster_pem.find("-----BEGIN CERTIFICATE-----"):]
-    ca_file = os.path.join(tls_dir, "ca-cert.pem")
-    try:
-        if io.ReadFile(ca_file) == ca_pem and all(
-                os.path.exists(os.path.join(tls_dir, name))
-                for name in _TLS_FILES):
-            return tls_dir
-    except FileNotFoundError:
-        pass
-    key_pem, cert_pem = x509.GenerateSignedX509Cert(
-        cluster_pem, TLS_HOSTNAME, _TLS_VALIDITY_DAYS)
-    os.makedirs(tls_dir, mode=0o700, exist_ok=True)
-    for name, data in (("server-cert.pem", cert_pem),
-                       ("server-key.pem", key_pem),
-                       ("client-cert.pem", cert_pem),
-                       ("client-key.pem", key_pem), ("ca-cert.pem", ca_pem)):
-        io.WriteFile(os.path.join(tls_dir, name), data=data, mode=0o600)
-    return tls_dir
-
-
-def _Run(cmd: list[str], what: str) -> None:
-    result = process.RunCmd(cmd)
-    if result.failed:
-        base.ThrowError("Cannot %s: %s", what, result.output.strip())
 
 
 class DRBD8Dev(base.BlockDev):
@@ -137,14 +94,14 @@ class DRBD8Dev(base.BlockDev):
                                                           constants.DT_FILE)
         except errors.FileStoragePathError as err:
             base.ThrowError("%s", err)
-        # Short names: Unix socket paths are limited to 107 bytes
+        # Short names: Unix socket paths are limited to 107 bytes. The
+        # image daemon (either role) and the device daemon (primary)
         prefix = os.path.join(pathutils.DRBD_RUN_DIR, "d%d" % self.port)
         self.qmp_socket = prefix + ".qmp"
-        self.nbd_socket = prefix + ".nbd"
         self.pid_file = prefix + ".pid"
+        self.nbd_socket = pathutils.DrbdSocketPath(self.port)
         self.fuse_pid_file = prefix + ".fuse.pid"
-        self.sec_qmp_socket = prefix + ".s.qmp"
-        self.sec_pid_file = prefix + ".s.pid"
+        self.watch_pid_file = prefix + ".watch.pid"
         self.device = prefix + ".dev"
 
     # Addresses ------------------------------------------------------------
@@ -180,7 +137,7 @@ class DRBD8Dev(base.BlockDev):
 
     def _CreateImage(self, path: str) -> None:
         """An empty image of the disk's size at ``path``."""
-        _Run([QEMU_IMG, "create", "-q", "-f", "qcow2", "-o",
+        Run([QEMU_IMG, "create", "-q", "-f", "qcow2", "-o",
               "preallocation=metadata", path, "%dM" % self.size],
              "create the image of drbd disk %s" % self.uuid)
 
@@ -195,8 +152,9 @@ class DRBD8Dev(base.BlockDev):
             base.ThrowError("Cannot remove %s: %s", self.vpath, err.strerror)
 
     def Attach(self) -> bool:
-        """Whether this node is the assembled primary (device exported)."""
-        if _DaemonAlive(self.pid_file) and _DaemonAlive(self.fuse_pid_file):
+        """Whether this node's device is exported (the primary, or the
+        target of a migration)."""
+        if DaemonAlive(self.pid_file) and DaemonAlive(self.fuse_pid_file):
             self.dev_path = self.device
             self.attached = True
         else:
@@ -204,32 +162,29 @@ class DRBD8Dev(base.BlockDev):
             self.attached = False
         return self.attached
 
+    def _Serving(self) -> bool:
+        """Whether the image daemon runs without a device here: the
+        secondary role."""
+        return DaemonAlive(self.pid_file) and \
+            not DaemonAlive(self.fuse_pid_file)
+
     def Find(self) -> str | None:
         """The device on the primary, the served image on the secondary."""
         if self.Attach():
             return self.dev_path
-        return self.vpath if _DaemonAlive(self.sec_pid_file) else None
+        return self.vpath if self._Serving() else None
 
     def AssembleSecondary(self) -> None:
-        """Serve the image to the primary (stops a primary role here)."""
-        if _DaemonAlive(self.sec_pid_file):
-            return
-        self._StopPrimary()
-        tls_dir = EnsureTlsDir()
-        _CheckOptionValue(tls_dir)
-        self._StartDaemon(self.sec_pid_file, self.sec_qmp_socket, [
-            "--object", "tls-creds-x509,id=tls0,dir=%s,endpoint=server,"
-            "verify-peer=on" % tls_dir,
-            "--blockdev", _Json(self._ImageNode()),
-            "--nbd-server", "addr.type=inet,addr.host=%s,addr.port=%d,"
-            "tls-creds=tls0" % (self._Ip(constants.DDP_LOCAL_IP), self.port),
-            "--export", "type=nbd,id=e0,node-name=%s,name=%s,writable=on,"
-            "writethrough=on" % (_LOCAL, self.secret)])
+        """Serve the image to the primary (ends a primary role here)."""
+        if self._Serving():
+            with qmp.QmpConnection(self.qmp_socket) as mon:
+                if MirrorJob(mon) is None and REMOTE not in NodeNames(mon):
+                    return
+        self.Shutdown()
+        self._StartImageDaemon()
         # Bitmaps of an earlier primary role are stale once the peer writes
-        with qmp.QmpConnection(self.sec_qmp_socket) as mon:
-            for bitmap in self._Bitmaps(mon):
-                mon.Execute("block-dirty-bitmap-remove",
-                            {"node": _LOCAL, "name": bitmap["name"]})
+        with qmp.QmpConnection(self.qmp_socket) as mon:
+            RemoveBitmaps(mon)
         logging.info("Serving drbd disk %s on port %d", self.uuid, self.port)
 
     def Assemble(self) -> None:
@@ -240,35 +195,75 @@ class DRBD8Dev(base.BlockDev):
         if self.Attach():
             self._ConnectPeer(exported=True)
             return
-        self._StopSecondary()
-        self._StopPrimary()
-        _CheckOptionValue(self.nbd_socket)
-        self._StartDaemon(self.pid_file, self.qmp_socket, [
-            "--object", "tls-creds-x509,id=tls0,dir=%s,endpoint=client" %
-            EnsureTlsDir(),
-            "--blockdev", _Json(self._ImageNode()),
-            "--nbd-server", "addr.type=unix,addr.path=%s" % self.nbd_socket])
+        self.Shutdown()
+        self._StartImageDaemon()
         try:
             self._ConnectPeer(exported=False)
-            with qmp.QmpConnection(self.qmp_socket) as mon:
-                top = _MIRROR_TOP if self._MirrorJob(mon) else _LOCAL
-                mon.Execute("block-export-add", {
-                    "type": "nbd", "id": "e0", "node-name": top,
-                    "name": _EXPORT, "writable": True})
-            io.WriteFile(self.device, data="", mode=0o600)
-            self._StartDaemon(self.fuse_pid_file, None, [
-                "--blockdev", _Json({
-                    "driver": "nbd", "node-name": "n",
-                    "server": {"type": "unix", "path": self.nbd_socket},
-                    "export": _EXPORT}),
-                "--export", "type=fuse,id=f0,node-name=n,mountpoint=%s,"
-                "writable=on" % self.device])
+            self._StartDeviceDaemon()
         except (errors.BlockDeviceError, errors.QmpError) as err:
-            self._StopPrimary()
+            self.Shutdown()
             base.ThrowError("Cannot assemble drbd disk %s: %s", self.uuid, err)
         if not self.Attach():
             base.ThrowError("The device of drbd disk %s did not appear",
                             self.uuid)
+
+    # Migration (module doc) -----------------------------------------------
+
+    def Open(self) -> None:
+        """The target of a migration: export the device of the image this
+        node serves, the mirror of the primary still writing to it."""
+        if self.Attach():
+            return
+        if not self._Serving():
+            base.ThrowError("drbd disk %s is not served on this node, it"
+                            " can't be opened for a migration", self.uuid)
+        self._StartDeviceDaemon()
+        if not self.Attach():
+            base.ThrowError("The device of drbd disk %s did not appear",
+                            self.uuid)
+
+    def Close(self) -> None:
+        """The source of a migration, its guest gone: the secondary role
+        in place, once the peer holds every write (else an error, the
+        primary role intact). Closing a target that did not get the
+        instance only ends its device."""
+        if not DaemonAlive(self.pid_file):
+            base.ThrowError("drbd disk %s is not active on this node",
+                            self.uuid)
+        with qmp.QmpConnection(self.qmp_socket, timeout=SYNC_TIMEOUT) as mon:
+            if MirrorJob(mon) is not None:
+                if not self._InSync(mon):
+                    base.ThrowError("The secondary of drbd disk %s is not in"
+                                    " sync, not closing it", self.uuid)
+                StopDaemon(self.fuse_pid_file)
+                self._DropPeer(mon)
+            else:
+                StopDaemon(self.fuse_pid_file)
+            RemoveBitmaps(mon)
+        io.RemoveFile(self.device)
+        io.RemoveFile(self.nbd_socket)
+        self.dev_path = None
+        self.attached = False
+        logging.info("drbd disk %s closed, serving its image", self.uuid)
+
+    def ConnectInSync(self) -> None:
+        """The new primary after a migration: mirror to the peer without a
+        copy, as the peer (closed in sync) holds the same data and nothing
+        wrote since; the writes from here on are mirrored and tracked."""
+        if not self.Attach():
+            base.ThrowError("drbd disk %s is not open on this node",
+                            self.uuid)
+        bitmap = self._BitmapName()
+        with qmp.QmpConnection(self.qmp_socket, timeout=SYNC_TIMEOUT) as mon:
+            if MirrorJob(mon) is not None:
+                return
+            if REMOTE in NodeNames(mon):
+                mon.Execute("blockdev-del", {"node-name": REMOTE})
+            RemoveBitmaps(mon)
+            self._AddRemote(mon)
+            self._EnsureBitmap(mon, bitmap)
+            self._StartMirror(mon, "none")
+        logging.info("drbd disk %s is the primary, in sync", self.uuid)
 
     def Grow(self, amount, dryrun, backingstore, excl_stor) -> None:
         """Grow this node's image, then (primary only) the device.
@@ -290,13 +285,13 @@ class DRBD8Dev(base.BlockDev):
         if not backingstore:
             self.Assemble()
             return
-        serving = _DaemonAlive(self.sec_pid_file)
+        serving = self._Serving()
         self.Shutdown()
         # Absolute: a repeated request does not grow twice (and qemu-img
         # refuses to shrink). The new part is not preallocated: qcow2 may
         # place its clusters where freed metadata (an old bitmap) was,
         # and preallocated clusters would show those stale bytes
-        _Run([QEMU_IMG, "resize", "-q", self.image,
+        Run([QEMU_IMG, "resize", "-q", self.image,
               "%dM" % (self.size + amount)],
              "grow the image of drbd disk %s" % self.uuid)
         self.size += amount
@@ -305,12 +300,20 @@ class DRBD8Dev(base.BlockDev):
 
     def Shutdown(self) -> None:
         """Stop this node's daemons (either role); the image stays."""
-        self._StopPrimary()
-        self._StopSecondary()
+        StopDaemon(self.watch_pid_file)
+        StopDaemon(self.fuse_pid_file)
+        if DaemonAlive(self.pid_file):
+            QuitImageDaemon(self.qmp_socket, "drbd disk %s" % self.uuid)
+        StopDaemon(self.pid_file)
+        for path in (self.qmp_socket, self.nbd_socket, self.device):
+            io.RemoveFile(path)
         self.dev_path = None
         self.attached = False
 
     # Primary side ---------------------------------------------------------
+
+    def _BitmapName(self) -> str:
+        return "peer-%s" % self._PeerUuid(True)
 
     def _ConnectPeer(self, exported: bool) -> None:
         """Open the peer's export and start the mirror, if possible.
@@ -320,47 +323,48 @@ class DRBD8Dev(base.BlockDev):
         the mirror copies the whole disk. An unreachable peer leaves the
         disk degraded.
         """
-        bitmap = "peer-%s" % self._PeerUuid(True)
-        with qmp.QmpConnection(self.qmp_socket, timeout=_SYNC_TIMEOUT) as mon:
+        bitmap = self._BitmapName()
+        with qmp.QmpConnection(self.qmp_socket, timeout=SYNC_TIMEOUT) as mon:
             # A peer's bitmap exists from its first connection on; without
             # it the disk names another secondary (replace-disks -n)
-            if not any(b["name"] == bitmap for b in self._Bitmaps(mon)):
+            if not any(b["name"] == bitmap for b in Bitmaps(mon)):
                 self._DropPeer(mon)
-            elif self._MirrorJob(mon):
+            elif MirrorJob(mon):
                 return
-            names = {node["node-name"] for node in
-                     mon.Execute("query-named-block-nodes", {"flat": True})}
-            if _REMOTE not in names:
+            if REMOTE not in NodeNames(mon):
                 try:
-                    mon.Execute("blockdev-add", {
-                        "driver": "nbd", "node-name": _REMOTE,
-                        "server": {"type": "inet",
-                                   "host": self._Ip(constants.DDP_REMOTE_IP),
-                                   "port": str(self.port)},
-                        "export": self.secret, "tls-creds": "tls0",
-                        "tls-hostname": TLS_HOSTNAME})
+                    self._AddRemote(mon)
                 except errors.QmpError as err:
                     logging.warning("drbd disk %s is degraded: %s",
                                     self.uuid, err)
                     self._EnsureBitmap(mon, bitmap)
                     return
-            usable = [b for b in self._Bitmaps(mon)
+            usable = [b for b in Bitmaps(mon)
                       if b["name"] == bitmap and
                       not b.get("inconsistent")]
             if usable and not exported:
                 self._RunJob(mon, "blockdev-backup", {
-                    "device": _LOCAL, "target": _REMOTE, "sync": "bitmap",
+                    "device": LOCAL, "target": REMOTE, "sync": "bitmap",
                     "bitmap": bitmap, "bitmap-mode": "on-success"})
-            for stale in self._Bitmaps(mon):
-                if stale["name"] != bitmap or stale.get("inconsistent"):
-                    mon.Execute("block-dirty-bitmap-remove",
-                                {"node": _LOCAL, "name": stale["name"]})
+            RemoveBitmaps(mon, keep=bitmap)
             self._EnsureBitmap(mon, bitmap)
-            mon.Execute("blockdev-mirror", {
-                "job-id": _JOB, "device": _LOCAL, "target": _REMOTE,
-                "sync": "none" if usable and not exported else "full",
-                "copy-mode": "write-blocking", "on-target-error": "ignore",
-                "filter-node-name": _MIRROR_TOP, "speed": self._Speed()})
+            self._StartMirror(mon, "none" if usable and not exported
+                              else "full")
+
+    def _AddRemote(self, mon: qmp.QmpConnection) -> None:
+        mon.Execute("blockdev-add", NbdClient(
+            REMOTE, self._Ip(constants.DDP_REMOTE_IP), self.port,
+            self.secret, "tlsc"))
+
+    def _StartMirror(self, mon: qmp.QmpConnection, sync: str) -> None:
+        mon.Execute("blockdev-mirror", {
+            "job-id": JOB, "device": LOCAL, "target": REMOTE,
+            "sync": sync, "copy-mode": "write-blocking",
+            "on-target-error": "stop", "filter-node-name": MIRROR_TOP,
+            "speed": self._Speed()})
+        drbd_watcher.Start(self.watch_pid_file, self.pid_file,
+                           self.qmp_socket,
+                           self._Ip(constants.DDP_REMOTE_IP), self.port)
 
     def _DropPeer(self, mon: qmp.QmpConnection) -> None:
         """End the mirror to the current peer and close its connection;
@@ -371,24 +375,22 @@ class DRBD8Dev(base.BlockDev):
         ready write-blocking mirror while the device was written to);
         an unreachable one, or a cancel that does not end, is forced.
         """
-        if self._MirrorJob(mon):
+        if MirrorJob(mon):
             force = not self._PeerReachable()
-            mon.Execute("block-job-cancel", {"device": _JOB, "force": force})
-            deadline = time.monotonic() + _STOP_TIMEOUT
-            while self._MirrorJob(mon):
+            mon.Execute("block-job-cancel", {"device": JOB, "force": force})
+            deadline = time.monotonic() + STOP_TIMEOUT
+            while MirrorJob(mon):
                 if time.monotonic() > deadline:
                     if force:
                         base.ThrowError("The mirror of drbd disk %s does"
                                         " not stop", self.uuid)
                     force = True
                     mon.Execute("block-job-cancel",
-                                {"device": _JOB, "force": True})
-                    deadline = time.monotonic() + _STOP_TIMEOUT
+                                {"device": JOB, "force": True})
+                    deadline = time.monotonic() + STOP_TIMEOUT
                 time.sleep(0.05)
-        names = {node["node-name"] for node in
-                 mon.Execute("query-named-block-nodes", {"flat": True})}
-        if _REMOTE in names:
-            mon.Execute("blockdev-del", {"node-name": _REMOTE})
+        if REMOTE in NodeNames(mon):
+            mon.Execute("blockdev-del", {"node-name": REMOTE})
 
     def _Speed(self) -> int:
         """The resync rate in bytes/s (the parameter is in KiB/s)."""
@@ -400,14 +402,14 @@ class DRBD8Dev(base.BlockDev):
     def _RunJob(self, mon: qmp.QmpConnection, command: str,
                 args: dict) -> None:
         """Run a block job to its end, as one synchronous step."""
-        mon.Execute(command, dict(args, **{"job-id": _JOB,
+        mon.Execute(command, dict(args, **{"job-id": JOB,
                                            "auto-dismiss": False,
                                            "speed": self._Speed()}))
-        deadline = time.monotonic() + _SYNC_TIMEOUT
+        deadline = time.monotonic() + SYNC_TIMEOUT
         while time.monotonic() < deadline:
             for job in mon.Execute("query-jobs"):
-                if job["id"] == _JOB and job["status"] == "concluded":
-                    mon.Execute("job-dismiss", {"id": _JOB})
+                if job["id"] == JOB and job["status"] == "concluded":
+                    mon.Execute("job-dismiss", {"id": JOB})
                     if job.get("error"):
                         base.ThrowError("Resync of drbd disk %s failed: %s",
                                         self.uuid, job["error"])
@@ -415,27 +417,10 @@ class DRBD8Dev(base.BlockDev):
             time.sleep(0.05)
         base.ThrowError("Resync of drbd disk %s did not end", self.uuid)
 
-    @staticmethod
-    def _MirrorJob(mon: qmp.QmpConnection) -> dict | None:
-        for job in mon.Execute("query-block-jobs"):
-            if job["device"] == _JOB and job["type"] == "mirror":
-                return job
-        return None
-
-    @staticmethod
-    def _Bitmaps(mon: qmp.QmpConnection) -> list[dict]:
-        """The named dirty bitmaps of the local image (a running mirror
-        adds an anonymous one of its own)."""
-        for node in mon.Execute("query-named-block-nodes", {"flat": True}):
-            if node["node-name"] == _LOCAL:
-                return [bitmap for bitmap in node.get("dirty-bitmaps", [])
-                        if "name" in bitmap]
-        return []
-
     def _EnsureBitmap(self, mon: qmp.QmpConnection, name: str) -> None:
-        if not any(b["name"] == name for b in self._Bitmaps(mon)):
+        if not any(b["name"] == name for b in Bitmaps(mon)):
             mon.Execute("block-dirty-bitmap-add",
-                        {"node": _LOCAL, "name": name, "persistent": True})
+                        {"node": LOCAL, "name": name, "persistent": True})
 
     def GetSyncStatus(self) -> tuple[float | None, float | None, bool, int]:
         """``(sync_percent, estimated_time, is_degraded, ldisk_status)``.
@@ -449,10 +434,10 @@ class DRBD8Dev(base.BlockDev):
         ldisk = (constants.LDS_OKAY if os.path.exists(self.image)
                  else constants.LDS_FAULTY)
         if not self.Attach():
-            return None, None, not _DaemonAlive(self.sec_pid_file), ldisk
+            return None, None, not self._Serving(), ldisk
         try:
             with qmp.QmpConnection(self.qmp_socket) as mon:
-                job = self._MirrorJob(mon)
+                job = MirrorJob(mon)
         except errors.QmpError as err:
             logging.warning("No status of drbd disk %s: %s", self.uuid, err)
             return None, None, True, constants.LDS_UNKNOWN
@@ -475,10 +460,10 @@ class DRBD8Dev(base.BlockDev):
         was unreachable when it was assembled). A mirror whose peer is
         only away reconnects by itself, like DRBD's WFConnection."""
         if not self.Attach():
-            return not _DaemonAlive(self.sec_pid_file)
+            return not self._Serving()
         try:
             with qmp.QmpConnection(self.qmp_socket) as mon:
-                return self._MirrorJob(mon) is None
+                return MirrorJob(mon) is None
         except errors.QmpError as err:
             logging.warning("No status of drbd disk %s: %s", self.uuid, err)
             return True
@@ -501,7 +486,7 @@ class DRBD8Dev(base.BlockDev):
     def GetSyncedBytes(self) -> int:
         """Bytes the running mirror copied so far (progress counter)."""
         with qmp.QmpConnection(self.qmp_socket) as mon:
-            job = self._MirrorJob(mon)
+            job = MirrorJob(mon)
         return job["offset"] if job else 0
 
     def _PeerReachable(self) -> bool:
@@ -515,49 +500,19 @@ class DRBD8Dev(base.BlockDev):
 
     # Processes ------------------------------------------------------------
 
-    def _ImageNode(self, path: str | None = None) -> dict:
-        return {"driver": "qcow2", "node-name": _LOCAL,
-                "file": {"driver": "file", "filename": path or self.image}}
-
-    def _StartDaemon(self, pid_file: str, qmp_socket: str | None,
-                     args: list[str]) -> None:
+    def _StartImageDaemon(self) -> None:
         if not os.path.exists(self.image):
             base.ThrowError("The image of drbd disk %s is missing: %s",
                             self.uuid, self.vpath)
-        os.makedirs(pathutils.DRBD_RUN_DIR, mode=0o750, exist_ok=True)
-        io.RemoveFile(pid_file)
-        cmd = [QSD] + args + ["--pidfile", pid_file, "--daemonize"]
-        if qmp_socket:
-            io.RemoveFile(qmp_socket)
-            cmd[1:1] = ["--chardev", "socket,id=mon0,path=%s,server=on,"
-                        "wait=off" % qmp_socket, "--monitor", "chardev=mon0"]
-        _Run(cmd, "start %s for drbd disk %s" % (QSD, self.uuid))
+        StartDaemon(self.pid_file, self.qmp_socket, ImageDaemonArgs(
+            self.image, self._Ip(constants.DDP_LOCAL_IP), self.port,
+            self.secret), "drbd disk %s" % self.uuid)
 
-    def _StopPrimary(self) -> None:
-        _StopDaemon(self.fuse_pid_file)
-        if _DaemonAlive(self.pid_file):
-            # A clean exit stores the persistent bitmap in the image
-            try:
-                with qmp.QmpConnection(self.qmp_socket) as mon:
-                    job = self._MirrorJob(mon)
-                    if job is not None and not job["ready"]:
-                        # A full sync not done: the peer lacks blocks the
-                        # bitmap does not name, the next sync is full too
-                        for bitmap in self._Bitmaps(mon):
-                            mon.Execute("block-dirty-bitmap-remove",
-                                        {"node": _LOCAL,
-                                         "name": bitmap["name"]})
-                    mon.Execute("quit")
-            except errors.QmpError as err:
-                logging.warning("Cannot quit the block daemon of drbd disk"
-                                " %s: %s", self.uuid, err)
-        _StopDaemon(self.pid_file)
-        for path in (self.qmp_socket, self.nbd_socket, self.device):
-            io.RemoveFile(path)
-
-    def _StopSecondary(self) -> None:
-        _StopDaemon(self.sec_pid_file)
-        io.RemoveFile(self.sec_qmp_socket)
+    def _StartDeviceDaemon(self) -> None:
+        io.WriteFile(self.device, data="", mode=0o600)
+        StartDaemon(self.fuse_pid_file, None, DeviceDaemonArgs(
+            self._Ip(constants.DDP_LOCAL_IP), self.port, self.nbd_socket,
+            self.device), "the device of drbd disk %s" % self.uuid)
 
     # Replacing one node's copy (replace-disks -p/-s) ----------------------
 
@@ -570,11 +525,9 @@ class DRBD8Dev(base.BlockDev):
         """
         if not self.Attach():
             base.ThrowError("drbd disk %s is not the primary here", self.uuid)
-        with qmp.QmpConnection(self.qmp_socket, timeout=_SYNC_TIMEOUT) as mon:
+        with qmp.QmpConnection(self.qmp_socket, timeout=SYNC_TIMEOUT) as mon:
             self._DropPeer(mon)
-            for bitmap in self._Bitmaps(mon):
-                mon.Execute("block-dirty-bitmap-remove",
-                            {"node": _LOCAL, "name": bitmap["name"]})
+            RemoveBitmaps(mon)
         logging.info("drbd disk %s disconnected from its secondary",
                      self.uuid)
 
@@ -596,7 +549,7 @@ class DRBD8Dev(base.BlockDev):
         if on_primary:
             self._RebuildPrimary(new)
             return
-        self._StopSecondary()
+        self.Shutdown()
         self._SetAside()
         os.replace(new, self.image)
         self.AssembleSecondary()
@@ -626,7 +579,7 @@ class DRBD8Dev(base.BlockDev):
         take an outdated or partial image for the data (the secondary's
         copy has it all).
         """
-        with qmp.QmpConnection(self.qmp_socket, timeout=_SYNC_TIMEOUT) as mon:
+        with qmp.QmpConnection(self.qmp_socket, timeout=SYNC_TIMEOUT) as mon:
             if not self._InSync(mon):
                 io.RemoveFile(new)
                 base.ThrowError("The secondary of drbd disk %s is not in"
@@ -634,15 +587,15 @@ class DRBD8Dev(base.BlockDev):
                                 " image", self.uuid)
             self._SetAside()
             self._SwapMirror(mon)
-            mon.Execute("blockdev-del", {"node-name": _LOCAL})
-            mon.Execute("blockdev-add", self._ImageNode(new))
+            mon.Execute("blockdev-del", {"node-name": LOCAL})
+            mon.Execute("blockdev-add", ImageNode(new))
             mon.Execute("blockdev-mirror", {
-                "job-id": _JOB, "device": _REMOTE, "target": _LOCAL,
+                "job-id": JOB, "device": REMOTE, "target": LOCAL,
                 "sync": "full", "copy-mode": "write-blocking",
-                "filter-node-name": _MIRROR_TOP, "speed": self._Speed()})
-            deadline = time.monotonic() + _SYNC_TIMEOUT
+                "filter-node-name": MIRROR_TOP, "speed": self._Speed()})
+            deadline = time.monotonic() + SYNC_TIMEOUT
             while True:
-                job = self._MirrorJob(mon)
+                job = MirrorJob(mon)
                 if job is None:
                     base.ThrowError("Copying drbd disk %s from the"
                                     " secondary failed", self.uuid)
@@ -661,9 +614,9 @@ class DRBD8Dev(base.BlockDev):
         """Whether the peer has every write, looking for a few seconds:
         a ready mirror's job also counts the writes in flight, which
         reach both sides before they complete."""
-        deadline = time.monotonic() + _STOP_TIMEOUT
+        deadline = time.monotonic() + STOP_TIMEOUT
         while time.monotonic() < deadline:
-            job = self._MirrorJob(mon)
+            job = MirrorJob(mon)
             if job is None or not job["ready"]:
                 return False
             if job["offset"] == job["len"]:
@@ -674,32 +627,11 @@ class DRBD8Dev(base.BlockDev):
     def _SwapMirror(self, mon: qmp.QmpConnection) -> None:
         """Complete the ready mirror: its target takes its source's place
         under the device."""
-        mon.Execute("block-job-complete", {"device": _JOB})
-        deadline = time.monotonic() + _STOP_TIMEOUT
-        while self._MirrorJob(mon):
+        mon.Execute("block-job-complete", {"device": JOB})
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while MirrorJob(mon):
             if time.monotonic() > deadline:
                 base.ThrowError("The mirror of drbd disk %s does not"
                                 " complete", self.uuid)
             time.sleep(0.05)
 
-
-def _Json(value: Any) -> str:
-    return serializer.DumpJson(value)
-
-
-def _CheckOptionValue(value: str) -> None:
-    """QEMU's key=value option lists cannot carry a comma in a value."""
-    if "," in value:
-        base.ThrowError("Path %s contains a comma", value)
-
-
-def _DaemonAlive(pid_file: str) -> bool:
-    return process.IsProcessAlive(process.ReadPidFile(pid_file))
-
-
-def _StopDaemon(pid_file: str) -> None:
-    """Stop a daemon by its pid file and wait until it is gone."""
-    pid = process.ReadPidFile(pid_file)
-    if process.IsProcessAlive(pid):
-        process.KillProcess(pid, timeout=_STOP_TIMEOUT)
-    io.RemoveFile(pid_file)

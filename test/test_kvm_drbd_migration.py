@@ -1,0 +1,107 @@
+"""A KVM guest on a drbd disk, on a two-node virtual cluster.
+
+QEMU attaches to the primary's NBD export of the device (a Unix socket,
+no FUSE file in between); the guest's writes reach both images. The
+guest, writing a disk heartbeat (a counter written and synced five times
+a second), migrates to the secondary (non-live under TCG): the heartbeat
+and the data go on there, the old primary's image becomes the replica,
+and the new primary's mirror copied only what the guest wrote since (its
+job's byte count), not the disk.
+"""
+
+import os
+import time
+
+import pytest
+
+from test_gnt_instance_drbd_migrate import MirrorJob
+from test_hv_kvm_migration import _Ask, _Status, _Type
+from testutils_instance import (CHECKS, FILE_VDIR, MIB, NODE1, NODE2,
+                                Field, FindInstance, RemoveInstances)
+from testutils_kvm import NodeHv, SerialLog, WaitFor
+from testutils_node import DRBD_TOOLS
+
+pytestmark = [pytest.mark.integration, pytest.mark.kvm, *DRBD_TOOLS,
+              pytest.mark.kvm_cluster(
+                  init_args=("--enabled-disk-templates=drbd,file", ))]
+
+NAME = "kvmdrbd1"
+DISK_MIB = 64
+
+
+def _Image(cluster, node, disk):
+    return cluster.nodes[node].NodePath(os.path.join(
+        FILE_VDIR, "drbd", "%s.qcow2" % disk["uuid"]))
+
+
+def _Contains(path, marker):
+    with open(path, "rb") as fobj:
+        return marker.encode() in fobj.read()
+
+
+def _Heartbeat(kvm):
+    return int(_Ask(kvm, "cat /root/hb", "H%d" % time.monotonic_ns(),
+                    name=NAME))
+
+
+def test_kvm_guest_on_drbd_migrates(kvm_cluster):
+    vc = kvm_cluster
+    node1, node2 = NodeHv(vc.nodes[NODE1]), NodeHv(vc.nodes[NODE2])
+    try:
+        vc.Run("gnt-instance", "add", "-t", "drbd", "-o", "tinyimage",
+               "-n", "%s:%s" % (NODE1, NODE2), "--disk",
+               "0:size=%dM" % DISK_MIB, "--no-nics", "-B",
+               "maxmem=128,minmem=128", *CHECKS, NAME, timeout=180)
+        _, (disk, ) = FindInstance(vc, NAME)
+        WaitFor(lambda: "tinyimage %s ready" % NAME in
+                SerialLog(node1, NAME), 90, "the guest's ready line")
+        (drive, ) = [arg for arg in node1.LoadRuntime(NAME)["cmd"]
+                     if "id=disk0" in arg]
+        assert drive.startswith("file=nbd+unix:///disk?socket=") and \
+            drive.split(",")[0].endswith("/d%d.nbd" % disk["logical_id"][2])
+        _Type(node1, "echo on-node1-$((6*7)) > /root/where; sync", NAME)
+        for node in (NODE1, NODE2):
+            WaitFor(lambda node=node: _Contains(_Image(vc, node, disk),
+                                                "on-node1-42"),
+                    10, "the guest's write in the image on %s" % node)
+        _Type(node1, "(n=0; while :; do n=$((n+1)); echo $n > /root/hb;"
+              " sync; sleep 0.2; done) >/dev/null 2>&1 &", NAME)
+        WaitFor(lambda: _Heartbeat(node1) > 0, 20, "the heartbeat")
+        beat = _Heartbeat(node1)
+
+        out = vc.Run("gnt-instance", "migrate", "-f", NAME,
+                     timeout=300).stdout
+        assert "* closing the instance's disks on %s" % NODE1 in out, out
+        assert Field(vc, NAME, "pnode,snodes,status") == \
+            "%s|%s|running" % (NODE2, NODE1)
+        assert node1.ListInstances() == [] and \
+            node2.ListInstances() == [NAME]
+        assert _Status(node2, NAME) == "running"
+        after = _Heartbeat(node2)
+        assert after > beat
+        WaitFor(lambda: _Heartbeat(node2) > after, 20,
+                "the heartbeat to go on")
+        assert _Ask(node2, "cat /root/where", "W1", name=NAME) == \
+            "on-node1-42"
+        # The old primary mirrors no more; the new one copied only the
+        # heartbeat's blocks since (a few KiB each), not the disk
+        assert MirrorJob(vc, NODE1, disk) is None
+        job = MirrorJob(vc, NODE2, disk)
+        assert job is not None and job["ready"], job
+        assert job["offset"] < DISK_MIB * MIB // 8, job
+        _Type(node2, "echo on-node2-$((6*7)) > /root/where2; sync", NAME)
+        for node in (NODE1, NODE2):
+            WaitFor(lambda node=node: _Contains(_Image(vc, node, disk),
+                                                "on-node2-42"),
+                    10, "the guest's write in the image on %s" % node)
+
+        # Stopped and started again on the new primary: same data
+        vc.Run("gnt-instance", "shutdown", "--timeout=0", NAME, timeout=120)
+        vc.Run("gnt-instance", "startup", NAME, timeout=120)
+        WaitFor(lambda: SerialLog(node2, NAME).count(
+            "tinyimage %s ready" % NAME) >= 1, 90, "the guest's ready line")
+        assert _Ask(node2, "cat /root/where2", "W2", name=NAME) == \
+            "on-node2-42"
+    finally:
+        RemoveInstances(vc, NAME, extra=("--shutdown-timeout=0", ))
+    assert node1.ListInstances() == [] and node2.ListInstances() == []
