@@ -94,8 +94,18 @@ def _FileStorageInfo(vpath: str) -> dict[str, Any]:
     A missing or unusable directory gives None sizes and an "error" entry
     rather than failing the whole node_info call.
     """
-    path = _LocalPath(vpath)
-    info: dict[str, Any] = {"type": constants.DT_FILE, "name": vpath}
+    _LocalPath(vpath)  # refuses a malformed path
+    # The shared directory is where every node of a virtual cluster sees
+    # it, not below the node root (filestorage.LocalizeStoragePath)
+    try:
+        shared = ssconf.SimpleStore().GetSharedFileStorageDir()
+    except errors.ConfigurationError:
+        shared = ""
+    template = constants.DT_SHARED_FILE \
+        if shared and os.path.normpath(vpath) == os.path.normpath(shared) \
+        else constants.DT_FILE
+    path = filestorage.LocalizeStoragePath(vpath, template)
+    info: dict[str, Any] = {"type": template, "name": vpath}
     try:
         stat = os.statvfs(path)
     except OSError as err:
@@ -417,6 +427,7 @@ def _JoinFiles() -> frozenset[str]:
     """The cluster files a joining node receives from the master."""
     return frozenset([pathutils.NODED_CERT_FILE, pathutils.RAPI_CERT_FILE,
                       pathutils.CLUSTER_DOMAIN_SECRET_FILE,
+                      pathutils.CONFD_HMAC_KEY,
                       pathutils.RAPI_USERS_FILE,
                       pathutils.FILE_STORAGE_PATHS_FILE,
                       pathutils.BLOCKDEV_PATHS_FILE])
@@ -538,8 +549,14 @@ def node_verify(checks: dict, cluster_name: str) -> dict[str, Any]:
         result[constants.NV_FILE_STORAGE_FILES] = _ListFileStorage(
             checks[constants.NV_FILE_STORAGE_FILES])
     if constants.NV_HVINFO in checks:
-        result[constants.NV_HVINFO] = _GetHypervisor(
-            checks[constants.NV_HVINFO]).GetNodeInfo()
+        # A broken hypervisor is NV_HYPERVISOR's finding; the N+1 check
+        # then reports the missing memory figure
+        try:
+            result[constants.NV_HVINFO] = _GetHypervisor(
+                checks[constants.NV_HVINFO]).GetNodeInfo()
+        except (errors.HypervisorError, OSError) as err:
+            logging.warning("Can't get the hypervisor's node data: %s", err)
+            result[constants.NV_HVINFO] = None
     return result
 
 
@@ -2216,32 +2233,48 @@ def RunHooks(hpath: str, phase: str, env: dict[str, str],
     if base_dir is None:
         base_dir = pathutils.HOOKS_BASE_DIR
     subdir = "%s-%s.d" % (hpath, phase)
-    dir_name = os.path.join(base_dir, subdir)
+    try:
+        return [["%s/%s" % (subdir, name), status, output]
+                for name, status, output in RunParts(
+                    os.path.join(base_dir, subdir), env, script_timeout,
+                    phase_timeout)]
+    except OSError as err:
+        _Fail("Can't list hooks directory %s: %s",
+              os.path.join(base_dir, subdir), err.strerror)
+
+
+def RunParts(dir_name: str, env: dict[str, str],
+             script_timeout: float = constants.HOOKS_SCRIPT_TIMEOUT,
+             phase_timeout: float = constants.HOOKS_PHASE_TIMEOUT
+             ) -> list[tuple[str, int, str]]:
+    """Run a directory's executables in name order (run-parts).
+
+    Returns ``(name, HKR_*, output)`` per visible entry; see RunHooks for
+    the rules. A missing directory runs nothing; another listing error
+    raises OSError. The hooks and the watcher's directory share them.
+    """
     try:
         names = sorted(name for name in os.listdir(dir_name)
                        if not name.startswith("."))
     except (FileNotFoundError, NotADirectoryError):
         return []
-    except OSError as err:
-        _Fail("Can't list hooks directory %s: %s", dir_name, err.strerror)
     deadline = time.monotonic() + phase_timeout
     results = []
     for name in names:
         path = os.path.join(dir_name, name)
-        script = "%s/%s" % (subdir, name)
         if not (_HOOK_NAME_RE.match(name) and os.path.isfile(path) and
                 os.access(path, os.X_OK)):
-            results.append([script, constants.HKR_SKIP, ""])
+            results.append((name, constants.HKR_SKIP, ""))
             continue
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            results.append([script, constants.HKR_FAIL,
+            results.append((name, constants.HKR_FAIL,
                             "Not run: the hooks of this phase took longer"
-                            " than %g seconds" % phase_timeout])
+                            " than %g seconds" % phase_timeout))
             continue
         status, output = _RunHookScript(path, env,
                                         min(script_timeout, remaining))
-        results.append([script, status, output])
+        results.append((name, status, output))
     return results
 
 

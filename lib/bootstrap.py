@@ -32,6 +32,10 @@ def _InitCertificates(cluster_name: str) -> None:
     utils.WriteFile(pathutils.CLUSTER_DOMAIN_SECRET_FILE,
                     data=os.urandom(32).hex() + "\n",
                     mode=constants.SECURE_FILE_MODE)
+    # As Ganeti's: 20 random bytes, hex
+    utils.WriteFile(pathutils.CONFD_HMAC_KEY,
+                    data=os.urandom(20).hex() + "\n",
+                    mode=constants.SECURE_FILE_MODE)
 
 
 def InitCluster(cluster_name: str, master_netdev: str,
@@ -236,6 +240,7 @@ _JOIN_FILES = ((pathutils.NODED_CERT_FILE, constants.SECURE_FILE_MODE),
                (pathutils.RAPI_CERT_FILE, constants.SECURE_FILE_MODE),
                (pathutils.CLUSTER_DOMAIN_SECRET_FILE,
                 constants.SECURE_FILE_MODE),
+               (pathutils.CONFD_HMAC_KEY, constants.SECURE_FILE_MODE),
                (pathutils.RAPI_USERS_FILE, constants.SECURE_FILE_MODE),
                (pathutils.FILE_STORAGE_PATHS_FILE, 0o644),
                (pathutils.BLOCKDEV_PATHS_FILE, 0o644))

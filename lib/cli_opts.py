@@ -21,10 +21,11 @@ from ganeti.utils.text import ParseUnit
 __all__ = [
     # Argument definitions
     "ArgChoice", "ArgCommand", "ArgFile", "ArgFilter", "ArgGroup", "ArgHost",
-    "ArgInstance", "ArgJobId", "ArgNode", "ArgOs", "ArgSuggest", "ArgUnknown",
+    "ArgInstance", "ArgJobId", "ArgNetwork", "ArgNode", "ArgOs",
+    "ArgSuggest", "ArgUnknown",
     "ARGS_NONE", "ARGS_MANY_INSTANCES", "ARGS_MANY_NODES", "ARGS_MANY_GROUPS",
-    "ARGS_MANY_FILTERS", "ARGS_ONE_INSTANCE", "ARGS_ONE_NODE",
-    "ARGS_ONE_GROUP", "ARGS_ONE_FILTER",
+    "ARGS_MANY_FILTERS", "ARGS_MANY_NETWORKS", "ARGS_ONE_INSTANCE",
+    "ARGS_ONE_NODE", "ARGS_ONE_GROUP", "ARGS_ONE_FILTER", "ARGS_ONE_NETWORK",
     # Option machinery
     "CliOption", "cli_option", "OpcodeOption", "ParamsOption", "NO_PREFIX",
     "UN_PREFIX",
@@ -38,6 +39,7 @@ __all__ = [
     "EARLY_RELEASE_OPT", "DST_NODE_OPT", "FIELDS_OPT", "FORCE_FILTER_OPT",
     "FORCE_OPT", "HYPERVISOR_OPT", "IALLOCATOR_OPT",
     "IGNORE_CONSIST_OPT", "IGNORE_IPOLICY_OPT", "INTERVAL_OPT",
+    "NOCONFLICTSCHECK_OPT",
     "MIGRATION_MODE_OPT", "NET_OPT", "NODE_LIST_OPT", "NODE_PLACEMENT_OPT",
     "NOHDR_OPT", "NONLIVE_OPT", "NORUNTIME_CHGS_OPT", "NWSYNC_OPT", "OS_OPT",
     "OSPARAMS_OPT", "OSPARAMS_PRIVATE_OPT", "PRINT_JOBID_OPT", "PRIORITY_OPT",
@@ -95,6 +97,10 @@ class ArgGroup(_Argument):
     """Node group name."""
 
 
+class ArgNetwork(_Argument):
+    """Network name."""
+
+
 class ArgJobId(_Argument):
     """Job id."""
 
@@ -128,6 +134,8 @@ ARGS_ONE_INSTANCE = [ArgInstance(min=1, max=1)]
 ARGS_ONE_NODE = [ArgNode(min=1, max=1)]
 ARGS_ONE_GROUP = [ArgGroup(min=1, max=1)]
 ARGS_ONE_FILTER = [ArgFilter(min=1, max=1)]
+ARGS_MANY_NETWORKS = [ArgNetwork()]
+ARGS_ONE_NETWORK = [ArgNetwork(min=1, max=1)]
 
 
 # Value parsers ---------------------------------------------------------------
@@ -673,6 +681,11 @@ EARLY_RELEASE_OPT = cli_option("--early-release", dest="early_release",
                                default=False, action="store_true",
                                help="Release the locks on the secondary node"
                                " early")
+
+# Instance and network opcodes share one conflicts_check declaration
+NOCONFLICTSCHECK_OPT = OpcodeOption(opcodes.OpInstanceCreate,
+                                    "conflicts_check", "--no-conflicts-check",
+                                    help="Don't check for conflicting IPs")
 
 # The instance and node opcodes share one ignore_ipolicy declaration
 IGNORE_IPOLICY_OPT = OpcodeOption(opcodes.OpInstanceCreate, "ignore_ipolicy",

@@ -26,8 +26,8 @@ import time
 import types
 from typing import Any, Callable, Iterable
 
-from ganeti import constants, errors, netutils, objects, pathutils, ssconf
-from ganeti import utils
+from ganeti import constants, errors, netutils, network, objects, pathutils
+from ganeti import ssconf, utils
 from ganeti.utils import gcpause
 from ganeti.objects import (Cluster, ConfigData, Disk,
                             FilterRule, Instance, Network, Node, NodeGroup)
@@ -212,6 +212,20 @@ class _Validator:
         if missing:
             self.Fail("Enabled hypervisors %s have no parameters",
                       ", ".join(missing))
+        aggregates = cluster.aggregates or {}
+        names = [agg["name"] for agg in aggregates.values()]
+        if len(names) != len(set(names)):
+            self.Fail("Duplicate aggregate names: %s", ", ".join(
+                sorted({name for name in names if names.count(name) > 1})))
+        for node in self.data.nodes.values():
+            self._CheckNodeAggregates(node, aggregates)
+
+    def _CheckNodeAggregates(self, node: Node, aggregates: dict) -> None:
+        unknown = [uuid for uuid in node.aggregates or ()
+                   if uuid not in aggregates]
+        if unknown:
+            self.Fail("Node %s: aggregate %s does not exist", node.name,
+                      ", ".join(unknown))
 
     def CheckMaster(self) -> None:
         master = self.data.cluster.master_node
@@ -230,6 +244,7 @@ class _Validator:
         if node.group not in self.data.nodegroups:
             self.Fail("Node %s: group %s does not exist", node.name,
                       node.group)
+        self._CheckNodeAggregates(node, self.data.cluster.aggregates or {})
 
     def CheckNodeRemoval(self, uuid: str) -> None:
         if uuid == self.data.cluster.master_node:
@@ -367,6 +382,46 @@ def _Stamp(obj: _Stored, now: float, new: bool) -> None:
     else:
         obj.serial_no = (obj.serial_no or 0) + 1
     obj.mtime = now
+
+
+def _NicAddresses(inst: Instance | None) -> set[tuple[str, str]]:
+    """(network UUID, IP) of an instance's NICs on a network with an IP."""
+    return {(nic.network, nic.ip) for nic in (inst.nics if inst else ())
+            if nic.network and nic.ip}
+
+
+def _PoolChanges(snap: "_Snapshot", old: Instance | None,
+                 new: Instance | None, now: float) -> dict[str, dict]:
+    """The networks whose pools change when ``old`` becomes ``new``.
+
+    The addresses of an instance's NICs are reserved in their networks'
+    pools in the same write that stores the instance, so a pool always
+    matches the NICs (an aborted job leaves nothing reserved); releases go
+    first, so an address can move between NICs.
+    """
+    before, after = _NicAddresses(old), _NicAddresses(new)
+    changed: dict[str, Network] = {}
+    steps = [(False, pair) for pair in sorted(before - after)] + \
+        [(True, pair) for pair in sorted(after - before)]
+    for reserve, (net_uuid, ip) in steps:
+        net = changed.get(net_uuid)
+        if net is None:
+            stored = snap.data.networks.get(net_uuid)
+            if stored is None:
+                continue  # an unknown network is the validator's to report
+            net = changed[net_uuid] = stored.Copy()
+        pool = network.AddressPool(net)
+        try:
+            if reserve:
+                pool.Reserve(ip)
+            elif pool.Contains(ip) and pool.IsReserved(ip):
+                pool.Release(ip)
+        except errors.AddressPoolError as err:
+            raise errors.ConfigurationError(
+                "Network %s: %s" % (net.name, err)) from None
+    for net in changed.values():
+        _Stamp(net, now, new=False)
+    return {"networks": changed} if changed else {}
 
 
 class ConfigWriter:
@@ -769,6 +824,13 @@ class ConfigWriter:
                 for uuid in snap.order["networks"]),
             ssconf.SS_ENABLED_USER_SHUTDOWN:
                 str(cluster.enabled_user_shutdown),
+            ssconf.SS_DATA_COLLECTORS: lines(
+                "%s %s %d" % (name, dc[constants.DATA_COLLECTOR_STATE_ACTIVE],
+                              dc[constants.DATA_COLLECTOR_PARAMETER_INTERVAL])
+                for name, dc in objects.FillDataCollectors(
+                    cluster.data_collectors).items()),
+            ssconf.SS_DIAGNOSE_DATA_COLLECTOR_FILENAME:
+                cluster.diagnose_data_collector_filename,
         }
 
     def VerifyConfig(self) -> list[str]:
@@ -808,6 +870,7 @@ class ConfigWriter:
         ``target`` must carry the serial number of the stored object
         (nobody else changed it since it was read); on success its
         ``serial_no`` and ``mtime`` are updated like the stored copy's.
+        An instance's NIC addresses follow in their networks' pools.
         """
         stored: list[_Stored] = []
 
@@ -840,7 +903,10 @@ class ConfigWriter:
             stored.append(new)
             if container is None:
                 return {}, new
-            return {container: {new.uuid: new}}, None
+            changes = {container: {new.uuid: new}}
+            if isinstance(new, Instance) and isinstance(current, Instance):
+                changes.update(_PoolChanges(snap, current, new, now))
+            return changes, None
 
         self._Modify(prepare, feedback_fn)
         if not isinstance(target, FilterRule):
@@ -978,7 +1044,8 @@ class ConfigWriter:
 
     def AddInstance(self, instance: Instance, disks: list[Disk] | None = None,
                     feedback_fn: FeedbackFn = None) -> None:
-        """Add an instance together with its new ``disks``, in one write.
+        """Add an instance together with its new ``disks``, in one write
+        (its NICs' addresses reserved in their networks' pools).
 
         Disks without UUID get one. If ``instance.disks`` is empty it
         becomes the list of the given disks' UUIDs; otherwise it must list
@@ -1025,8 +1092,10 @@ class ConfigWriter:
             new_inst.UpgradeConfig()
             _Stamp(new_inst, now, new=True)
             self._RenumberedDisks(snap, new_inst.disks, 0, now, added)
-            return {"instances": {new_inst.uuid: new_inst},
-                    "disks": added}, None
+            changes = {"instances": {new_inst.uuid: new_inst},
+                       "disks": added}
+            changes.update(_PoolChanges(snap, None, new_inst, now))
+            return changes, None
 
         self._Modify(prepare, feedback_fn)
         originals: list[_Stored] = [instance, *(disks or ())]
@@ -1040,7 +1109,8 @@ class ConfigWriter:
     def RemoveInstance(self, inst_uuid: str,
                        feedback_fn: FeedbackFn = None) -> None:
         """Remove an instance and its disks; its network port and its
-        drbd disks' ports go back to the cluster's pool."""
+        drbd disks' ports go back to the cluster's pool, its NICs'
+        addresses to their networks' pools."""
         def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
             inst = snap.data.instances.get(inst_uuid)
             if inst is None:
@@ -1048,6 +1118,7 @@ class ConfigWriter:
                                                 inst_uuid)
             changes = {"instances": {inst_uuid: None},
                        "disks": {uuid: None for uuid in inst.disks}}
+            changes.update(_PoolChanges(snap, inst, None, now))
             # drbd disks give their port back too (logical id's third)
             ports = {snap.data.disks[uuid].logical_id[2]
                      for uuid in inst.disks

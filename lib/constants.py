@@ -34,17 +34,20 @@ MASTERD = "ganeti-masterd"
 NODED = "ganeti-noded"
 RAPI = "ganeti-rapi"
 MAINTD = "ganeti-maintd"
-DAEMONS = frozenset([MASTERD, NODED, RAPI, MAINTD])
+MOND = "ganeti-mond"
+DAEMONS = frozenset([MASTERD, NODED, RAPI, MAINTD, MOND])
 # What runs on the master only, in start order
 MASTER_DAEMONS = (MASTERD, RAPI)
 
 DEFAULT_NODED_PORT = 1811
+DEFAULT_MOND_PORT = 1815
 DEFAULT_MAINTD_PORT = 1816
 DEFAULT_RAPI_PORT = 5080
 DAEMON_PORTS = {
     NODED: ("tcp", DEFAULT_NODED_PORT),
     RAPI: ("tcp", DEFAULT_RAPI_PORT),
     MAINTD: ("tcp", DEFAULT_MAINTD_PORT),
+    MOND: ("tcp", DEFAULT_MOND_PORT),
 }
 
 DAEMONS_LOGBASE = {
@@ -52,6 +55,7 @@ DAEMONS_LOGBASE = {
     NODED: "node-daemon",
     RAPI: "rapi-daemon",
     MAINTD: "maintenance-daemon",
+    MOND: "monitoring-daemon",
 }
 
 # File modes -----------------------------------------------------------------
@@ -329,6 +333,32 @@ CLUSTER_NAME_RE = r"^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$"
 X509_CERT_DEFAULT_VALIDITY = 365 * 5
 X509_CERT_SIGN_DIGEST = "SHA256"
 
+# Monitoring daemon (ganeti-mond) ---------------------------------------------
+# Data collectors: Ganeti's names where Ganeti has the collector; the
+# instance status one per hypervisor as Ganeti's inst-status-xen
+DATA_COLLECTOR_CPU_LOAD = "cpu-avg-load"
+DATA_COLLECTOR_DISK_STATS = "diskstats"
+DATA_COLLECTOR_INST_STATUS_KVM = "inst-status-kvm"
+DATA_COLLECTOR_INST_STATUS_FAKE = "inst-status-fake"
+DATA_COLLECTOR_NODE_LOAD = "node-load"
+DATA_COLLECTOR_DIAGNOSE = "diagnose"
+DATA_COLLECTOR_NAMES = frozenset([
+    DATA_COLLECTOR_CPU_LOAD, DATA_COLLECTOR_DISK_STATS,
+    DATA_COLLECTOR_INST_STATUS_KVM, DATA_COLLECTOR_INST_STATUS_FAKE,
+    DATA_COLLECTOR_NODE_LOAD, DATA_COLLECTOR_DIAGNOSE])
+# Keys of a collector's entry in the cluster's data_collectors
+DATA_COLLECTOR_STATE_ACTIVE = "active"
+DATA_COLLECTOR_PARAMETER_INTERVAL = "interval"
+# Default collection interval, seconds (stored in microseconds)
+MOND_TIME_INTERVAL = 5
+# What a node's self-diagnose command may ask for (design-maintd)
+DIAGNOSE_OK = "Ok"
+DIAGNOSE_LIVE_REPAIR = "live-repair"
+DIAGNOSE_EVACUATE = "evacuate"
+DIAGNOSE_EVACUATE_FAILOVER = "evacuate-failover"
+DIAGNOSE_STATUSES = frozenset([DIAGNOSE_OK, DIAGNOSE_LIVE_REPAIR,
+                               DIAGNOSE_EVACUATE, DIAGNOSE_EVACUATE_FAILOVER])
+
 # RPC -------------------------------------------------------------------------
 RPC_CONNECT_TIMEOUT = 5
 RPC_TMO_URGENT = 60
@@ -357,6 +387,8 @@ LOCK_ATTEMPTS_MINWAIT = 1.0
 # Value used by the CLI's key=value parser to reset a parameter to default
 VALUE_DEFAULT = "default"
 VALUE_NONE = "none"
+# A NIC's "ip=pool": the first free address of its network
+NIC_IP_POOL = "pool"
 
 # Cluster verification --------------------------------------------------------
 # Severity of a finding; only errors make the verification fail

@@ -61,7 +61,7 @@ def _FormatError(err: BaseException) -> str:
     return str(err) or err.__class__.__name__
 
 
-def _SetupLogging(logfile: str, program: str, debug: bool,
+def SetupLogging(logfile: str, program: str, debug: bool,
                   stderr_logging: bool) -> None:
     """Log to the daemon's own file, and to stderr in the foreground.
 
@@ -174,7 +174,7 @@ def GenericMain(daemon_name: str, parser: optparse.OptionParser,
 
     logfile = pathutils.GetLogFilename(constants.DAEMONS_LOGBASE[daemon_name])
     try:
-        _SetupLogging(logfile, daemon_name, options.debug, options.foreground)
+        SetupLogging(logfile, daemon_name, options.debug, options.foreground)
     except OSError as err:
         _Fail(None, daemon_name, "Can't open log file %s: %s" % (logfile, err),
               logging_ready=False)

@@ -134,8 +134,21 @@ class TagError(GenericError):
     """A tag is invalid or tag limits were exceeded."""
 
 
+class AddressPoolError(GenericError):
+    """An address pool operation failed (network too big or small, address
+    outside it, already reserved or not reserved, pool full)."""
+
+
 class CommandError(GenericError):
     """An external command failed."""
+
+
+class SignatureError(GenericError):
+    """A signed message has no valid signature of the expected key."""
+
+
+class DataCollectorError(GenericError):
+    """A data collector of the monitoring daemon could not collect."""
 
 
 class QmpError(GenericError):

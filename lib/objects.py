@@ -92,6 +92,12 @@ _TTimestamp = ht.TNonNegativeNumber
 _TSerial = ht.TNonNegativeInt
 _TStringList = ht.TListOf(ht.TString)
 _TDictOfDicts = ht.TDictOf(ht.TString, ht.TDict)
+# A named aggregate of the cluster (Placement's aggregates are bare UUIDs;
+# the name and the metadata, e.g. "reservation:<id>", are the cluster's)
+_TAggregate = ht.TStrictDict(True, True, {
+    "name": ht.TNonEmptyString,
+    "metadata": ht.TDictOf(ht.TNonEmptyString, ht.TString),
+})
 _TBitString = ht.TRegex(r"^[01]*$", "string of 0 and 1")
 
 
@@ -523,6 +529,9 @@ class Node(TaggableObject):
     hv_state_static: dict[str, Any]
     disk_state: dict[str, Any] | None
     disk_state_static: dict[str, Any]
+    # UUIDs of the cluster aggregates the node is in, besides its group's
+    # (unset, not stored, when none: older configurations stay as they are)
+    aggregates: list[str] | None
     ctime: float
     mtime: float
     uuid: str
@@ -542,6 +551,7 @@ class Node(TaggableObject):
         "hv_state_static": ht.TDict,
         "disk_state": ht.TDict,
         "disk_state_static": ht.TDict,
+        "aggregates": _TStringList,
     })
     _FIELD_DEFAULTS = {
         "master_candidate": False, "offline": False, "drained": False,
@@ -713,6 +723,14 @@ class Network(TaggableObject):
         "ext_reservations": _TBitString,
     })
     _REQUIRED = frozenset(["name", "network", "uuid"])
+    # Keys of Ganeti 2.12's networks, dropped on load as Ganeti does
+    _OBSOLETE_KEYS = ("network_type", "family")
+
+    @classmethod
+    def FromDict(cls, data: dict) -> Self:
+        for key in cls._OBSOLETE_KEYS:
+            data.pop(key, None)
+        return super().FromDict(data)
 
 
 def _IsFilterAction(value: Any) -> bool:
@@ -760,6 +778,20 @@ class FilterRule(ConfigObject):
 
 
 Filter = FilterRule
+
+
+def FillDataCollectors(settings: dict[str, dict[str, Any]] | None
+                       ) -> dict[str, dict[str, Any]]:
+    """Every data collector's settings, defaults (active, collected every
+    MOND_TIME_INTERVAL seconds) where ``settings`` has none; as Ganeti,
+    the interval is in microseconds."""
+    defaults = {
+        constants.DATA_COLLECTOR_STATE_ACTIVE: True,
+        constants.DATA_COLLECTOR_PARAMETER_INTERVAL:
+            constants.MOND_TIME_INTERVAL * 1000000,
+    }
+    return {name: FillDict(defaults, (settings or {}).get(name))
+            for name in sorted(constants.DATA_COLLECTOR_NAMES)}
 
 
 class Cluster(TaggableObject):
@@ -820,6 +852,10 @@ class Cluster(TaggableObject):
     compression_tools: list[str]
     enabled_user_shutdown: bool
     data_collectors: dict[str, dict[str, Any]]
+    # The self-diagnose command of ganeti-mond ("": always "Ok")
+    diagnose_data_collector_filename: str
+    # The named aggregates: UUID -> {"name", "metadata"} (unset when none)
+    aggregates: dict[str, dict[str, Any]] | None
     ctime: float
     mtime: float
     uuid: str
@@ -882,6 +918,8 @@ class Cluster(TaggableObject):
         "compression_tools": _TStringList,
         "enabled_user_shutdown": ht.TBool,
         "data_collectors": _TDictOfDicts,
+        "diagnose_data_collector_filename": ht.TString,
+        "aggregates": ht.TDictOf(ht.TNonEmptyString, _TAggregate),
     })
     _FIELD_DEFAULTS = {
         "rsahostkeypub": "",
@@ -928,6 +966,7 @@ class Cluster(TaggableObject):
         "compression_tools": ["gzip", "gzip-fast", "gzip-slow"],
         "enabled_user_shutdown": False,
         "data_collectors": {},
+        "diagnose_data_collector_filename": "",
     }
     _REQUIRED = frozenset(["cluster_name", "master_node", "master_ip",
                            "enabled_hypervisors", "enabled_disk_templates"])
@@ -979,6 +1018,7 @@ class Cluster(TaggableObject):
                 IPOLICY_DTS: list(self.enabled_disk_templates)})
         else:
             self.ipolicy = FillIPolicy(IPOLICY_DEFAULTS, self.ipolicy)
+        self.data_collectors = FillDataCollectors(self.data_collectors)
 
     def _ValidateParams(self) -> None:
         super()._ValidateParams()

@@ -43,8 +43,9 @@ _PReason: _OpParam = (
 _PForce = ("force", False, ht.TBool, "Whether to force the operation")
 _PTagKind = ("kind", ht.NoDefault, ht.TElemOf(constants.VALID_TAG_TYPES),
              "Kind of the tagged object")
-_PTagName = ("name", None, ht.TMaybe(ht.TNonEmptyString),
-             "Name of the tagged object (none for the cluster)")
+# Ganeti's clients send "" for the cluster; other kinds refuse it (cmdlib)
+_PTagName = ("name", None, ht.TMaybe(ht.TString),
+             "Name of the tagged object (none or empty for the cluster)")
 _PTags = ("tags", ht.NoDefault, ht.TListOf(ht.TNonEmptyString), "List of tags")
 _PUseLocking = ("use_locking", False, ht.TBool,
                 "Whether to use synchronization (refused for queries)")
@@ -105,11 +106,14 @@ class _UnsupportedCheck(ht.Check):
     """The check of a parameter whose feature this cluster does not have.
 
     Ganeti's clients send every parameter of an opcode, defaults included,
-    so such a parameter is declared and accepted while it is unset; any
-    other value is refused by ``Validate`` with an error naming it.
+    so such a parameter is declared and accepted while it is unset or set
+    to one of ``inactive``, the values turning the feature off (what this
+    cluster always does); any other value is refused by ``Validate`` with
+    an error naming it.
     """
 
-    __slots__ = ()
+    __slots__ = ("inactive", )
+    inactive: tuple
 
 
 class _UnsupportedPrivateCheck(_UnsupportedCheck, ht.PrivateCheck):
@@ -118,12 +122,16 @@ class _UnsupportedPrivateCheck(_UnsupportedCheck, ht.PrivateCheck):
     __slots__ = ()
 
 
-def _PUnsupported(name: str, default: Any, check: ht.Check,
-                  doc: str) -> _OpParam:
-    """Declare a parameter of Ganeti's whose feature is missing here."""
+def _PUnsupported(name: str, default: Any, check: ht.Check, doc: str,
+                  inactive: tuple = ()) -> _OpParam:
+    """Declare a parameter of Ganeti's whose feature is missing here;
+    ``inactive``: the values that turn the feature off, also accepted
+    (``gnt-cluster modify --user-shutdown=no``)."""
     klass = (_UnsupportedPrivateCheck if isinstance(check, ht.PrivateCheck)
              else _UnsupportedCheck)
-    return (name, default, klass(check, str(check), check.kind),
+    unsupported = klass(check, str(check), check.kind)
+    unsupported.inactive = inactive
+    return (name, default, unsupported,
             "%s (not supported: only the default is accepted)" % doc)
 
 
@@ -135,6 +143,13 @@ def _IsUnset(value: Any, default: Any) -> bool:
     """
     unset: tuple[Any, ...] = (None, {}, [])
     return value == default or (value in unset and default in unset)
+
+
+def _IsInactive(value: Any, inactive: tuple) -> bool:
+    """Whether a value is one of ``inactive`` (by type too: 0 is no False).
+    """
+    return any(type(value) is type(off) and value == off
+               for off in inactive)
 
 
 _PExplain = ("explain", False, ht.TBool,
@@ -274,11 +289,14 @@ class BaseOpCode(metaclass=_AutoOpParamSlots):
                     " %s" % (self.OP_ID, name, shown, check),
                     errors.ECODE_INVAL)
             if isinstance(check, _UnsupportedCheck) and \
-                    not _IsUnset(value, default):
+                    not _IsUnset(value, default) and \
+                    not _IsInactive(value, check.inactive):
                 raise errors.OpPrereqError(
                     "Parameter '%s.%s' is not supported by this cluster;"
-                    " only its default (%r) is accepted" %
-                    (self.OP_ID, name, default), errors.ECODE_INVAL)
+                    " only its default (%s) is accepted" %
+                    (self.OP_ID, name, " or ".join(
+                        map(repr, (default, ) + check.inactive))),
+                    errors.ECODE_INVAL)
 
     def __eq__(self, other: object) -> bool:
         return (type(self) is type(other) and
@@ -444,7 +462,7 @@ class OpClusterSetParams(OpCode):
          "Compression tools allowed for instance moves, exports and imports"
          " (must include gzip)"),
         _PUnsupported("vg_name", None, ht.TMaybe(ht.TString),
-                      "Volume group of LVM-based disks"),
+                      "Volume group of LVM-based disks", inactive=("", )),
         _PUnsupported("reserved_lvs", None,
                       ht.TMaybeListOf(ht.TNonEmptyString),
                       "Logical volumes cluster verify ignores"),
@@ -465,33 +483,41 @@ class OpClusterSetParams(OpCode):
         _PUnsupported("remove_uids", None, _TMaybeUidRanges,
                       "User-id ranges removed from the pool"),
         _PUnsupported("prealloc_wipe_disks", None, ht.TMaybeBool,
-                      "Whether to wipe new disks before use"),
+                      "Whether to wipe new disks before use",
+                      inactive=(False, )),
         _PUnsupported("use_external_mip_script", None, ht.TMaybeBool,
                       "Whether to manage the master IP with an external"
-                      " script"),
+                      " script", inactive=(False, )),
         _PUnsupported("modify_etc_hosts", None, ht.TMaybeBool,
-                      "Whether to keep /etc/hosts of the nodes current"),
+                      "Whether to keep /etc/hosts of the nodes current",
+                      inactive=(False, )),
         _PUnsupported("gluster_storage_dir", None, ht.TMaybe(ht.TString),
-                      "Directory for Gluster-based instance disks"),
+                      "Directory for Gluster-based instance disks",
+                      inactive=("", )),
         _PUnsupported("install_image", None, ht.TMaybe(ht.TString),
-                      "Image of the installation helper VM"),
+                      "Image of the installation helper VM",
+                      inactive=("", )),
         _PUnsupported("instance_communication_network", None,
                       ht.TMaybe(ht.TString),
                       "Network for communication between instances and"
-                      " the cluster"),
+                      " the cluster", inactive=("", )),
         _PUnsupported("zeroing_image", None, ht.TMaybe(ht.TString),
-                      "Image of the VM zeroing the free space of disks"),
+                      "Image of the VM zeroing the free space of disks",
+                      inactive=("", )),
         _PUnsupported("enabled_user_shutdown", None, ht.TMaybeBool,
                       "Whether an instance's own shutdown is reported as"
-                      " such"),
-        _PUnsupported("enabled_data_collectors", None,
-                      ht.TMaybe(ht.TDictOf(ht.TString, ht.TBool)),
-                      "Data collectors of the monitoring daemon to enable"
-                      " or disable"),
-        _PUnsupported("data_collector_interval", None,
-                      ht.TMaybe(ht.TDictOf(ht.TString, ht.TInt)),
-                      "Intervals of the monitoring daemon's data"
-                      " collectors (microseconds)"),
+                      " such", inactive=(False, )),
+        ("enabled_data_collectors", None,
+         ht.TMaybe(ht.TDictOf(ht.TString, ht.TBool)),
+         "Data collectors of the monitoring daemon to enable or disable"),
+        ("data_collector_interval", None,
+         ht.TMaybe(ht.TDictOf(ht.TString, ht.TInt)),
+         "Intervals of the monitoring daemon's data collectors"
+         " (microseconds)"),
+        ("diagnose_data_collector_filename", None, ht.TMaybe(ht.TString),
+         "The self-diagnose command of the monitoring daemon, a file name"
+         " in each node's white-list directory (empty: the built-in one,"
+         " always reporting Ok)"),
     ]
     OP_RESULT = ht.TNone
 
@@ -601,6 +627,52 @@ class OpClusterDeactivateMasterIp(OpCode):
     OP_RESULT = ht.TNone
 
 
+# Aggregates (Placement's: named sets of nodes; each node group is one) -----
+
+# A name usable in member_of ("in:A,B", "!C"): no comma, no leading "!"
+_TAggregateName = ht.TRegex(r"^(?!!|in:)[^,\s]{1,255}$",
+                            "aggregate name (no commas or whitespace, not"
+                            " starting with \"!\" or \"in:\")")
+_PAggregateName = ("name", ht.NoDefault, _TAggregateName, "Aggregate name")
+
+
+class OpClusterAggregateAdd(OpCode):
+    """Create a named aggregate (its UUID is Placement's aggregate)."""
+    OP_DSC_FIELD = "name"
+    OP_PARAMS = [
+        _PAggregateName,
+        ("metadata", {}, ht.TDictOf(ht.TNonEmptyString, ht.TString),
+         "Metadata of the aggregate, e.g. reservation=<id>"),
+    ]
+    OP_RESULT = ht.TNonEmptyString
+
+
+class OpClusterAggregateRemove(OpCode):
+    """Remove a named aggregate (refused while nodes are in it)."""
+    OP_DSC_FIELD = "name"
+    OP_PARAMS = [_PAggregateName]
+    OP_RESULT = ht.TNone
+
+
+class OpClusterAggregateRename(OpCode):
+    """Rename a named aggregate (its UUID stays)."""
+    OP_DSC_FIELD = "name"
+    OP_PARAMS = [
+        _PAggregateName,
+        ("new_name", ht.NoDefault, _TAggregateName, "New aggregate name"),
+    ]
+    OP_RESULT = ht.TNonEmptyString
+
+
+class OpClusterAggregateQuery(OpCode):
+    """The aggregates (named ones and node groups') with their nodes."""
+    OP_PARAMS = [
+        ("names", [], ht.TListOf(ht.TNonEmptyString),
+         "Aggregates to show, by name or UUID (all if empty)"),
+    ]
+    OP_RESULT = ht.TListOf(ht.TDict)
+
+
 # Nodes -----------------------------------------------------------------------
 
 class OpNodeAdd(OpCode):
@@ -663,6 +735,10 @@ class OpNodeSetParams(OpCode):
         ("powered", None, ht.TMaybeBool,
          "Whether the node is powered (out-of-band management)"),
         _PHvState, _PDiskState,
+        ("add_aggregates", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "Aggregates (names or UUIDs) to add the node to"),
+        ("remove_aggregates", None, ht.TMaybeListOf(ht.TNonEmptyString),
+         "Aggregates (names or UUIDs) to remove the node from"),
     ]
     OP_RESULT = ht.TListOf(ht.TTupleOf(ht.TNonEmptyString, ht.TAny))
 
@@ -1070,10 +1146,10 @@ _PCompress = ("compress", impexp.IEC_NONE, ht.TNonEmptyString,
 # {"size": MiB, "mode": rw|ro, "name": ..., "adopt": device path}
 _TDiskSpec = ht.TDictOf(ht.TElemOf(["size", "mode", "name", "adopt"]),
                         ht.TAny)
-# {"mac": auto|generate|MAC, "ip": ..., "mode": ..., "link": ...,
-#  "vlan": ..., "name": ...}
+# {"mac": auto|generate|MAC, "ip": ...|pool, "mode": ..., "link": ...,
+#  "vlan": ..., "name": ..., "network": name or UUID}
 _TNicSpec = ht.TDictOf(ht.TElemOf(["mac", "ip", "mode", "link", "vlan",
-                                   "name"]), ht.TAny)
+                                   "name", "network"]), ht.TAny)
 
 
 class OpInstanceCreate(OpCode):
@@ -1141,6 +1217,11 @@ class OpInstanceCreate(OpCode):
          " already locked by another opcode won't be considered for instance"
          " allocation (only when an iallocator is used)"),
         _PExplain,
+        ("member_of", [], ht.TListOf(ht.TNonEmptyString),
+         "Aggregates the instance's nodes must be in or out of, as"
+         " Placement's member_of values (all must hold): an aggregate"
+         " (name or UUID), 'in:A,B' (any of them), '!A' or '!in:A,B' (none"
+         " of them); nodes given explicitly must satisfy them too"),
         ("hypervisor", None, ht.TMaybe(ht.TElemOf(constants.HYPER_TYPES)),
          "Hypervisor (the cluster's default if not given)"),
         ("hvparams", {}, ht.TDict, "Hypervisor parameters for the instance"),

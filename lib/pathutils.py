@@ -35,6 +35,7 @@ _P = vcluster.AddNodePrefix
 DATA_DIR = _P(LOCALSTATEDIR + "/lib/ganeti")
 RUN_DIR = _P(LOCALSTATEDIR + "/run/ganeti")
 LOG_DIR = _P(LOCALSTATEDIR + "/log/ganeti")
+LOCK_DIR = _P(LOCALSTATEDIR + "/lock")
 CONF_DIR = _P(SYSCONFDIR + "/ganeti")
 EXPORT_DIR = _P("/srv/ganeti/export")
 SOCKET_DIR = RUN_DIR + "/socket"
@@ -65,6 +66,9 @@ NODED_CLIENT_CERT_FILE = DATA_DIR + "/client.pem"
 DRBD_TLS_DIR = DATA_DIR + "/drbd-tls"
 RAPI_CERT_FILE = DATA_DIR + "/rapi.pem"
 CLUSTER_DOMAIN_SECRET_FILE = DATA_DIR + "/cluster-domain-secret"
+# The cluster's HMAC key (Ganeti's confd key): signs the reports of
+# ganeti-mond that ganeti-maintd acts on
+CONFD_HMAC_KEY = DATA_DIR + "/hmac.key"
 # A node not yet in a cluster: noded's temporary certificate and join key
 NODED_JOIN_CERT_FILE = DATA_DIR + "/node-join.pem"
 NODED_JOIN_KEY_FILE = DATA_DIR + "/join-key"
@@ -74,10 +78,18 @@ RAPI_USERS_FILE = RAPI_DATA_DIR + "/users"
 PLACEMENT_STATE_FILE = RAPI_DATA_DIR + "/placement.json"
 SSCONF_PREFIX = DATA_DIR + "/ssconf_"
 WATCHER_PAUSEFILE = DATA_DIR + "/watcher.pause"
+# The watcher's per-group state (restart counters, boot ids) and instance
+# status, "%s" being the group's UUID
+WATCHER_GROUP_STATE_FILE = DATA_DIR + "/watcher.%s.data"
+WATCHER_GROUP_INSTANCE_STATUS_FILE = DATA_DIR + "/watcher.%s.instance-status"
 FILE_STORAGE_PATHS_FILE = CONF_DIR + "/file-storage-paths"
 # Path prefixes below which gnt-cluster copyfile may write (one per line)
 COPYFILE_PATHS_FILE = CONF_DIR + "/copyfile-paths"
 HOOKS_BASE_DIR = CONF_DIR + "/hooks"
+# The commands the self-diagnose data collector may run (white-list)
+NODE_DIAGNOSE_COMMANDS_DIR = CONF_DIR + "/node-diagnose-commands"
+# Executables the watcher runs on every run (run-parts rules)
+WATCHER_HOOKS_DIR = HOOKS_BASE_DIR + "/watcher"
 DEFAULT_FILE_STORAGE_DIR = _P("/srv/ganeti/file-storage")
 DEFAULT_SHARED_FILE_STORAGE_DIR = _P("/srv/ganeti/shared-file-storage")
 OS_SEARCH_PATH = [_P("/srv/ganeti/os"), _P(PREFIX + "/lib/ganeti/os")]
@@ -98,6 +110,11 @@ JOB_QUEUE_VERSION_FILE = QUEUE_DIR + "/version"
 JOB_QUEUE_SERIAL_FILE = QUEUE_DIR + "/serial"
 JOB_QUEUE_ARCHIVE_DIR = QUEUE_DIR + "/archive"
 JOB_QUEUE_DRAIN_FILE = QUEUE_DIR + "/drain"
+
+# The watcher's lock: held while a watcher (and its group children) runs
+WATCHER_LOCK_FILE = LOCK_DIR + "/ganeti-watcher.lock"
+# Every instance's status as the watcher last saw it ("<name> <status>")
+INSTANCE_STATUS_FILE = RUN_DIR + "/instance-status"
 
 # Sockets
 MASTER_SOCKET = SOCKET_DIR + "/ganeti-master"
@@ -177,6 +194,7 @@ def GetUploadableFiles() -> frozenset[str]:
         RAPI_CERT_FILE,
         RAPI_USERS_FILE,
         CLUSTER_DOMAIN_SECRET_FILE,
+        CONFD_HMAC_KEY,
         FILE_STORAGE_PATHS_FILE,
         BLOCKDEV_PATHS_FILE,
         WATCHER_PAUSEFILE,

@@ -4,11 +4,14 @@ One place decides the JSON dialect so that job files, config.data, LUXI and
 RPC bodies stay byte-compatible with each other.
 """
 
+import hashlib
+import hmac
 import math
 from typing import Any
 
 import simplejson
 
+from ganeti import errors
 from ganeti.utils import gcpause
 
 
@@ -117,6 +120,35 @@ def LoadJson(text: str | bytes) -> Any:
         if text.count("[") + text.count("{") > MAX_DEPTH:
             _CheckDepth(data, text)
         return data
+
+
+def _Hmac(key: bytes, text: str, salt: str) -> str:
+    return hmac.new(key, (salt + text).encode("utf-8"),
+                    hashlib.sha1).hexdigest()
+
+
+def SignJson(data: Any, key: bytes, salt: str) -> dict[str, str]:
+    """``data`` signed as in Ganeti's confd wire protocol.
+
+    The message is the JSON text of ``data``, signed as text, so the
+    receiver checks exactly the bytes that were signed:
+    ``{"msg": text, "salt": salt, "hmac": HMAC-SHA1(key, salt + text)}``.
+    """
+    text = DumpJson(data)
+    return {"msg": text, "salt": salt, "hmac": _Hmac(key, text, salt)}
+
+
+def LoadSignedJson(signed: Any, key: bytes) -> tuple[Any, str]:
+    """The data and salt of a SignJson envelope; SignatureError unless it
+    is one, signed with ``key``."""
+    if not isinstance(signed, dict) or \
+            not all(isinstance(signed.get(name), str)
+                    for name in ("msg", "salt", "hmac")):
+        raise errors.SignatureError("Not a signed message")
+    expected = _Hmac(key, signed["msg"], signed["salt"])
+    if not hmac.compare_digest(expected, signed["hmac"]):
+        raise errors.SignatureError("Invalid signature")
+    return LoadJson(signed["msg"]), signed["salt"]
 
 
 Dump = DumpJson

@@ -10,6 +10,7 @@ scripts reading these files keep working.
 import logging
 import os
 import sys
+from typing import Any
 
 from ganeti import constants, errors, netutils, pathutils, utils
 
@@ -42,6 +43,10 @@ SS_NETWORKS = "networks"
 SS_ENABLED_USER_SHUTDOWN = "enabled_user_shutdown"
 SS_SSH_PORTS = "ssh_ports"
 SS_HVPARAMS_PREF = "hvparams_"
+# For ganeti-mond on every node: one "<name> <active> <interval us>" line
+# per data collector, and the self-diagnose command
+SS_DATA_COLLECTORS = "data_collectors"
+SS_DIAGNOSE_DATA_COLLECTOR_FILENAME = "diagnose_data_collector_filename"
 
 VALID_KEYS = frozenset([
     SS_CLUSTER_NAME, SS_CLUSTER_TAGS, SS_FILE_STORAGE_DIR,
@@ -52,7 +57,7 @@ VALID_KEYS = frozenset([
     SS_OFFLINE_NODES, SS_ONLINE_NODES, SS_PRIMARY_IP_FAMILY, SS_INSTANCE_LIST,
     SS_RELEASE_VERSION, SS_HYPERVISOR_LIST, SS_MAINTAIN_NODE_HEALTH,
     SS_UID_POOL, SS_NODEGROUPS, SS_NETWORKS, SS_ENABLED_USER_SHUTDOWN,
-    SS_SSH_PORTS,
+    SS_SSH_PORTS, SS_DATA_COLLECTORS, SS_DIAGNOSE_DATA_COLLECTOR_FILENAME,
 ]) | frozenset(SS_HVPARAMS_PREF + hv for hv in constants.HYPER_TYPES)
 
 SS_FILE_PERMS = 0o444
@@ -233,6 +238,28 @@ class SimpleStore:
     def GetEnabledUserShutdown(self) -> bool:
         return _ParseBool(SS_ENABLED_USER_SHUTDOWN,
                           self._ReadFile(SS_ENABLED_USER_SHUTDOWN))
+
+    def GetDataCollectors(self) -> dict[str, dict[str, Any]]:
+        """The data collectors' settings ({} before the master wrote any).
+        """
+        result = {}
+        for line in self._ReadFile(SS_DATA_COLLECTORS, "").splitlines():
+            fields = line.split()
+            try:
+                name, active, interval = fields
+                result[name] = {
+                    constants.DATA_COLLECTOR_STATE_ACTIVE:
+                        _ParseBool(SS_DATA_COLLECTORS, active),
+                    constants.DATA_COLLECTOR_PARAMETER_INTERVAL:
+                        int(interval)}
+            except ValueError:
+                raise errors.ConfigurationError(
+                    "Invalid line %r in ssconf %s" %
+                    (line, SS_DATA_COLLECTORS)) from None
+        return result
+
+    def GetDiagnoseDataCollectorFilename(self) -> str:
+        return self._ReadFile(SS_DIAGNOSE_DATA_COLLECTOR_FILENAME, "")
 
     def GetUidPool(self) -> list[tuple[int, int]]:
         return ParseUidPool(self._ReadFile(SS_UID_POOL))

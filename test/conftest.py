@@ -8,6 +8,8 @@ module-level marker (``pytestmark``), registered below:
 * ``kvm_cluster``: a started virtual cluster with kvm enabled and its
   parameters booting the test guest (testutils_kvm).
 * ``guest_env``: one KVM hypervisor object in a short root.
+* ``mond_cluster``: a two-node virtual cluster running ganeti-mond.
+* ``ganeti3_tree``: Ganeti 3.0's programs, unpacked (testutils_ganeti3).
 * ``small_tmpfs``: mounts small tmpfs file systems (full-disk tests).
 """
 
@@ -22,8 +24,9 @@ import pytest
 
 from ganeti.hypervisor import hv_kvm
 
+import testutils_ganeti3
 import testutils_node
-from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from testutils_cluster import SMALL_IPOLICY_BOUNDS, VirtualCluster
 from testutils_instance import FILE_VDIR, NODE2, InstanceCluster
 from testutils_kvm import (GuestHvParams, GuestRoot, KillClusterGuests,
                            KillGuests, RequireGuest)
@@ -205,6 +208,16 @@ def kvm_cluster(request):
             KillClusterGuests(cluster)
 
 
+@pytest.fixture(scope="session")
+def ganeti3_tree():
+    """Where Ganeti 3.0's package and its clients' Python modules are
+    unpacked (testutils_ganeti3); skips where apt cannot fetch them."""
+    try:
+        return testutils_ganeti3.Unpack()
+    except testutils_ganeti3.Unavailable as err:
+        pytest.skip("Ganeti 3.0's programs are not available: %s" % err)
+
+
 @pytest.fixture
 def guest_env():
     """A KVM hypervisor in a short root; every QEMU killed at the end."""
@@ -216,3 +229,21 @@ def guest_env():
     finally:
         KillGuests(kvm)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def mond_cluster():
+    """A two-node VirtualCluster (node2 joined) running ganeti-mond on
+    both nodes, the self-diagnose collected every second and the fake
+    instances' status every half second."""
+    cluster = VirtualCluster()
+    try:
+        cluster.Init()
+        cluster.AddNode("node2.example.test")
+        cluster.Run("gnt-cluster", "modify", "--data-collector-interval",
+                    "diagnose=1,inst-status-fake=0.5")
+        for node in cluster.nodes.values():
+            node.Run("daemon-util", "start", "ganeti-mond")
+        yield cluster
+    finally:
+        cluster.Cleanup()

@@ -510,6 +510,11 @@ def test_ssconf_values(cfg):
         "nodegroups": "%s default" % group.uuid,
         "networks": "",
         "enabled_user_shutdown": "False",
+        # Every collector, on, at the default 5 s (in microseconds)
+        "data_collectors": "\n".join(
+            "%s True 5000000" % name
+            for name in sorted(constants.DATA_COLLECTOR_NAMES)),
+        "diagnose_data_collector_filename": "",
     }
     assert set(values) <= ssconf.VALID_KEYS
     # derived values follow the changes that affect them

@@ -169,7 +169,7 @@ def test_input_message_has_every_field(vc):
     data = json.loads(text)
     assert set(data) == {"version", "cluster_name", "cluster_tags",
                          "enabled_hypervisors", "ipolicy", "nodegroups",
-                         "nodes", "instances", "request"}
+                         "nodes", "instances", "request", "aggregates"}
     assert data["version"] == 2
     assert data["cluster_name"] == vc.cluster_name
     for group in data["nodegroups"].values():
@@ -177,7 +177,7 @@ def test_input_message_has_every_field(vc):
                               "ipolicy", "tags"}
     static = {"tags", "primary_ip", "secondary_ip", "offline", "drained",
               "master_candidate", "group", "master_capable", "vm_capable",
-              "ndparams"}
+              "ndparams", "aggregates"}
     dynamic = {"total_memory", "reserved_memory", "free_memory",
                "total_disk", "free_disk", "total_spindles", "free_spindles",
                "total_cpus", "reserved_cpus", "i_pri_memory",
@@ -186,6 +186,10 @@ def test_input_message_has_every_field(vc):
     assert set(data["nodes"][NODE2]) == static | dynamic
     # A drained node gets no runtime data
     assert set(data["nodes"][NODE3]) == static
+    # Every node group is a Placement aggregate, named in "aggregates"
+    group = data["nodes"][NODE2]["group"]
+    assert data["nodes"][NODE2]["aggregates"] == [group]
+    assert data["aggregates"] == {group: "default"}
     assert data["nodes"][NODE2]["i_pri_memory"] == 32
     assert data["nodes"][NODE2]["total_disk"] > 0
     inst = data["instances"]["msg1"]

@@ -33,15 +33,21 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "parameters": (("foundation", ), ("ganeti.parameters", )),
     # Placement planning (the built-in allocator, balancing, capacity):
     # pure computation on iallocator messages
-    "htools": (("parameters", ), ("ganeti.htools", )),
-    # Configuration objects and the opcodes (jobs as data)
-    "objects": (("parameters", ), ("ganeti.objects", "ganeti.opcodes")),
+    # (with Placement's member_of semantics for the aggregate constraints)
+    "htools": (("parameters", "placement"), ("ganeti.htools", )),
+    # Configuration objects, the opcodes (jobs as data) and the address
+    # pools of the network objects
+    "objects": (("parameters", ), ("ganeti.objects", "ganeti.opcodes",
+                                   "ganeti.network")),
     # What the master and the nodes build on: configuration, RPC, LUXI,
     # locks, hypervisors, storage, the transfer of disks, HTTP servers,
-    # daemon plumbing, hooks and the replication of files
-    "services": (("objects", ), (
+    # daemon plumbing, hooks, the replication of files and the data
+    # collectors of the monitoring daemon (the allocator message carries
+    # the nodes' Placement aggregates)
+    "services": (("objects", "placement"), (
         "ganeti.config", "ganeti.ssconf", "ganeti.locking", "ganeti.rpc",
         "ganeti.luxi", "ganeti.hypervisor", "ganeti.storage",
+        "ganeti.monitoring",
         "ganeti.impexp.master", "ganeti.impexp.node",
         "ganeti.impexp.transfer", "ganeti.http.server", "ganeti.http.auth",
         "ganeti.daemon", "ganeti.hooksmaster", "ganeti.masterd")),
@@ -52,11 +58,13 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # read by the master and by the RAPI daemon
     "query": (("services", ), ("ganeti.query", "ganeti.queryfields")),
     # The logical units
-    "master": (("node", "query"), ("ganeti.cmdlib", )),
+    "master": (("node", "query", "placement"), ("ganeti.cmdlib", )),
     # Running opcodes and the job queue
     "jobs": (("master", ), ("ganeti.mcpu", "ganeti.jqueue")),
-    # The Placement service's model and request semantics (served by RAPI)
-    "placement": (("services", ), ("ganeti.placement", )),
+    # The Placement service's model and request semantics (served by RAPI,
+    # applied by the allocator): pure computation, configuration objects
+    # read by their attributes only
+    "placement": (("foundation", ), ("ganeti.placement", )),
     # The master's clients: the CLI library and the RAPI resources reach
     # the master over LUXI only, never its code (cmdlib, jqueue)
     "clients": (("query", "placement"), ("ganeti.cli", "ganeti.cli_opts",
@@ -64,7 +72,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # Programs: the gnt-* commands and the daemons; hbal and hspace plan
     # with the htools on what they read over LUXI
     "programs": (("jobs", "clients", "htools"),
-                 ("ganeti.client", "ganeti.server")),
+                 ("ganeti.client", "ganeti.server", "ganeti.watcher")),
 }
 
 

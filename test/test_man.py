@@ -35,9 +35,10 @@ def _ReadPage(name):
 
 
 def test_daemon_pages_come_from_the_parsers():
-    from ganeti.server import masterd, noded, rapi
+    from ganeti.server import masterd, mond, noded, rapi
     for name, module in [("ganeti-masterd.8", masterd),
-                         ("ganeti-noded.8", noded), ("ganeti-rapi.8", rapi)]:
+                         ("ganeti-noded.8", noded), ("ganeti-rapi.8", rapi),
+                         ("ganeti-mond.8", mond)]:
         text = _ReadPage(name)
         for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS",
                         "EXIT STATUS", "SEE ALSO"):
@@ -48,6 +49,7 @@ def test_daemon_pages_come_from_the_parsers():
             for opt in option._short_opts + option._long_opts:
                 assert opt.replace("-", "\\-") in options, (name, opt)
     assert "(default: 1811)" in _ReadPage("ganeti-noded.8")
+    assert "(default: 1815)" in _ReadPage("ganeti-mond.8")
 
 
 def test_daemon_util_page_lists_its_commands():

@@ -187,10 +187,14 @@ def test_verify_reports_broken_hypervisor(cluster):
         os.makedirs(hv_dir)
     assert code != 0
     hv_findings = [item for item in findings if ":ENODEHV:" in item]
-    assert len(hv_findings) == 1
+    # As Ganeti: the failed check, and the missing memory figure the N+1
+    # check needs
+    assert len(hv_findings) == 2, findings
     assert hv_findings[0].startswith(
         "ERROR:ENODEHV:node:%s:hypervisor fake verify failure: 'Error while"
         " checking hypervisor: " % NODE2)
+    assert hv_findings[1] == \
+        "ERROR:ENODEHV:node:%s:rpc call to node failed (hvinfo)" % NODE2
     assert _Verify(cluster) == (0, [])
 
 

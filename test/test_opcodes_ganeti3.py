@@ -13,13 +13,17 @@ from testutils_opcodes import GANETI_PARAMS, GanetiBody
 
 # Our parameters Ganeti does not have, per opcode (our extensions)
 OWN_PARAMS = {
-    "OP_CLUSTER_SET_PARAMS": {"default_hypervisor"},
-    "OP_INSTANCE_CREATE": {"explain"},
+    "OP_CLUSTER_SET_PARAMS": {"default_hypervisor",
+                              "diagnose_data_collector_filename"},
+    "OP_INSTANCE_CREATE": {"explain", "member_of"},
     "OP_NODE_ADD": {"join_key"},
+    "OP_NODE_SET_PARAMS": {"add_aggregates", "remove_aggregates"},
     "OP_TEST_ALLOCATOR": {"explain"},
 }
 # Our opcodes Ganeti 3.0 does not have
-OWN_OPCODES = {"OP_BACKUP_QUERY"}
+OWN_OPCODES = {"OP_BACKUP_QUERY", "OP_CLUSTER_AGGREGATE_ADD",
+               "OP_CLUSTER_AGGREGATE_QUERY", "OP_CLUSTER_AGGREGATE_REMOVE",
+               "OP_CLUSTER_AGGREGATE_RENAME"}
 # Parameters whose default differs: required in Ganeti but defaulted here,
 # or "no change" given as None rather than an empty dict
 OWN_DEFAULTS = {
@@ -79,6 +83,20 @@ def test_unsupported_parameter_accepted_at_default_only():
     assert err.value.args[1] == errors.ECODE_INVAL
     assert "OP_INSTANCE_CREATE.forthcoming" in str(err.value)
     assert "not supported" in str(err.value)
+
+
+def test_unsupported_parameter_accepted_switched_off():
+    """A missing feature may be switched off (what this cluster does):
+    ``gnt-cluster modify --user-shutdown=no``, ``--no-lvm-storage``."""
+    for name, value in (("enabled_user_shutdown", False), ("vg_name", ""),
+                        ("prealloc_wipe_disks", False)):
+        _Load("OP_CLUSTER_SET_PARAMS", **{name: value}).Validate(True)
+    op = _Load("OP_CLUSTER_SET_PARAMS", enabled_user_shutdown=True)
+    with pytest.raises(errors.OpPrereqError) as err:
+        op.Validate(True)
+    assert "OP_CLUSTER_SET_PARAMS.enabled_user_shutdown' is not supported" \
+        " by this cluster; only its default (None or False) is accepted" \
+        in str(err.value)
 
 
 def test_unsupported_private_parameter_not_shown():

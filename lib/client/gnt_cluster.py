@@ -3,12 +3,13 @@
 import os
 import stat
 import sys
+import time
 from typing import Any
 
 from ganeti import (backend, bootstrap, cli, constants, errors, objects,
                     opcodes, serializer, ssconf)
 from ganeti.cli_opts import (
-    ArgChoice, ArgCommand, ArgFile, ArgUnknown, CONFIRM_OPT,
+    ArgChoice, ArgCommand, ArgFile, ArgSuggest, ArgUnknown, CONFIRM_OPT,
     NODE_LIST_OPT, VERBOSE_OPT, OpcodeOption, ParamsOption, SplitKeyVal,
     PRIORITY_OPT, DRY_RUN_OPT, SUBMIT_OPT, PRINT_JOBID_OPT, TAG_SRC_OPT,
     YES_DOIT_OPT, cli_option)
@@ -77,6 +78,19 @@ IPOLICY_SPINDLE_RATIO_OPT = cli_option(
     help="Maximum instance spindle use per physical spindle")
 IPOLICY_OPTS = [IPOLICY_BOUNDS_OPT, IPOLICY_STD_OPT, IPOLICY_DT_OPT,
                 IPOLICY_VCPU_RATIO_OPT, IPOLICY_SPINDLE_RATIO_OPT]
+ENABLED_DATA_COLLECTORS_OPT = cli_option(
+    "--enabled-data-collectors", dest="enabled_data_collectors",
+    type="keyval", default={}, metavar="COLLECTOR=BOOL,...",
+    help="Deactivate or reactivate a data collector for reporting, in the"
+    " format collector=bool, where collector is one of %s" %
+    ", ".join(sorted(constants.DATA_COLLECTOR_NAMES)))
+DATA_COLLECTOR_INTERVAL_OPT = cli_option(
+    "--data-collector-interval", dest="data_collector_interval",
+    type="keyval", default={}, metavar="COLLECTOR=SECONDS,...",
+    help="Set collection intervals in seconds of data collectors.")
+DIAGNOSE_DATA_COLLECTOR_FILENAME_OPT = OpcodeOption(
+    _SetParams, "diagnose_data_collector_filename",
+    "--diagnose-data-collector-filename", metavar="FILENAME")
 NOVOTING_OPT = cli_option("--no-voting", dest="no_voting", default=False,
                           action="store_true",
                           help="Skip node agreement check (dangerous)")
@@ -289,6 +303,9 @@ def ShowClusterConfig(opts: Any, args: list[str]) -> int:
         ("Default instance parameters", info["beparams"]),
         ("Default nic parameters", info["nicparams"]),
         ("Instance policy - limits for instances", info["ipolicy"]),
+        ("Data collectors", _FormatDataCollectors(info)),
+        ("Diagnose data collector filename",
+         info["diagnose_data_collector_filename"] or "(built-in)"),
     ]
     for title, value in sections:
         if isinstance(value, dict):
@@ -300,8 +317,32 @@ def ShowClusterConfig(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
+def _DataCollectorParams(opts: Any) -> tuple[dict | None, dict | None]:
+    """The opcode's enabled_data_collectors and data_collector_interval
+    (microseconds) from the options' "name=bool" and "name=seconds"."""
+    enabled = {name: str(value).lower().startswith("t")
+               for name, value in opts.enabled_data_collectors.items()}
+    try:
+        intervals = {name: int(1e6 * float(value)) for name, value
+                     in opts.data_collector_interval.items()}
+    except ValueError:
+        raise errors.OpPrereqError(
+            "Can't transform all values to integers: %s" %
+            opts.data_collector_interval, errors.ECODE_INVAL) from None
+    return enabled or None, intervals or None
+
+
+def _FormatDataCollectors(info: dict) -> dict:
+    """Ganeti's "Data collectors" section: activity and interval."""
+    intervals = info["data_collector_interval"]
+    return {name: {"active": active,
+                   "interval": "%.3fs" % (intervals[name] / 1e6)}
+            for name, active in info["enabled_data_collectors"].items()}
+
+
 def SetClusterParams(opts: Any, args: list[str]) -> int:
     """Change cluster parameters."""
+    enabled_collectors, collector_intervals = _DataCollectorParams(opts)
     params = {
         "candidate_pool_size": opts.candidate_pool_size,
         "max_running_jobs": opts.max_running_jobs,
@@ -322,6 +363,10 @@ def SetClusterParams(opts: Any, args: list[str]) -> int:
         "ipolicy": BuildIPolicy(opts),
         "nicparams": opts.nicparams or None,
         "ndparams": opts.ndparams or None,
+        "enabled_data_collectors": enabled_collectors,
+        "data_collector_interval": collector_intervals,
+        "diagnose_data_collector_filename":
+            opts.diagnose_data_collector_filename,
     }
     params = {key: value for key, value in params.items()
               if value is not None}
@@ -342,6 +387,93 @@ def QueueOps(opts: Any, args: list[str]) -> int:
     elif command == "info":
         (drained, ) = client.QueryConfigValues(["drain_flag"])
         cli.ToStdout("The drain flag is %s", "set" if drained else "unset")
+    return constants.EXIT_SUCCESS
+
+
+AGG_METADATA_OPT = OpcodeOption(opcodes.OpClusterAggregateAdd, "metadata",
+                                "--metadata", metavar="KEY=VALUE,...",
+                                # a bare KEY is given as "" (not True)
+                                opcode_check=None)
+
+
+def _ShowAggregates(opts: Any, names: list[str], verbose: bool) -> None:
+    """``aggregate list`` (a table) or ``aggregate info`` (all details)."""
+    result = cli.SubmitOpCode(opcodes.OpClusterAggregateQuery(names=names),
+                              opts=opts)
+    if not verbose:
+        cli.ToStdout("%-20s %-36s %-5s %s", "Name", "UUID", "Group", "Nodes")
+        for agg in result:
+            cli.ToStdout("%-20s %-36s %-5s %s", agg["name"], agg["uuid"],
+                         "Y" if agg["node_group"] else "N",
+                         ",".join(agg["nodes"]))
+        return
+    for agg in result:
+        cli.ToStdout("Aggregate: %s", agg["name"])
+        cli.ToStdout("  UUID: %s", agg["uuid"])
+        cli.ToStdout("  Node group: %s", cli.FormatBool(agg["node_group"]))
+        cli.ToStdout("  Metadata:%s", "" if agg["metadata"] else " (none)")
+        for key, value in sorted(agg["metadata"].items()):
+            cli.ToStdout("    %s: %s", key, value)
+        cli.ToStdout("  Nodes:%s", "" if agg["nodes"] else " (none)")
+        for node in agg["nodes"]:
+            cli.ToStdout("    - %s", node)
+
+
+# Subcommand -> (arguments it takes, at least, at most)
+_AGG_ARGS = {"add": (1, 1), "remove": (1, 1), "rename": (2, 2),
+             "list": (0, None), "info": (0, None)}
+
+
+def AggregateOps(opts: Any, args: list[str]) -> int:
+    """Named aggregates of nodes (Placement's, for --member-of)."""
+    command, rest = args[0], args[1:]
+    least, most = _AGG_ARGS[command]
+    if len(rest) < least or (most is not None and len(rest) > most):
+        cli.ToStderr("Wrong number of arguments for 'aggregate %s'",
+                     command)
+        return constants.EXIT_FAILURE
+    if command in ("list", "info"):
+        _ShowAggregates(opts, rest, command == "info")
+        return constants.EXIT_SUCCESS
+    if command == "add":
+        metadata = {key: "" if value is True else str(value)
+                    for key, value in (opts.metadata or {}).items()}
+        op: opcodes.OpCode = opcodes.OpClusterAggregateAdd(
+            name=rest[0], metadata=metadata)
+    elif command == "remove":
+        op = opcodes.OpClusterAggregateRemove(name=rest[0])
+    else:
+        op = opcodes.OpClusterAggregateRename(name=rest[0],
+                                              new_name=rest[1])
+    result = cli.SubmitOrSend(op, opts)
+    if command == "add" and result:
+        cli.ToStdout("%s", result)
+    return constants.EXIT_SUCCESS
+
+
+def _ShowWatcherPause(until: float | None) -> None:
+    if until is None or until < time.time():
+        cli.ToStdout("The watcher is not paused.")
+    else:
+        cli.ToStdout("The watcher is paused until %s.", time.ctime(until))
+
+
+def WatcherOps(opts: Any, args: list[str]) -> int:
+    """Pause the watcher for a while, let it run again, or say which."""
+    command = args[0]
+    client = cli.GetClient()
+    if command == "continue":
+        client.SetWatcherPause(None)
+        cli.ToStdout("The watcher is no longer paused.")
+    elif command == "pause":
+        if len(args) < 2:
+            raise errors.OpPrereqError("Missing pause duration",
+                                       errors.ECODE_INVAL)
+        _ShowWatcherPause(client.SetWatcherPause(
+            time.time() + cli.ParseTimespec(args[1])))
+    else:
+        (until, ) = client.QueryConfigValues(["watcher_pause"])
+        _ShowWatcherPause(until)
     return constants.EXIT_SUCCESS
 
 
@@ -679,10 +811,29 @@ commands = {
     "queue": (QueueOps, [ArgChoice(min=1, max=1,
                                    choices=["drain", "undrain", "info"])],
               [], "drain|undrain|info", "Change queue properties"),
+    "watcher": (WatcherOps,
+                [ArgChoice(min=1, max=1,
+                           choices=["pause", "continue", "info"]),
+                 ArgSuggest(min=0, max=1, choices=["30m", "1h", "4h"])],
+                [], "{pause <timespec>|continue|info}",
+                "Change watcher properties"),
+    "aggregate": (AggregateOps,
+                  [ArgChoice(min=1, max=1, choices=sorted(_AGG_ARGS)),
+                   ArgUnknown()],
+                  [AGG_METADATA_OPT] + _JOB_OPTS,
+                  "add [--metadata KEY=VALUE,...] <name> | remove <name> |"
+                  " rename <name> <new-name> | list [<name>...] |"
+                  " info [<name>...]",
+                  "Manages the named aggregates of nodes (each node group"
+                  " is one too), which --member-of constrains allocations"
+                  " to"),
     "modify": (SetClusterParams, [],
                _PARAM_OPTS + [MAX_TRACKED_JOBS_OPT, MAINTAIN_NODE_HEALTH_OPT,
                               DEFAULT_IALLOCATOR_OPT,
-                              DEFAULT_IALLOCATOR_PARAMS_OPT, DEFAULT_HV_OPT] +
+                              DEFAULT_IALLOCATOR_PARAMS_OPT, DEFAULT_HV_OPT,
+                              ENABLED_DATA_COLLECTORS_OPT,
+                              DATA_COLLECTOR_INTERVAL_OPT,
+                              DIAGNOSE_DATA_COLLECTOR_FILENAME_OPT] +
                _JOB_OPTS,
                "[<opts>...]", "Alters the parameters of the cluster"),
     "dump-info": (DumpClusterInfo, [], [], "",

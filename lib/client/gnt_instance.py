@@ -14,7 +14,8 @@ from ganeti.cli_opts import (
     FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, HYPERVISOR_OPT,
     IALLOCATOR_OPT, IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
     MigrationModeFromOpts, NET_OPT, NODE_PLACEMENT_OPT, NOHDR_OPT, NONLIVE_OPT,
-    NORUNTIME_CHGS_OPT, NWSYNC_OPT, OSPARAMS_OPT, OSPARAMS_PRIVATE_OPT, OS_OPT,
+    NOCONFLICTSCHECK_OPT, NORUNTIME_CHGS_OPT, NWSYNC_OPT, OSPARAMS_OPT,
+    OSPARAMS_PRIVATE_OPT, OS_OPT,
     OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, ParamsOption, ParseUnit,
     SEP_OPT,
     SHUTDOWN_TIMEOUT_OPT, SUBMIT_OPT, TAG_SRC_OPT, TO_GROUP_OPT, UNITS_OPT,
@@ -48,6 +49,8 @@ FILESTORE_DRIVER_OPT = OpcodeOption(_Create, "file_driver", "--file-driver",
 OPPORTUNISTIC_LOCKING_OPT = OpcodeOption(_Create, "opportunistic_locking",
                                          "--opportunistic-locking")
 EXPLAIN_OPT = OpcodeOption(_Create, "explain", "--explain")
+MEMBER_OF_OPT = OpcodeOption(_Create, "member_of", "--member-of",
+                             action="append", metavar="VALUE")
 FORCE_VARIANT_OPT = OpcodeOption(_Create, "force_variant",
                                  "--force-variant")
 NONICS_OPT = cli_option("--no-nics", default=False, action="store_true",
@@ -154,7 +157,7 @@ def AddInstance(opts: Any, args: list[str]) -> int:
         disk_template=opts.disk_template, pnode=pnode or None,
         snode=snode or None, iallocator=opts.iallocator,
         opportunistic_locking=opts.opportunistic_locking,
-        explain=opts.explain,
+        explain=opts.explain, member_of=opts.member_of,
         hypervisor=hypervisor, hvparams=hvparams, beparams=opts.beparams,
         os_type=opts.os, osparams=opts.osparams,
         force_variant=opts.force_variant, no_install=opts.no_install,
@@ -162,7 +165,8 @@ def AddInstance(opts: Any, args: list[str]) -> int:
         file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver,
         start=opts.start, wait_for_sync=opts.wait_for_sync,
         tags=opts.tags.split(",") if opts.tags else [],
-        ignore_ipolicy=opts.ignore_ipolicy)
+        ignore_ipolicy=opts.ignore_ipolicy,
+        conflicts_check=opts.conflicts_check)
     cli.SubmitOrSend(op, opts)
     return constants.EXIT_SUCCESS
 
@@ -412,7 +416,8 @@ def SetInstanceParams(opts: Any, args: list[str]) -> int:
         ignore_ipolicy=opts.ignore_ipolicy,
         disk_template=opts.disk_template, remote_node=opts.node,
         file_driver=opts.file_driver, file_storage_dir=opts.file_storage_dir,
-        wait_for_sync=opts.wait_for_sync)
+        wait_for_sync=opts.wait_for_sync,
+        conflicts_check=opts.conflicts_check)
     result = cli.SubmitOrSend(op, opts)
     if result:
         cli.ToStdout("Modified instance %s", args[0])
@@ -862,7 +867,8 @@ _ADD_OPTS = [
     NONICS_OPT, HYPERVISOR_OPT, BACKEND_OPT, OSPARAMS_OPT, NOSTART_OPT,
     NOINSTALL_OPT, NONAMECHECK_OPT, NOIPCHECK_OPT, FILESTORE_DIR_OPT,
     FILESTORE_DRIVER_OPT, FORCE_VARIANT_OPT, TAGS_OPT, IGNORE_IPOLICY_OPT,
-    IALLOCATOR_OPT, OPPORTUNISTIC_LOCKING_OPT, EXPLAIN_OPT, NWSYNC_OPT,
+    IALLOCATOR_OPT, OPPORTUNISTIC_LOCKING_OPT, EXPLAIN_OPT, MEMBER_OF_OPT,
+    NWSYNC_OPT, NOCONFLICTSCHECK_OPT,
 ]
 
 commands = {
@@ -925,7 +931,7 @@ commands = {
                 ONLINE_INST_OPT, IGNORE_IPOLICY_OPT, RUNTIME_MEM_OPT,
                 NEW_PRIMARY_OPT, DISK_TEMPLATE_OPT, SINGLE_NODE_OPT,
                 NWSYNC_OPT, FILESTORE_DRIVER_OPT,
-                FILESTORE_DIR_OPT] + _JOB_OPTS,
+                FILESTORE_DIR_OPT, NOCONFLICTSCHECK_OPT] + _JOB_OPTS,
                "<instance-name>", "Alters the parameters of an instance"),
     "rename": (RenameInstance,
                [ArgInstance(min=1, max=1), ArgUnknown(min=1, max=1)],

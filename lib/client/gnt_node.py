@@ -51,6 +51,10 @@ NEW_SECONDARY_IP_OPT = OpcodeOption(_SetParams, "secondary_ip", "-s",
 NDPARAMS_OPT = ParamsOption(_SetParams, "ndparams", "node")
 NODE_POWERED_OPT = OpcodeOption(_SetParams, "powered", "--node-powered",
                                 type="bool", action="store", metavar=_YES_NO)
+ADD_AGGREGATES_OPT = OpcodeOption(_SetParams, "add_aggregates",
+                                  "--add-aggregates", metavar="AGG,...")
+REMOVE_AGGREGATES_OPT = OpcodeOption(_SetParams, "remove_aggregates",
+                                     "--remove-aggregates", metavar="AGG,...")
 EVAC_NODE_OPT = OpcodeOption(opcodes.OpNodeEvacuate, "remote_node", "-n",
                              "--new-secondary", dest="dst_node",
                              metavar="NODE")
@@ -162,7 +166,8 @@ def SetNodeParams(opts: Any, args: list[str]) -> int:
     """Change a node's flags and parameters; print what changed."""
     changes = [opts.master_candidate, opts.drained, opts.offline,
                opts.master_capable, opts.vm_capable, opts.secondary_ip,
-               opts.ndparams or None, opts.powered]
+               opts.ndparams or None, opts.powered, opts.add_aggregates,
+               opts.remove_aggregates]
     if all(change is None for change in changes):
         cli.ToStderr("Please give at least one of the parameters.")
         return constants.EXIT_FAILURE
@@ -172,7 +177,8 @@ def SetNodeParams(opts: Any, args: list[str]) -> int:
         master_capable=opts.master_capable, vm_capable=opts.vm_capable,
         secondary_ip=opts.secondary_ip, force=opts.force,
         ndparams=opts.ndparams or None, auto_promote=opts.auto_promote,
-        powered=opts.powered)
+        powered=opts.powered, add_aggregates=opts.add_aggregates,
+        remove_aggregates=opts.remove_aggregates)
     result = cli.SubmitOrSend(op, opts)
     if result:
         cli.ToStdout("Modified node %s", args[0])
@@ -358,7 +364,8 @@ commands = {
     "modify": (SetNodeParams, ARGS_ONE_NODE,
                [FORCE_OPT, MC_OPT, DRAINED_OPT, OFFLINE_OPT,
                 CAPAB_MASTER_OPT, CAPAB_VM_OPT, NEW_SECONDARY_IP_OPT,
-                AUTO_PROMOTE_OPT, NDPARAMS_OPT, NODE_POWERED_OPT] +
+                AUTO_PROMOTE_OPT, NDPARAMS_OPT, NODE_POWERED_OPT,
+                ADD_AGGREGATES_OPT, REMOVE_AGGREGATES_OPT] +
                _JOB_OPTS,
                "<node_name>", "Alters the parameters of a node"),
     "migrate": (MigrateNode, ARGS_ONE_NODE,

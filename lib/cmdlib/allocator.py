@@ -10,6 +10,8 @@ from typing import Any, Callable
 from ganeti import constants, errors, objects, opcodes
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.masterd import iallocator
+from ganeti.placement import cluster as pcluster
+from ganeti.placement.search import MemberOf
 
 # "-I ." names the cluster's default allocator (Ganeti's shortcut)
 DEFAULT_IALLOCATOR_SHORTCUT = "."
@@ -125,6 +127,31 @@ class LUTestAllocator(NoHooksLU):
         return ial.out_text
 
 
+def ResolveMemberOf(lu: LogicalUnit, values: list[str]) -> list[str]:
+    """An opcode's ``member_of`` with aggregate names made UUIDs."""
+    return pcluster.ResolveMemberOf(values, lu.cfg.GetClusterInfo(),
+                                    lu.cfg.GetAllNodeGroupsInfo())
+
+
+def CheckNodesMemberOf(lu: LogicalUnit, values: list[str],
+                       node_uuids: list[str]) -> None:
+    """Nodes the admin chose must satisfy ``member_of`` too: the
+    constraint holds however the nodes are picked. Refusals name the
+    value as given."""
+    if not values:
+        return
+    resolved = ResolveMemberOf(lu, values)
+    given = dict(zip(resolved, values))
+    member_of = MemberOf(resolved)
+    for uuid in node_uuids:
+        node = lu.cfg.GetNodeInfo(uuid)
+        failed = member_of.Failed(pcluster.NodeAggregates(node))
+        if failed is not None:
+            raise errors.OpPrereqError(
+                "Node %s is excluded by member_of '%s'" %
+                (node.name, given[failed]), errors.ECODE_INVAL)
+
+
 def InstanceAllocRequest(lu: LogicalUnit, op: Any, disks: list[dict],
                          nics: list[dict], filled_be: dict, hypervisor: str,
                          node_whitelist: list[str] | None
@@ -148,7 +175,8 @@ def InstanceAllocRequest(lu: LogicalUnit, op: Any, disks: list[dict],
         disks=[{"size": disk.get("size") or 0, "mode": disk.get("mode")}
                for disk in disks],
         nics=nic_data, os=op.os_type or "", tags=list(op.tags),
-        hypervisor=hypervisor, node_whitelist=node_whitelist)
+        hypervisor=hypervisor, node_whitelist=node_whitelist,
+        member_of=ResolveMemberOf(lu, op.member_of))
 
 
 def LoadNodeEvacResult(lu: LogicalUnit, result: list, early_release: bool,

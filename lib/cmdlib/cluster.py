@@ -28,7 +28,7 @@ _CLUSTER_ATTRS = [
     "enabled_disk_templates", "install_image",
     "instance_communication_network", "zeroing_image", "compression_tools",
     "enabled_user_shutdown", "modify_ssh_setup", "ssh_key_type",
-    "ssh_key_bits",
+    "ssh_key_bits", "diagnose_data_collector_filename",
 ]
 
 
@@ -56,13 +56,14 @@ def BuildClusterInfo(cfg: Any) -> dict:
                                if cluster.primary_ip_family ==
                                constants.IP6_FAMILY
                                else constants.IP4_VERSION),
-        "enabled_data_collectors": {
-            name: value.get("active", True)
-            for name, value in (cluster.data_collectors or {}).items()},
-        "data_collector_interval": {
-            name: value.get("interval")
-            for name, value in (cluster.data_collectors or {}).items()},
     }
+    collectors = objects.FillDataCollectors(cluster.data_collectors)
+    result["enabled_data_collectors"] = {
+        name: value[constants.DATA_COLLECTOR_STATE_ACTIVE]
+        for name, value in collectors.items()}
+    result["data_collector_interval"] = {
+        name: value[constants.DATA_COLLECTOR_PARAMETER_INTERVAL]
+        for name, value in collectors.items()}
     for attr in _CLUSTER_ATTRS:
         value = getattr(cluster, attr, None)
         if isinstance(value, (set, frozenset)):
@@ -161,7 +162,8 @@ _SIMPLE_PARAMS = ["candidate_pool_size", "max_running_jobs",
                   "master_netmask", "file_storage_dir",
                   "shared_file_storage_dir", "maintain_node_health",
                   "default_iallocator", "default_iallocator_params",
-                  "enabled_disk_templates", "compression_tools"]
+                  "enabled_disk_templates", "compression_tools",
+                  "diagnose_data_collector_filename"]
 # Opcode parameter -> cluster attribute of the static resource states
 _STATIC_STATES = {"hv_state": "hv_state_static",
                   "disk_state": "disk_state_static"}
@@ -187,6 +189,34 @@ def CheckCompressionTools(tools: list[str]) -> None:
             "%s is a reserved value used for no compression, and cannot be"
             " used as the name of a tool" % impexp.IEC_NONE,
             errors.ECODE_INVAL)
+
+
+def CheckDataCollectorParams(enabled: dict[str, bool] | None,
+                             intervals: dict[str, int] | None,
+                             diagnose_filename: str | None) -> None:
+    """Refuse unknown data collectors, intervals that are not positive
+    and a self-diagnose command that is not a plain file name (it is
+    looked up in the nodes' white-list directory only)."""
+    unknown = sorted((set(enabled or {}) | set(intervals or {})) -
+                     constants.DATA_COLLECTOR_NAMES)
+    if unknown:
+        raise errors.OpPrereqError(
+            "Data collector names not recognized: %s (known: %s)" %
+            (", ".join(unknown),
+             ", ".join(sorted(constants.DATA_COLLECTOR_NAMES))),
+            errors.ECODE_INVAL)
+    bad = sorted(name for name, value in (intervals or {}).items()
+                 if value <= 0)
+    if bad:
+        raise errors.OpPrereqError(
+            "Data collector intervals must be above zero: %s" %
+            ", ".join(bad), errors.ECODE_INVAL)
+    if diagnose_filename and ("/" in diagnose_filename or
+                              diagnose_filename in (".", "..")):
+        raise errors.OpPrereqError(
+            "Invalid diagnose data collector filename %r: a file name in"
+            " the node-diagnose-commands directory, without a path" %
+            diagnose_filename, errors.ECODE_INVAL)
 
 
 def HypervisorClass(hv_name: str) -> type[hv_base.BaseHypervisor]:
@@ -233,6 +263,9 @@ class LUClusterSetParams(LogicalUnit):
                 HypervisorClass(hv_name)
         if self.op.compression_tools is not None:
             CheckCompressionTools(self.op.compression_tools)
+        CheckDataCollectorParams(self.op.enabled_data_collectors,
+                                 self.op.data_collector_interval,
+                                 self.op.diagnose_data_collector_filename)
 
     def ExpandNames(self) -> None:
         self.needed_locks = {}
@@ -307,6 +340,17 @@ class LUClusterSetParams(LogicalUnit):
             new["ipolicy"] = ipolicy
         new.update(self._NewOsSettings(cluster,
                                        new.get("hvparams", cluster.hvparams)))
+        if self.op.enabled_data_collectors or \
+                self.op.data_collector_interval:
+            collectors = objects.FillDataCollectors(cluster.data_collectors)
+            for key, changes in (
+                    (constants.DATA_COLLECTOR_STATE_ACTIVE,
+                     self.op.enabled_data_collectors),
+                    (constants.DATA_COLLECTOR_PARAMETER_INTERVAL,
+                     self.op.data_collector_interval)):
+                for name, value in (changes or {}).items():
+                    collectors[name][key] = value
+            new["data_collectors"] = collectors
         self.new_params = new
 
     def _NewOsSettings(self, cluster: objects.Cluster,

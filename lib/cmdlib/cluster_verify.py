@@ -295,6 +295,8 @@ def ComputeVerifyFiles(cluster: objects.Cluster,
         pathutils.NODED_CERT_FILE: _FileSpec(),
         pathutils.RAPI_CERT_FILE: _FileSpec(),
         pathutils.CLUSTER_DOMAIN_SECRET_FILE: _FileSpec(),
+        # Optional: clusters made before the key existed have none
+        pathutils.CONFD_HMAC_KEY: _FileSpec(optional=True),
         pathutils.RAPI_USERS_FILE: _FileSpec(optional=True),
         pathutils.CLUSTER_CONF_FILE: _FileSpec(candidates_only=True),
     }

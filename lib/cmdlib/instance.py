@@ -14,8 +14,9 @@ from typing import Any, Callable
 
 from ganeti import constants, errors, locking, netutils, objects
 from ganeti.cmdlib import backup, creation_intents, operating_system
-from ganeti.cmdlib.allocator import (AllocatorName, InstanceAllocRequest,
-                                     RunAllocator)
+from ganeti.cmdlib import network as cmdlib_network
+from ganeti.cmdlib.allocator import (AllocatorName, CheckNodesMemberOf,
+                                     InstanceAllocRequest, RunAllocator)
 from ganeti.cmdlib.base import ExpandNodeUuidAndName, LogicalUnit
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
 from ganeti.cmdlib.instance_policy import CheckIPolicySpec, CheckNodeVcpuRatio
@@ -30,7 +31,8 @@ from ganeti.cmdlib.instance_utils import (
     WaitForSync)
 
 _DISK_KEYS = frozenset(["size", "mode", "name", "adopt"])
-_NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name"])
+_NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name",
+                       "network"])
 # How long the IP check waits for an answer (seconds)
 _IP_CHECK_TIMEOUT = 2.0
 
@@ -112,6 +114,15 @@ def ParseNics(nics: list[dict], instance_ip: str | None) -> list[dict]:
                 raise errors.OpPrereqError("Invalid MAC address specified:"
                                            " %s" % nic["mac"],
                                            errors.ECODE_INVAL)
+        net = nic.get("network")
+        if net is None or (isinstance(net, str) and
+                           net.lower() == constants.VALUE_NONE):
+            net = None
+        elif nic.get(objects.NIC_MODE) is not None or \
+                nic.get(objects.NIC_LINK) is not None:
+            raise errors.OpPrereqError("If network is given, no mode or link"
+                                       " is allowed to be passed",
+                                       errors.ECODE_INVAL)
         ip = nic.get("ip")
         if ip is None or (isinstance(ip, str) and
                           ip.lower() == constants.VALUE_NONE):
@@ -122,6 +133,13 @@ def ParseNics(nics: list[dict], instance_ip: str | None) -> list[dict]:
                                            " checks have been skipped",
                                            errors.ECODE_INVAL)
             ip = instance_ip
+        elif isinstance(ip, str) and ip.lower() == constants.NIC_IP_POOL:
+            # Taken from the pool once the primary node is known
+            if net is None:
+                raise errors.OpPrereqError("if ip=pool, parameter network"
+                                           " must be passed too",
+                                           errors.ECODE_INVAL)
+            ip = constants.NIC_IP_POOL
         elif not netutils.IsValidIP(str(ip)):
             raise errors.OpPrereqError("Invalid IP address '%s'" % ip,
                                        errors.ECODE_INVAL)
@@ -135,7 +153,7 @@ def ParseNics(nics: list[dict], instance_ip: str | None) -> list[dict]:
             raise errors.OpPrereqError("NIC %d: %s" % (idx, err),
                                        errors.ECODE_INVAL) from None
         result.append({"mac": mac, "ip": ip, "nicparams": nicparams,
-                       "name": nic.get("name") or None})
+                       "name": nic.get("name") or None, "network": net})
     return result
 
 
@@ -248,6 +266,10 @@ class LUInstanceCreate(LogicalUnit):
             op.instance_name = hostname.name
             self._instance_ip = hostname.ip
         self._nics = ParseNics(op.nics, self._instance_ip)
+        for spec in self._nics:
+            if spec["network"] is not None:
+                spec["network"] = cmdlib_network.LookupNetwork(
+                    self.cfg, spec["network"])
 
     def ExpandNames(self) -> None:
         if self.cfg.GetInstanceInfoByName(self.op.instance_name) is not None:
@@ -283,7 +305,8 @@ class LUInstanceCreate(LogicalUnit):
             admin_state=(objects.ADMINST_UP if op.start
                          else objects.ADMINST_DOWN),
             nics=[objects.NIC(mac=spec["mac"], ip=spec["ip"],
-                              nicparams=spec["nicparams"], name=spec["name"])
+                              nicparams=spec["nicparams"], name=spec["name"],
+                              network=spec["network"])
                   for spec in self._nics],
             tags=set(op.tags))
         disks = [objects.Disk(dev_type=op.disk_template,
@@ -338,6 +361,31 @@ class LUInstanceCreate(LogicalUnit):
         elif op.osparams:
             raise errors.OpPrereqError("OS parameters given without an OS",
                                        errors.ECODE_INVAL)
+
+    def _CheckNicNetworks(self) -> None:
+        """NICs on a network get its parameters in the primary node's
+        group and an address of its pool; other NICs' addresses must lie
+        in no network of that group."""
+        pnode = self.op.pnode_uuid
+        for idx, nic in enumerate(self._nics):
+            net_uuid = nic["network"]
+            if net_uuid is not None:
+                netparams = cmdlib_network.GroupNetParams(self.cfg, net_uuid,
+                                                          pnode)
+                if netparams is None:
+                    raise errors.OpPrereqError(
+                        "No netparams found for network %s. Probably not"
+                        " connected to node's %s nodegroup" %
+                        (self.cfg.GetNetwork(net_uuid).name,
+                         self.cfg.GetNodeInfo(pnode).name),
+                        errors.ECODE_INVAL)
+                self.LogInfo("NIC/%d inherits netparams %s" %
+                             (idx, list(netparams.values())))
+                nic["nicparams"] = netparams
+            nic["ip"] = cmdlib_network.NicAddress(
+                self, nic["ip"], net_uuid, pnode, self.op.conflicts_check,
+                "IP address %s already in use or does not belong to"
+                " network %s")
 
     def _CheckNics(self, cluster: objects.Cluster) -> None:
         used = UsedMacs(self.cfg)
@@ -410,6 +458,8 @@ class LUInstanceCreate(LogicalUnit):
         self._CheckTemplate(cluster)
         if op.iallocator:
             self._Allocate(cluster)
+        else:
+            CheckNodesMemberOf(self, op.member_of, self._DiskNodes())
         for node_uuid in self._DiskNodes():
             CheckNodeOnline(self, node_uuid)
             CheckNodeNotDrained(self, node_uuid)
@@ -422,6 +472,7 @@ class LUInstanceCreate(LogicalUnit):
             raise errors.OpPrereqError("The secondary node cannot be the"
                                        " primary node", errors.ECODE_INVAL)
         self._CheckParams(cluster)
+        self._CheckNicNetworks()
         self._CheckNics(cluster)
         self._CheckIPolicy()
         if op.ip_check and self._instance_ip and \
@@ -495,11 +546,13 @@ class LUInstanceCreate(LogicalUnit):
         for spec in self._nics:
             mac = spec["mac"]
             if mac in (constants.VALUE_AUTO, constants.VALUE_GENERATE):
-                mac = GenerateMAC(cluster.mac_prefix, used)
+                mac = GenerateMAC(cmdlib_network.MacPrefix(
+                    self.cfg, spec["network"]), used)
             used.add(mac)
             nics.append(objects.NIC(mac=mac, ip=spec["ip"],
                                     nicparams=spec["nicparams"],
                                     name=spec["name"],
+                                    network=spec["network"],
                                     uuid=self.cfg.GenerateUniqueID()))
         return objects.Instance(
             name=op.instance_name, primary_node=op.pnode_uuid,

@@ -16,6 +16,7 @@ import os
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, netutils, objects
+from ganeti.cmdlib import network as cmdlib_network
 from ganeti.cmdlib import operating_system
 from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
@@ -36,7 +37,8 @@ MAX_NICS = 8
 
 _DISK_ADD_KEYS = frozenset(["size", "mode", "name", "adopt", "provider"])
 _DISK_MODIFY_KEYS = frozenset(["mode", "name"])
-_NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name"])
+_NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name",
+                       "network"])
 _NIC_PARAM_KEYS = (objects.NIC_MODE, objects.NIC_LINK, objects.NIC_VLAN)
 # Templates whose primary node may change: the disks, if any, are files
 # the administrator put on the new node
@@ -170,9 +172,15 @@ def _CheckNicParams(op: str, params: dict) -> None:
         if ip is None or (isinstance(ip, str) and
                           ip.lower() == constants.VALUE_NONE):
             params["ip"] = None
+        elif isinstance(ip, str) and ip.lower() == constants.NIC_IP_POOL:
+            params["ip"] = constants.NIC_IP_POOL
         elif not isinstance(ip, str) or not netutils.IsValidIP(ip):
             raise errors.OpPrereqError("Invalid IP address '%s'" % (ip, ),
                                        errors.ECODE_INVAL)
+    if "network" in params and (
+            params["network"] is None or
+            str(params["network"]).lower() == constants.VALUE_NONE):
+        params["network"] = None
     if "mac" in params:
         mac = params["mac"]
         if mac is None:
@@ -650,12 +658,14 @@ class LUInstanceSetParams(InstanceLU):
         self.new_nics = nics
 
     def _TakeMac(self, requested: str, nics: list[objects.NIC],
-                 own: objects.NIC | None) -> str:
-        """The MAC a new or changed NIC gets: a generated one, or the one
-        requested if no other NIC in the cluster has it."""
+                 own: objects.NIC | None, net_uuid: str | None) -> str:
+        """The MAC a new or changed NIC gets: a generated one (with its
+        network's prefix), or the one requested if no other NIC in the
+        cluster has it."""
         used = self._other_macs | {nic.mac for nic in nics if nic is not own}
         if requested in (constants.VALUE_AUTO, constants.VALUE_GENERATE):
-            return GenerateMAC(self.cfg.GetClusterInfo().mac_prefix, used)
+            return GenerateMAC(cmdlib_network.MacPrefix(self.cfg, net_uuid),
+                               used)
         if requested in used:
             raise errors.OpPrereqError("MAC address '%s' already in use in"
                                        " cluster" % requested,
@@ -670,15 +680,45 @@ class LUInstanceSetParams(InstanceLU):
                                        " on a routed NIC if not attached to"
                                        " a network", errors.ECODE_INVAL)
 
+    def _NicNetwork(self, params: dict, old: str | None) -> str | None:
+        """UUID of the network a NIC is to be on (``old`` if unchanged)."""
+        if "network" not in params:
+            return old
+        if params["network"] is None:
+            return None
+        return cmdlib_network.LookupNetwork(self.cfg, params["network"])
+
+    def _NetworkIp(self, ip: str | None, net_uuid: str | None) -> str | None:
+        return cmdlib_network.NicAddress(
+            self, ip, net_uuid, self.instance.primary_node,
+            self.op.conflicts_check, "IP %s not available in network %s")
+
+    def _NetParams(self, net_uuid: str) -> dict:
+        """A network's NIC parameters in the primary node's group."""
+        netparams = cmdlib_network.GroupNetParams(
+            self.cfg, net_uuid, self.instance.primary_node)
+        if netparams is None:
+            raise errors.OpPrereqError(
+                "No netparams found for the network %s, probably not"
+                " connected" % self.cfg.GetNetwork(net_uuid).name,
+                errors.ECODE_INVAL)
+        return netparams
+
     def _NewNic(self, idx: int, params: dict, nics: list[objects.NIC],
                 cluster: objects.Cluster) -> objects.NIC:
-        nicparams = GetUpdatedParams(
-            {}, {key: params[key] for key in _NIC_PARAM_KEYS if key in params},
-            objects.NIC_PARAMETERS, "NIC")
+        net_uuid = self._NicNetwork(params, None)
+        if net_uuid is not None:
+            nicparams = self._NetParams(net_uuid)
+        else:
+            nicparams = GetUpdatedParams(
+                {}, {key: params[key] for key in _NIC_PARAM_KEYS
+                     if key in params},
+                objects.NIC_PARAMETERS, "NIC")
+        requested = params.get("mac", constants.VALUE_AUTO)
         nic = objects.NIC(
-            mac=self._TakeMac(params.get("mac", constants.VALUE_AUTO), nics,
-                              None),
-            ip=params.get("ip"), name=params.get("name"),
+            mac=self._TakeMac(requested, nics, None, net_uuid),
+            ip=self._NetworkIp(params.get("ip"), net_uuid),
+            name=params.get("name"), network=net_uuid,
             nicparams=nicparams, uuid=self.cfg.GenerateUniqueID())
         filled = cluster.SimpleFillNIC(nicparams)
         self._CheckRoutedIp(nic, filled)
@@ -690,16 +730,31 @@ class LUInstanceSetParams(InstanceLU):
 
     def _ModifyNic(self, idx: int, nic: objects.NIC, params: dict,
                    nics: list[objects.NIC], cluster: objects.Cluster) -> None:
+        net_uuid = self._NicNetwork(params, nic.network)
         if "mac" in params:
-            nic.mac = self._TakeMac(params["mac"], nics, nic)
-        for key in ("mac", "ip", "name"):
+            nic.mac = self._TakeMac(params["mac"], nics, nic, net_uuid)
+        update = {key: params[key] for key in _NIC_PARAM_KEYS
+                  if key in params}
+        ip = params.get("ip", nic.ip)
+        if (ip, net_uuid) != (nic.ip, nic.network):
+            params["ip"] = self._NetworkIp(ip, net_uuid)
+            if net_uuid != nic.network:
+                params["network"] = net_uuid
+                nic.nicparams = (self._NetParams(net_uuid)
+                                 if net_uuid else {})
+        elif nic.network is not None and update.keys() & {objects.NIC_MODE,
+                                                          objects.NIC_LINK}:
+            raise errors.OpPrereqError("Not allowed to change link or mode of"
+                                       " a NIC that is connected to a"
+                                       " network", errors.ECODE_INVAL)
+        for key in ("mac", "ip", "name", "network"):
             if key in params:
                 if key != "mac":
                     setattr(nic, key, params[key])
                 self._nic_chgdesc.append(("nic.%s/%d" % (key, idx),
                                           getattr(nic, key)))
-        update = {key: params[key] for key in _NIC_PARAM_KEYS
-                  if key in params}
+        if nic.network is not None:
+            update = {}
         if update:
             nic.nicparams = GetUpdatedParams(nic.nicparams, update,
                                              objects.NIC_PARAMETERS, "NIC")

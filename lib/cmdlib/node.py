@@ -18,6 +18,7 @@ from ganeti import (bootstrap, config, constants, errors, locking, netutils,
 from ganeti.cmdlib.base import (ExpandNodeUuidAndName, LogicalUnit,
                                 NoHooksLU, RunPostHook)
 from ganeti.parameters.base import ForceParamDict, GetUpdatedParams
+from ganeti.placement import cluster as pcluster
 from ganeti.rpc import node as rpc_node
 
 
@@ -359,7 +360,8 @@ class LUNodeSetParams(LogicalUnit):
                     self.op.drained, self.op.master_capable,
                     self.op.vm_capable, self.op.secondary_ip,
                     self.op.ndparams, self.op.powered,
-                    self.op.hv_state, self.op.disk_state]
+                    self.op.hv_state, self.op.disk_state,
+                    self.op.add_aggregates, self.op.remove_aggregates]
         if all(mod is None for mod in all_mods):
             raise errors.OpPrereqError("Please pass at least one"
                                        " modification", errors.ECODE_INVAL)
@@ -455,6 +457,29 @@ class LUNodeSetParams(LogicalUnit):
         if op.ndparams:
             self.new_ndparams = GetUpdatedParams(
                 node.ndparams, op.ndparams, objects.ND_PARAMETERS, "node")
+        self.new_aggregates = self._NewAggregates(node)
+
+    def _NewAggregates(self, node: objects.Node) -> list[str] | None:
+        """The node's named aggregates after the change (None: none
+        asked). Its group's aggregate is implied, not listed."""
+        if self.op.add_aggregates is None and \
+                self.op.remove_aggregates is None:
+            return None
+        cluster = self.cfg.GetClusterInfo()
+        current = set(node.aggregates or ())
+        add = {pcluster.LookupNamedAggregate(cluster, name)
+               for name in self.op.add_aggregates or ()}
+        remove = {pcluster.LookupNamedAggregate(cluster, name)
+                  for name in self.op.remove_aggregates or ()}
+        if add & remove:
+            raise errors.OpPrereqError(
+                "Aggregate(s) %s both added and removed" % ", ".join(
+                    sorted(cluster.aggregates[uuid]["name"]
+                           for uuid in add & remove)), errors.ECODE_INVAL)
+        for uuid in sorted(remove - current):
+            self.LogInfo("Node is not in aggregate %s",
+                         cluster.aggregates[uuid]["name"])
+        return sorted((current | add) - remove)
 
     def _CheckPowered(self, node: objects.Node) -> None:
         group = self.cfg.GetNodeGroup(node.group)
@@ -551,6 +576,11 @@ class LUNodeSetParams(LogicalUnit):
         if self.op.secondary_ip is not None:
             node.secondary_ip = self.op.secondary_ip
             result.append(("secondary_ip", self.op.secondary_ip))
+        if self.new_aggregates is not None:
+            node.aggregates = self.new_aggregates or None
+            names = self.cfg.GetClusterInfo().aggregates or {}
+            result.append(("aggregates", ",".join(
+                sorted(names[uuid]["name"] for uuid in self.new_aggregates))))
         if self.new_role != self.old_role:
             new_flags = _R2F[self.new_role]
             for old, new, desc in zip(self.old_flags, new_flags, _FLAGS):

@@ -12,9 +12,11 @@ from typing import Any, Callable
 
 from ganeti import config, constants, errors, query, queryfields
 from ganeti.cmdlib import backup, instance_query, operating_system
+from ganeti.cmdlib import network as cmdlib_network
 from ganeti.cmdlib.base import (ExpandNodeUuidAndName, NoHooksLU,
                                  SelectQueryItems)
 from ganeti.queryfields import filters as qf_filters
+from ganeti.queryfields import networks as qf_networks
 from ganeti.rpc import node as rpc_node
 
 
@@ -148,11 +150,33 @@ class _FilterQuery:
                            qfilter if uuids is None else None)
 
 
+class _NetworkQuery:
+    """The ``network`` resource."""
+
+    FIELDS = queryfields.FIELDS[constants.QR_NETWORK]
+
+    def __init__(self, lu: NoHooksLU):
+        self.cfg = lu.cfg
+
+    def _LookupNetwork(self, name: str) -> str:
+        return cmdlib_network.LookupNetwork(self.cfg, name)
+
+    def Query(self, fields: list[str], qfilter: Any) -> dict:
+        networks, remaining_filter = SelectQueryItems(
+            qfilter, lambda: self.cfg.GetAllNetworksInfo().values(),
+            self._LookupNetwork, self.cfg.GetNetwork)
+        items = qf_networks.NetworkItems(
+            networks, list(self.cfg.GetAllNodeGroupsInfo().values()),
+            list(self.cfg.GetAllInstancesInfo().values()))
+        return query.Query(self.FIELDS, items, fields, remaining_filter)
+
+
 # Resource name -> query class (constructed with the LU)
 _QUERIES: dict[str, Callable[[NoHooksLU], Any]] = {
     constants.QR_NODE: _NodeQuery,
     constants.QR_GROUP: _GroupQuery,
     constants.QR_FILTER: _FilterQuery,
+    constants.QR_NETWORK: _NetworkQuery,
     constants.QR_OS: operating_system.OsQuery,
     constants.QR_INSTANCE: instance_query.InstanceQuery,
     constants.QR_EXPORT: backup.ExportQuery,

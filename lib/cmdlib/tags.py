@@ -30,6 +30,8 @@ class _TagsLU(NoHooksLU):
                                      locking.LEVEL_INSTANCE),
             constants.TAG_NODEGROUP: (self.cfg.LookupNodeGroup,
                                       locking.LEVEL_NODEGROUP),
+            constants.TAG_NETWORK: (self.cfg.LookupNetwork,
+                                    locking.LEVEL_NETWORK),
         }
         if kind not in lookup:
             raise errors.OpPrereqError("Tags of kind %s are not supported" %
@@ -53,6 +55,7 @@ class _TagsLU(NoHooksLU):
             constants.TAG_NODE: self.cfg.GetNodeInfo,
             constants.TAG_INSTANCE: self.cfg.GetInstanceInfo,
             constants.TAG_NODEGROUP: self.cfg.GetNodeGroup,
+            constants.TAG_NETWORK: self.cfg.GetNetwork,
         }[self.op.kind]
         return getter(self._uuid)
 

@@ -31,7 +31,6 @@ class _UnsupportedLU(NoHooksLU):
 
 
 _NO_OOB = "nodes have no out-of-band management"
-_NO_NETWORKS = "networks are not implemented"
 
 
 class LUClusterRename(_UnsupportedLU):
@@ -56,23 +55,3 @@ class LUOobCommand(_UnsupportedLU):
 
 class LURestrictedCommand(_UnsupportedLU):
     REASON = "nodes run no restricted commands"
-
-
-class LUNetworkAdd(_UnsupportedLU):
-    REASON = _NO_NETWORKS
-
-
-class LUNetworkRemove(_UnsupportedLU):
-    REASON = _NO_NETWORKS
-
-
-class LUNetworkSetParams(_UnsupportedLU):
-    REASON = _NO_NETWORKS
-
-
-class LUNetworkConnect(_UnsupportedLU):
-    REASON = _NO_NETWORKS
-
-
-class LUNetworkDisconnect(_UnsupportedLU):
-    REASON = _NO_NETWORKS

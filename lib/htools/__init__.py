@@ -22,5 +22,7 @@ FAIL_MIG = "FailMig"
 FAIL_DISK_COUNT = "FailDiskCount"
 FAIL_SPINDLES = "FailSpindles"
 FAIL_INTERNAL = "FailInternal"
+# Ours: the node is excluded by the request's member_of (aggregates)
+FAIL_MEMBER_OF = "FailMemberOf"
 FAIL_MODES = (FAIL_MEM, FAIL_DISK, FAIL_CPU, FAIL_N1, FAIL_TAGS, FAIL_MIG,
-              FAIL_DISK_COUNT, FAIL_SPINDLES, FAIL_INTERNAL)
+              FAIL_DISK_COUNT, FAIL_SPINDLES, FAIL_INTERNAL, FAIL_MEMBER_OF)

@@ -15,6 +15,11 @@ A request that cannot be satisfied is ``success: false`` with the reason
 (hail's summary, ``FailMem: 3, FailDisk: 1``, and each node's first
 failed check with needed and available values). A message that is not
 an iallocator message raises ``errors.ParameterError``.
+
+Our extensions of the message: each node's Placement aggregate UUIDs
+(``aggregates``), their names (top-level ``aggregates``) and, in an
+allocate request, ``member_of`` (Placement's values, ANDed): nodes that
+fail it are no candidates (``FailMemberOf``, ``excluded by member_of``).
 """
 
 import sys
@@ -24,6 +29,7 @@ from ganeti import constants, errors, serializer
 from ganeti.htools import evacuate, placement
 from ganeti.htools.metrics import STDDEV_COMPONENTS, Score
 from ganeti.htools.model import Cluster, Instance
+from ganeti.placement.search import MemberOf
 
 # Options (``--k=v`` on the command line, default_iallocator_params)
 OPT_IGNORE_SOFT_ERRORS = "ignore-soft-errors"
@@ -32,6 +38,10 @@ OPT_NO_CAPACITY = "no-capacity-checks"
 
 # Candidates an explanation lists
 EXPLAIN_TOP = 5
+
+# Our extension key of allocate requests: Placement ``member_of`` values
+# (aggregate UUIDs), ANDed; allocators that do not know it ignore it
+REQ_MEMBER_OF = "member_of"
 
 
 def _Answer(success: bool, info: str, result: Any) -> dict:
@@ -120,6 +130,17 @@ class _Request:
                 (required, inst.template))
         return required
 
+    @staticmethod
+    def _MemberOf(spec: dict) -> MemberOf | None:
+        values = spec.get(REQ_MEMBER_OF)
+        if not values:
+            return None
+        try:
+            return MemberOf(list(values))
+        except errors.PlacementError as err:
+            raise errors.ParameterError("Invalid %s: %s" %
+                                        (REQ_MEMBER_OF, err.detail))
+
     def _Place(self, spec: dict) -> tuple[Instance, placement.Allocation]:
         inst = self.cluster.NewInstance(spec["name"], spec)
         restrict = self.restrict
@@ -128,7 +149,8 @@ class _Request:
         alloc = placement.Allocate(self.cluster, self.score, inst,
                                    self._Required(inst, spec),
                                    spec.get("group_name"), restrict,
-                                   self.strict, capacity=self.capacity)
+                                   self.strict, capacity=self.capacity,
+                                   member_of=self._MemberOf(spec))
         return inst, alloc
 
     def Allocate(self, req: dict, explain: bool) -> dict:

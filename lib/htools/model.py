@@ -136,7 +136,7 @@ class Node:
                  "n_mem", "f_mem", "f_mem_forth", "t_dsk", "f_dsk", "t_cpu",
                  "n_cpu", "u_cpu", "cpu_speed", "excl", "t_sp", "f_sp",
                  "inst_sp", "hi_sp", "vcpu_ratio", "peers", "r_mem",
-                 "plist", "slist", "xtags", "loc_score")
+                 "plist", "slist", "xtags", "loc_score", "aggregates")
 
     def __init__(self, name: str, data: dict, group: Group,
                  loc_prefixes: tuple) -> None:
@@ -147,6 +147,8 @@ class Node:
         live = not data.get("offline") and data.get("vm_capable", True)
         self.offline = bool(not live or data.get("drained"))
         self.tags = list(data.get("tags") or ())
+        # Placement aggregate UUIDs, the group's included (NodeAggregates)
+        self.aggregates = frozenset(data.get("aggregates") or ())
         self.locations = frozenset(tag for tag in self.tags
                                    if tag.startswith(loc_prefixes)) \
             if loc_prefixes else frozenset()
@@ -459,6 +461,9 @@ class Cluster:
     def _Load(self, message: dict) -> None:
         self.name: str = message.get("cluster_name", "")
         self.tags = list(message.get("cluster_tags") or ())
+        # Aggregate UUID -> name, to name member_of values in refusals
+        self.aggregate_names: dict[str, str] = dict(
+            message.get("aggregates") or {})
         self.ex_prefixes = tuple(
             tag[len(EX_TAGS_PREFIX):] for tag in self.tags
             if tag.startswith(EX_TAGS_PREFIX))

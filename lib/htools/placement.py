@@ -16,10 +16,11 @@ as the arithmetic is the same; it keeps homogeneous clusters cheap).
 from collections import Counter
 from typing import NamedTuple
 
-from ganeti.htools import FAIL_MODES, FAIL_N1
+from ganeti.htools import FAIL_MEMBER_OF, FAIL_MODES, FAIL_N1
 from ganeti.htools.metrics import NodeValues, Score, Values
 from ganeti.htools.model import (Cluster, Failure, Group, Instance, Node,
                                  PolicyFailure)
+from ganeti.placement.search import MemberOf
 
 # How many per-node failure details the answer spells out
 MAX_DETAILS = 20
@@ -85,6 +86,36 @@ def _StateKey(node: Node, inst: Instance) -> tuple:
 def _Targets(nodes: list[Node], restrict: frozenset | None) -> list[Node]:
     return [node for node in nodes if not node.offline and
             (restrict is None or node.name in restrict)]
+
+
+def _MemberOfText(cluster: Cluster, value: str) -> str:
+    """A member_of value with the aggregates named where the message
+    names them."""
+    head, sep, items = value.rpartition(":")
+    if not sep and value.startswith("!"):
+        head, items = "!", value[1:]
+    names = [cluster.aggregate_names.get(item, item)
+             for item in items.split(",")]
+    return head + sep + ",".join(names)
+
+
+def _CheckMemberOf(cluster: Cluster, targets: list[Node],
+                   member_of: MemberOf | None, result: "GroupResult"
+                   ) -> list[Node]:
+    """The targets whose aggregates satisfy ``member_of``; the others
+    are failures naming the value that excluded them."""
+    if member_of is None:
+        return targets
+    kept = []
+    for node in targets:
+        value = member_of.Failed(node.aggregates)
+        if value is None:
+            kept.append(node)
+            continue
+        result.fails[FAIL_MEMBER_OF] += 1
+        result.details.setdefault(node.name, "excluded by member_of '%s'" %
+                                  _MemberOfText(cluster, value))
+    return kept
 
 
 def N1Broken(nodes: list[Node]) -> dict[str, Failure]:
@@ -153,15 +184,18 @@ def _GlobalN1(cluster: Cluster, inst: Instance, result: GroupResult,
 def TryGroup(cluster: Cluster, score: Score, group: Group, inst: Instance,
              required_nodes: int, restrict: frozenset | None = None,
              strict: bool = True, keep: int = 0,
-             n1_broken: dict[str, Failure] | None = None) -> GroupResult:
+             n1_broken: dict[str, Failure] | None = None,
+             member_of: MemberOf | None = None) -> GroupResult:
     """All candidates of one group, sorted best first (``tryAlloc``).
 
     ``keep`` limits the candidates kept (0: all). With ``n1_broken``
     (``N1Broken`` of the nodes checked) hail's global N+1 capacity check
-    applies.
+    applies. Nodes failing ``member_of`` are no candidates.
     """
     result = GroupResult(group)
-    targets = _Targets(cluster.GroupNodes(group), restrict)
+    targets = _CheckMemberOf(cluster,
+                             _Targets(cluster.GroupNodes(group), restrict),
+                             member_of, result)
     policy_fail: dict[bool, Failure | None] = {}
 
     def policy(node: Node) -> Failure | None:
@@ -301,12 +335,14 @@ class Allocation:
 def Allocate(cluster: Cluster, score: Score, inst: Instance,
              required_nodes: int, group_name: str | None = None,
              restrict: frozenset | None = None, strict: bool = True,
-             keep: int = 0, capacity: bool = False) -> Allocation:
+             keep: int = 0, capacity: bool = False,
+             member_of: MemberOf | None = None) -> Allocation:
     """Find the placement of a new instance (``tryMGAlloc`` or, with a
     group name, ``tryGroupAlloc``); nothing is changed.
 
     ``capacity`` is hail's global N+1 check, over the cluster's nodes or,
-    with a group name, the group's (as hail's node list there).
+    with a group name, the group's (as hail's node list there);
+    ``member_of`` the aggregates the nodes must (not) be in.
     """
     if group_name:
         group = cluster.FindGroup(group_name)
@@ -317,7 +353,7 @@ def Allocate(cluster: Cluster, score: Score, inst: Instance,
         broken = N1Broken(nodes) if capacity else None
         return Allocation([TryGroup(cluster, local, group, inst,
                                     required_nodes, restrict, strict, keep,
-                                    broken)],
+                                    broken, member_of)],
                           [])
     broken = N1Broken(list(cluster.nodes.values())) if capacity else None
     results = []
@@ -328,7 +364,7 @@ def Allocate(cluster: Cluster, score: Score, inst: Instance,
                            " by instance %s" % (group.name, inst.name))
             continue
         res = TryGroup(cluster, score, group, inst, required_nodes, restrict,
-                       strict, keep, broken)
+                       strict, keep, broken, member_of)
         if res.group.rank >= 2:
             # unallocable groups are never chosen unless named
             res.candidates = []

@@ -19,7 +19,8 @@ removed. The steps are "info" (MigrationInfo), "accept"
 (AcceptInstance), "migrate" (MigrateInstance), "status"
 (GetMigrationStatus reports a failed migration) and "finalize-dst" /
 "finalize-src" (FinalizeMigrationDst/Source, only when completing a
-successful migration; undoing one always works).
+successful migration; undoing one always works). The marker of step
+"start" makes StartInstance fail (an instance that will not come up).
 """
 
 import logging
@@ -95,6 +96,9 @@ class FakeHypervisor(hv_base.BaseHypervisor):
             raise errors.HypervisorError(
                 "Failed to start instance %s: already running" %
                 instance.name)
+        if os.path.exists(os.path.join(self._root, _FAIL_MARKER % "start")):
+            raise errors.HypervisorError("Simulated failure to start instance"
+                                         " %s" % instance.name)
         self._MarkUp(instance, instance.beparams[objects.BE_MAXMEM])
 
     def StopInstance(self, instance: objects.Instance, force: bool = False,

@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from ganeti import constants, errors, ht, objects, serializer
+from ganeti.placement import cluster as pcluster
 
 # Opcodes an evacuation or group-change answer may contain
 _EVAC_OPCODES = frozenset(["OP_INSTANCE_FAILOVER", "OP_INSTANCE_MIGRATE",
@@ -90,7 +91,8 @@ class IAReqInstanceAlloc(IARequest):
                  vcpus: int, spindle_use: int, disks: list[dict],
                  nics: list[dict], os: str, tags: list[str],
                  hypervisor: str, group_name: str | None = None,
-                 node_whitelist: list[str] | None = None):
+                 node_whitelist: list[str] | None = None,
+                 member_of: list[str] | None = None):
         self.name = name
         self.disk_template = disk_template
         self.memory = memory
@@ -103,6 +105,8 @@ class IAReqInstanceAlloc(IARequest):
         self.hypervisor = hypervisor
         self.group_name = group_name
         self.node_whitelist = node_whitelist
+        # Resolved (aggregate UUIDs only), see pcluster.ResolveMemberOf
+        self.member_of = member_of
 
     def RequiredNodes(self) -> int:
         return 2 if self.disk_template in constants.DTS_INT_MIRROR else 1
@@ -129,6 +133,9 @@ class IAReqInstanceAlloc(IARequest):
         }
         if self.node_whitelist is not None:
             request["restrict-to-nodes"] = list(self.node_whitelist)
+        if self.member_of:
+            # Our extension: Placement member_of values, ANDed
+            request["member_of"] = list(self.member_of)
         return request
 
     def ValidateResult(self, ia: "IAllocator", result: Any) -> None:
@@ -346,6 +353,8 @@ class IAllocator:
             "cluster_tags": sorted(cluster.GetTags()),
             "enabled_hypervisors": list(cluster.enabled_hypervisors),
             "ipolicy": cluster.SimpleFillIPolicy(None),
+            # Our extension: the names of the aggregates (UUID -> name)
+            "aggregates": pcluster.AggregateNames(cluster, groups),
             "nodegroups": {
                 uuid: {"name": group.name,
                        "alloc_policy": group.alloc_policy,
@@ -374,6 +383,7 @@ class IAllocator:
                 "offline": node.offline, "drained": node.drained,
                 "master_candidate": node.master_candidate,
                 "group": node.group,
+                "aggregates": sorted(pcluster.NodeAggregates(node)),
                 "master_capable": node.master_capable,
                 "vm_capable": node.vm_capable,
                 "ndparams": (cluster.FillND(node, group) if group is not None

@@ -256,6 +256,7 @@ class Replicator:
                   candidates)]
         for path in (pathutils.RAPI_CERT_FILE, pathutils.RAPI_USERS_FILE,
                      pathutils.CLUSTER_DOMAIN_SECRET_FILE,
+                     pathutils.CONFD_HMAC_KEY,
                      pathutils.FILE_STORAGE_PATHS_FILE,
                      pathutils.BLOCKDEV_PATHS_FILE):
             if os.path.exists(path):

@@ -3,8 +3,9 @@ allocation candidates of GET /allocation_candidates.
 
 Aggregate membership is tested two ways (see placement-semantics.md):
 
-- directly, on the provider alone: GET /resource_providers and the
-  numbered (suffixed) request groups;
+- directly, on the provider alone (``IsMember``): GET /resource_providers,
+  the numbered (suffixed) request groups and the built-in allocator's
+  nodes;
 - tree-wide, for the unnumbered group: a provider qualifies through
   itself or through the root of the tree it serves (its anchor), so an
   aggregate of a root spans its whole tree; a sharing provider must also
@@ -23,8 +24,34 @@ from ganeti.placement.microversion import Version
 Allocation = dict[str, dict[str, int]]
 
 
-def _InAll(aggregates: set[str], any_of_sets: list[set[str]]) -> bool:
+def _InAll(aggregates: set[str] | frozenset[str],
+           any_of_sets: list[set[str]]) -> bool:
     return all(aggregates & wanted for wanted in any_of_sets)
+
+
+def IsMember(aggregates: set[str] | frozenset[str],
+             any_of_sets: list[set[str]], forbidden: set[str]) -> bool:
+    """Direct membership: in one aggregate of every any-of set and in
+    no forbidden one (GET /resource_providers, numbered groups, and the
+    allocator's nodes, which are root providers without children)."""
+    return _InAll(aggregates, any_of_sets) and not aggregates & forbidden
+
+
+class MemberOf:
+    """``member_of`` values (Placement's forms, UUIDs only) parsed once,
+    so a refusal can name the value a provider fails."""
+
+    def __init__(self, values: list[str]):
+        self.values = [(value, *params.ParseMemberOfValue(value))
+                       for value in values]
+
+    def Failed(self, aggregates: set[str] | frozenset[str]) -> str | None:
+        """The first value the aggregates do not satisfy, or None."""
+        for value, required, forbidden in self.values:
+            if not IsMember(aggregates, [required] if required else [],
+                            forbidden):
+                return value
+        return None
 
 
 def _HasTraits(traits: set[str], required: list[set[str]],
@@ -95,8 +122,8 @@ def FilterProviders(state: model.State,
         if (flt.name is not None and provider.name != flt.name or
                 flt.uuid is not None and provider.uuid != flt.uuid or
                 tree is not None and provider.root != tree or
-                not _InAll(provider.aggregates, flt.member_of) or
-                provider.aggregates & flt.forbidden_aggs or
+                not IsMember(provider.aggregates, flt.member_of,
+                             flt.forbidden_aggs) or
                 not _HasTraits(provider.traits, flt.required,
                                flt.forbidden_traits) or
                 not all(ctx.Fits(provider, rclass, amount)
@@ -179,8 +206,8 @@ def _NumberedOptions(ctx: _Context, group: params.RequestGroup
     options = []
     for provider in ctx.providers.values():
         if (tree is not None and provider.root != tree or
-                not _InAll(provider.aggregates, group.member_of) or
-                provider.aggregates & group.forbidden_aggs or
+                not IsMember(provider.aggregates, group.member_of,
+                             group.forbidden_aggs) or
                 not _HasTraits(provider.traits, group.required,
                                group.forbidden_traits) or
                 not all(ctx.Fits(provider, rclass, amount)

@@ -12,6 +12,7 @@ from ganeti.queryfields.exports import EXPORT_FIELDS
 from ganeti.queryfields.filters import FILTER_FIELDS
 from ganeti.queryfields.instances import INSTANCE_FIELDS
 from ganeti.queryfields.jobs import JOB_FIELDS
+from ganeti.queryfields.networks import NETWORK_FIELDS
 from ganeti.queryfields.oses import OS_FIELDS
 
 FIELDS: dict[str, query.FieldTable] = {
@@ -22,6 +23,7 @@ FIELDS: dict[str, query.FieldTable] = {
     constants.QR_EXPORT: EXPORT_FIELDS,
     constants.QR_JOB: JOB_FIELDS,
     constants.QR_FILTER: FILTER_FIELDS,
+    constants.QR_NETWORK: NETWORK_FIELDS,
 }
 
 

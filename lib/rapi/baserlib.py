@@ -89,6 +89,7 @@ _NAME_PATTERN = r"[\w\._-]+"
 PARAM_PATTERNS = {
     "node_name": _NAME_PATTERN,
     "group_name": _NAME_PATTERN,
+    "network_name": _NAME_PATTERN,
     "instance_name": _NAME_PATTERN,
     "filter_uuid": _NAME_PATTERN,
     "job_id": constants.JOB_ID_TEMPLATE,

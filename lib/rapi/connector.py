@@ -15,7 +15,7 @@ import re
 import urllib.parse
 
 from ganeti import http as ghttp
-from ganeti.rapi import baserlib, openapi, rlib2
+from ganeti.rapi import baserlib, networks, openapi, rlib2
 
 class R_2_features(baserlib.ResourceBase):
     """/2/features resource."""
@@ -78,6 +78,14 @@ RESOURCES: _ResourceMap = {
     "/2/groups/{group_name}/assign-nodes":
         rlib2.R_2_groups_name_assign_nodes,
     "/2/groups/{group_name}/tags": rlib2.R_2_groups_name_tags,
+
+    "/2/networks": networks.R_2_networks,
+    "/2/networks/{network_name}": networks.R_2_networks_name,
+    "/2/networks/{network_name}/modify": networks.R_2_networks_name_modify,
+    "/2/networks/{network_name}/connect": networks.R_2_networks_name_connect,
+    "/2/networks/{network_name}/disconnect":
+        networks.R_2_networks_name_disconnect,
+    "/2/networks/{network_name}/tags": networks.R_2_networks_name_tags,
 
     "/2/instances": rlib2.R_2_instances,
     "/2/instances-multi-alloc": rlib2.R_2_instances_multi_alloc,

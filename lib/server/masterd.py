@@ -33,7 +33,7 @@ class GanetiContext:
         self.my_name = netutils.GetMyName()
         self.glm = locking.GanetiLockManager(
             cfg.GetNodeList(), list(cfg.GetAllNodeGroupsInfo()),
-            cfg.GetInstanceList(), [])
+            cfg.GetInstanceList(), list(cfg.GetAllNetworksInfo()))
         self.rpc = rpc_node.RpcRunner(self._ResolveNodes,
                                       address_fn=self._ReplicationAddress)
         self.replicator = replication.Replicator(

@@ -1,0 +1,101 @@
+"""``gnt-instance add --member-of`` on a real three-node virtual cluster
+(fake hypervisor) with the built-in allocator: Placement aggregates
+steering where new instances go.
+
+node1 carries "ballast" (a running instance placed with -n), so node2
+and node3, the emptiest nodes, are where the allocator would put new
+instances; they form the aggregate ``licensed``.
+"""
+
+import pytest
+
+from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from testutils_instance import (ADMIN, CHECKS, NODE1, NODE2, NODE3, Fail,
+                                InstanceCluster, PrimaryNode, RapiClient,
+                                RemoveInstances)
+
+pytestmark = pytest.mark.integration
+
+
+def _AddArgs(name, *extra, memory=512):
+    return ("gnt-instance", "add", "-t", "diskless", "--no-install", "-o",
+            "tinyimage", "-B", "memory=%d" % memory, *extra, *CHECKS, name)
+
+
+@pytest.fixture(scope="module")
+def vc():
+    with InstanceCluster("--enabled-disk-templates=diskless",
+                         "--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
+                         "--ipolicy-vcpu-ratio=32",
+                         rapi_users=True) as cluster:
+        cluster.Run(*_AddArgs("ballast", "-n", NODE1, memory=4096))
+        cluster.Run("gnt-cluster", "aggregate", "add", "licensed")
+        for node in (NODE2, NODE3):
+            cluster.Run("gnt-node", "modify", "--add-aggregates",
+                        "licensed", node)
+        yield cluster
+
+
+def test_forbidden_aggregate_avoids_the_emptiest_nodes(vc):
+    names = ["plain%d" % idx for idx in range(3)]
+    try:
+        for name in names:
+            vc.Run(*_AddArgs(name, "--member-of", "!licensed"))
+        assert {PrimaryNode(vc, name) for name in names} == {NODE1}
+    finally:
+        RemoveInstances(vc, *names)
+
+
+def test_required_aggregate_lands_only_there(vc):
+    # Only node2 stays licensed: alone, instances would alternate between
+    # node2 and node3
+    vc.Run("gnt-node", "modify", "--remove-aggregates", "licensed", NODE3)
+    names = ["lic%d" % idx for idx in range(3)]
+    try:
+        for name in names:
+            vc.Run(*_AddArgs(name, "--member-of", "licensed"))
+        assert {PrimaryNode(vc, name) for name in names} == {NODE2}
+        # The group's aggregate too: "in:" any of, repeated values ANDed
+        vc.Run(*_AddArgs("grp", "--member-of", "in:licensed,default",
+                         "--member-of", "!licensed"))
+        assert PrimaryNode(vc, "grp") == NODE3
+    finally:
+        RemoveInstances(vc, "grp", *names)
+        vc.Run("gnt-node", "modify", "--add-aggregates", "licensed", NODE3)
+
+
+def test_unsatisfiable_constraint_names_it_per_node(vc):
+    out = Fail(vc, *_AddArgs("none", "--member-of", "licensed",
+                             "--member-of", "!in:licensed,default"))
+    assert "FailMemberOf: 3" in out, out
+    assert "%s: excluded by member_of 'licensed'" % NODE1 in out, out
+    for node in (NODE2, NODE3):
+        assert "%s: excluded by member_of '!in:licensed,default'" % node \
+            in out, out
+    out = Fail(vc, *_AddArgs("none", "--member-of", "!nope"))
+    assert "Aggregate 'nope' not known" in out, out
+
+
+def test_explicit_node_must_satisfy_member_of(vc):
+    out = Fail(vc, *_AddArgs("pinned", "-n", NODE2, "--member-of",
+                             "!licensed"))
+    assert "Node %s is excluded by member_of '!licensed'" % NODE2 in out, out
+    try:
+        vc.Run(*_AddArgs("pinned", "-n", NODE2, "--member-of", "licensed"))
+        assert PrimaryNode(vc, "pinned") == NODE2
+    finally:
+        RemoveInstances(vc, "pinned")
+
+
+def test_rapi_body_member_of(vc):
+    client = RapiClient(vc, ADMIN)
+    job_id = client.CreateInstance(
+        "create", "viarapi", "diskless", [], [], os="tinyimage",
+        no_install=True, name_check=False, ip_check=False,
+        beparams={"memory": 512}, member_of=["!licensed"])
+    try:
+        assert client.WaitForJobCompletion(job_id, period=0.2, retries=300)
+        assert client.GetJobStatus(job_id)["status"] == "success"
+        assert PrimaryNode(vc, "viarapi") == NODE1
+    finally:
+        RemoveInstances(vc, "viarapi")

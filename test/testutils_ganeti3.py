@@ -1,0 +1,126 @@
+"""Ganeti 3.0.2's own ``gnt-*`` programs, run against our clusters.
+
+The Debian package ``ganeti-3.0`` (and the Python modules its clients
+import that the venv lacks) is fetched with ``apt-get download`` into a
+cache directory and unpacked there with ``dpkg-deb -x``, never installed:
+an installed Ganeti would start its own daemons on our ports. Its
+programs then run with the venv's Python, its ``ganeti`` package first on
+the path, and a node's ``GANETI_ROOTDIR``/``GANETI_HOSTNAME``: Ganeti's
+vcluster convention is ours, so they find the node's ssconf and the
+master's LUXI socket below the node root.
+"""
+
+import fcntl
+import glob
+import os
+import subprocess
+import sys
+
+from testutils_cluster import VirtualNode
+
+CACHE = os.environ.get("GANETI3_TEST_CACHE", "/tmp/ganeti3-client-cache")
+GANETI_PACKAGE = "ganeti-3.0"
+# What Ganeti 3.0's client modules import that the venv does not have
+# (the Debian builds match the venv's Python 3.11)
+DEPENDENCIES = ("python3-bitarray", "python3-pyparsing", "python3-psutil")
+_SHARE = os.path.join("usr", "share", "ganeti", "3.0")
+_DIST_PACKAGES = os.path.join("usr", "lib", "python3", "dist-packages")
+
+
+class Unavailable(Exception):
+    """Why Ganeti 3.0's programs cannot be had on this machine."""
+
+
+def _Download(package: str) -> str:
+    """The package's .deb in the cache, downloaded if needed; as root,
+    with the package lists updated once if the first try fails."""
+    pattern = os.path.join(CACHE, "%s_*.deb" % package)
+    failure = ""
+    for update in [False, True] if os.geteuid() == 0 else [False]:
+        if glob.glob(pattern):
+            break
+        try:
+            if update:
+                subprocess.run(["apt-get", "update", "-q"],
+                               capture_output=True, check=False)
+            result = subprocess.run(["apt-get", "download", package],
+                                    cwd=CACHE, capture_output=True,
+                                    text=True, check=False)
+        except FileNotFoundError as err:
+            raise Unavailable("cannot run apt-get: %s" % err) from err
+        failure = result.stderr.strip()[-300:]
+    debs = sorted(glob.glob(pattern))
+    if not debs:
+        raise Unavailable("cannot download %s: %s" % (package, failure))
+    return debs[-1]
+
+
+def _PythonPath(tree: str) -> str:
+    """Ganeti's package first, then the modules its clients import."""
+    return os.pathsep.join([os.path.join(tree, _SHARE),
+                            os.path.join(tree, _DIST_PACKAGES)])
+
+
+def Unpack() -> str:
+    """The directory the packages are unpacked into (done once, also
+    across concurrent test workers), checked to import with our Python.
+    """
+    tree = os.path.join(CACHE, "root")
+    _Extract(tree)
+    # Debian builds its C modules (bitarray, psutil) for its own Python
+    result = subprocess.run(
+        [sys.executable, "-c", "import ganeti.client.gnt_instance"],
+        env=dict(os.environ, PYTHONPATH=_PythonPath(tree)),
+        capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise Unavailable("Ganeti 3.0's clients do not import with %s: %s"
+                          % (sys.executable,
+                             (result.stderr.strip().splitlines() or
+                              ["exit code %d" % result.returncode])[-1]))
+    return tree
+
+
+def _Extract(tree: str) -> None:
+    """Unpack the packages into ``tree`` unless done before."""
+    done = os.path.join(CACHE, ".unpacked")
+    if os.path.exists(done):
+        return
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, ".lock"), "w", encoding="ascii") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(done):
+            for package in (GANETI_PACKAGE, ) + DEPENDENCIES:
+                try:
+                    subprocess.run(["dpkg-deb", "-x", _Download(package),
+                                    tree], check=True)
+                except FileNotFoundError as err:
+                    raise Unavailable("cannot unpack %s: %s" %
+                                      (package, err)) from err
+            with open(done, "w", encoding="ascii"):
+                pass
+
+
+class Ganeti3:
+    """Runs Ganeti 3.0's programs as one node of a virtual cluster."""
+
+    def __init__(self, node: VirtualNode, tree: str):
+        """``tree``: where Unpack() put the packages."""
+        self.node = node
+        self.bindir = os.path.join(tree, _SHARE)
+        self.env = dict(node.env, PYTHONPATH=_PythonPath(tree))
+
+    def Run(self, program: str, *args: str, check: bool = True,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+        """Run one of Ganeti's gnt-* programs; with ``check``, fail on a
+        non-zero exit code with the program's output."""
+        argv = [sys.executable, os.path.join(self.bindir, program)] + \
+            list(args)
+        result = subprocess.run(argv, env=self.env, cwd=self.node.cluster.base,
+                                capture_output=True, text=True,
+                                timeout=timeout, check=False)
+        if check and result.returncode != 0:
+            raise AssertionError("Ganeti 3.0's %s %s failed (%d):\n"
+                                 "stdout: %s\nstderr: %s" %
+                                 (program, " ".join(args), result.returncode,
+                                  result.stdout, result.stderr))
+        return result
