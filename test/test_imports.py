@@ -38,6 +38,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # Configuration objects, the opcodes (jobs as data) and the address
     # pools of the network objects
     "objects": (("parameters", ), ("ganeti.objects", "ganeti.opcodes",
+                                   "ganeti.opcodes_base",
+                                   "ganeti.opcodes_instance",
                                    "ganeti.network")),
     # What the master and the nodes build on: configuration, RPC, LUXI,
     # locks, hypervisors, storage, the transfer of disks, HTTP servers,
