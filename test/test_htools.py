@@ -630,6 +630,11 @@ def test_move_scores_equal_apply_score_undo(seed):
                        skew=rnd.choice([0.0, 0.5]))
     for data in msg["nodes"].values():
         data["offline"] = rnd.random() < 0.15
+    if seed % 3 == 0:
+        # shared locations link nodes as peers do (per-pair scoring)
+        msg["cluster_tags"] = ["htools:nlocation:rack"]
+        for data in msg["nodes"].values():
+            data["tags"] = ["rack:%d" % rnd.randint(0, 1)]
     cluster = model.Cluster(msg)
     nodes = list(cluster.nodes.values())
     score = metrics.Score(nodes)
@@ -717,6 +722,10 @@ def test_plan_equals_full_rescoring_reference(seed):
                        templates=("drbd", "diskless", "rbd"))
     if seed == 3:
         msg["nodes"]["node0001.example.com"]["offline"] = True
+    if seed == 2:
+        msg["cluster_tags"] = ["htools:nlocation:rack"]
+        for data in msg["nodes"].values():
+            data["tags"] = ["rack:%d" % rnd.randint(0, 2)]
     variants = [balance.Options(),
                 balance.Options(min_gain=0.05, min_gain_limit=0.5),
                 balance.Options(no_disk_moves=True),

@@ -28,11 +28,21 @@ Lipschitz bound ``|x - sigma| <= |Dv| / sqrt(n)`` once the spread is
 small (on 100 nodes about 10 times fewer candidates are scored exactly).
 Components with a (near) zero std-dev contribute 0, which is always below
 their value.
+
+Most targets are unlinked to a victim (``_Linked``: not its nodes, not
+reserving memory for them nor reserved for by them, sharing no location):
+toward those a move's parts depend only on the victim and, on the target,
+on the victim's shape. So per level ``Best`` sorts the targets by their
+part's bound once per shape and kind of move, and each victim walks that
+list from a heap, lazily: candidates are scored exactly in the order of
+their bounds until one is above the best so far, and most targets of
+most victims are never looked at. Linked targets are scored pair by pair.
 """
 
 import math
 import sys
 from collections.abc import Iterable, Iterator
+from heapq import heapify, heappop, heapreplace
 from operator import add, itemgetter, mul, sub
 
 from ganeti.htools import moves
@@ -57,6 +67,13 @@ _INF = float("inf")
 _FINITE = sys.float_info.max
 # The part of a node the move leaves as it is
 _NOTHING: Part = (0.0, _ZERO, _ZERO)
+# Per kind of move to a target: its index in the parts of _Toward and
+# _Target, and that of its part in those of _Fixed
+_KINDS = ((moves.REPLACE_SECONDARY, 0, 2), (moves.REPLACE_AND_FAILOVER, 1, 2),
+          (moves.REPLACE_PRIMARY, 2, 3), (moves.FAILOVER_AND_REPLACE, 3, 3))
+# The key of _Toward's parts toward an unlinked target
+_UNLINKED = (None, None, 0, 0)
+_EMPTY: dict = {}
 
 
 class Evaluator:
@@ -79,11 +96,22 @@ class Evaluator:
         # per round, by the part's id (parts are kept alive by _intern)
         self._lows: dict[int, float] = {}
         self._stamp = 0
-        # per victim, its _Fixed parts and per peer values toward a target
-        # (round, lower bounds, parts) of _Toward, while its nodes stay
-        self._victims: dict[str, tuple[tuple, dict[tuple, tuple]]] = {}
+        # per victim, its _Fixed parts, per peer values toward a target
+        # (round, lower bounds, parts) of _Toward and its linked nodes
+        # (_Linked), while its nodes stay
+        self._victims: dict[str, tuple[tuple, dict[tuple, tuple],
+                                       frozenset[str]]] = {}
         # per node, the victims cached in _victims that it holds
         self._held: dict[str, set[str]] = {}
+        # per node, the nodes whose peers include it (reserve memory for
+        # its primaries), and the peers each node was last seen with
+        self._reserving: dict[str, set[str]] = {}
+        self._peers: dict[str, frozenset[str]] = {}
+        self._Reserving(cluster.nodes)
+        # per node, the nodes sharing one of its locations
+        self._mates: dict[str, frozenset[str]] = {}
+        self._located = any(node.locations
+                            for node in cluster.nodes.values())
 
     def Changed(self, names: frozenset[str] | set[str]) -> None:
         for name in names:
@@ -91,6 +119,18 @@ class Evaluator:
             self._bundles.pop(name, None)
             for victim in self._held.pop(name, ()):
                 self._victims.pop(victim, None)
+        self._Reserving(names)
+
+    def _Reserving(self, names: Iterable[str]) -> None:
+        """Follow the nodes' peers in ``_reserving``."""
+        nodes = self.cluster.nodes
+        for name in names:
+            old = self._peers.get(name, frozenset())
+            new = self._peers[name] = frozenset(nodes[name].peers)
+            for peer in old - new:
+                self._reserving[peer].discard(name)
+            for peer in new - old:
+                self._reserving.setdefault(peer, set()).add(name)
 
     # Parts ------------------------------------------------------------------
 
@@ -113,7 +153,10 @@ class Evaluator:
         """The node's part: remove the instance's primary or secondary
         (for ``remove_sec``'s primary) role, run the checks (a node name:
         ``AddSec`` with that primary, None: ``AddPri``) on that state,
-        then add the final role(s) and the location score change."""
+        then add the final role(s) and the location score change. The
+        key names the steps (so moves of different kinds with the same
+        steps on the node share the part) and holds what they read of the
+        other nodes."""
         memo = self._memo.get(node.name)
         if memo is None:
             memo = self._memo[node.name] = {}
@@ -166,9 +209,9 @@ class Evaluator:
         new = NodeValues(node)
         if old.vec is None or new.vec is None:
             return (new.add - old.add, _ZERO, _ZERO)
-        return (new.add - old.add,
-                tuple(b - a for a, b in zip(old.vec, new.vec)),
-                tuple(b * b - a * a for a, b in zip(old.vec, new.vec)))
+        return (new.add - old.add, tuple(map(sub, new.vec, old.vec)),
+                tuple(map(sub, map(mul, new.vec, new.vec),
+                          map(mul, old.vec, old.vec))))
 
     def _Fixed(self, inst: Instance) -> tuple[Part | None, ...]:
         """The parts that do not depend on the target. Failover-to-any:
@@ -205,24 +248,26 @@ class Evaluator:
                        remove_pri=True, checks=((sname, p_strict), ),
                        dloc=-lps))
 
-    def _Toward(self, inst: Instance, target: str) -> tuple[Part | None, ...]:
+    def _Toward(self, inst: Instance, target: str, ploc: int,
+                sloc: int) -> tuple[Part | None, ...]:
         """A mirrored instance's parts on its own nodes that depend on the
-        target: replace-secondary's primary (location change only, zero
-        when none), replace-and-failover's primary, replace-primary's
+        target (its name, "" for one unlinked to them, see ``_Linked``;
+        the locations it shares with the primary and the secondary):
+        replace-secondary's primary (location change only, zero when
+        none), replace-and-failover's primary, replace-primary's
         secondary, failover-and-replace's secondary."""
         nodes = self.cluster.nodes
         pname, sname = inst.pnode, inst.snode
         assert pname is not None and sname is not None
-        pnode, snode, tnode = nodes[pname], nodes[sname], nodes[target]
+        pnode, snode = nodes[pname], nodes[sname]
         p_strict = self.strict and not pnode.offline
         s_strict = self.strict and not snode.offline
         lps = _Shared(pnode, snode)
-        dloc = _Shared(pnode, tnode) - lps
-        sloc = _Shared(snode, tnode)
+        dloc = ploc - lps
         return (
             self._Part(pnode, inst, ("pr", dloc), dloc=dloc) if dloc
             else _NOTHING,
-            self._Part(pnode, inst, ("prf", pnode.peers.get(target),
+            self._Part(pnode, inst, ("pf", pnode.peers.get(target),
                                      p_strict, lps),
                        remove_pri=True, checks=((target, p_strict), ),
                        add_sec=target, dloc=-lps),
@@ -232,26 +277,26 @@ class Evaluator:
                        remove_sec=pname, checks=((None, p_strict),
                                                  (target, s_strict)),
                        add_sec=target),
-            self._Part(snode, inst, ("sfr", snode.peers.get(pname), p_strict,
+            self._Part(snode, inst, ("sf", snode.peers.get(pname), p_strict,
                                      sloc),
                        remove_sec=pname, checks=((None, p_strict), ),
                        add_pri=True, dloc=sloc))
 
-    def _Target(self, inst: Instance, tnode: Node) -> tuple[Part | None, ...]:
-        """The parts on the target. Failover-to-any: (target, );
-        mirrored: those of replace-secondary, replace-and-failover,
-        replace-primary, failover-and-replace."""
-        pname, sname = inst.pnode, inst.snode
-        assert pname is not None
-        p_strict = self.strict and not self.cluster.nodes[pname].offline
+    def _Target(self, inst: Instance, tnode: Node, pname: str, sname: str,
+                ploc: int, sloc: int) -> tuple[Part | None, ...]:
+        """The parts on the target (the instance's primary and secondary
+        as the target sees them: their names, "" when unlinked, see
+        ``_Linked``, and the locations it shares with them).
+        Failover-to-any: (target, ); mirrored: those of
+        replace-secondary, replace-and-failover, replace-primary,
+        failover-and-replace."""
+        assert inst.pnode is not None
+        p_strict = self.strict and not self.cluster.nodes[inst.pnode].offline
         if not inst.internal_mirror:
             return (self._Part(tnode, inst, ("ta", p_strict),
                                checks=((None, p_strict), ), add_pri=True), )
-        assert sname is not None
-        snode = self.cluster.nodes[sname]
-        s_strict = self.strict and not snode.offline
-        ploc = _Shared(tnode, self.cluster.nodes[pname])
-        sloc = _Shared(tnode, snode)
+        assert inst.snode is not None
+        s_strict = self.strict and not self.cluster.nodes[inst.snode].offline
         peers = tnode.peers
         return (
             self._Part(tnode, inst, ("tr", peers.get(pname), s_strict),
@@ -260,12 +305,83 @@ class Evaluator:
                                      p_strict, ploc),
                        checks=((pname, s_strict), (None, p_strict)),
                        add_pri=True, dloc=ploc),
-            self._Part(tnode, inst, ("tp", peers.get(sname), p_strict,
+            self._Part(tnode, inst, ("trf", peers.get(sname), p_strict,
                                      s_strict, sloc),
                        checks=((sname, p_strict), (None, s_strict)),
                        add_pri=True, dloc=sloc),
-            self._Part(tnode, inst, ("tfr", peers.get(sname), p_strict),
+            self._Part(tnode, inst, ("tr", peers.get(sname), p_strict),
                        checks=((sname, p_strict), ), add_sec=sname))
+
+    def _Victim(self, inst: Instance) -> tuple[tuple, dict[tuple, tuple],
+                                               frozenset[str]]:
+        """The victim's entry in ``_victims``, made when missing."""
+        name = inst.name
+        cached = self._victims.get(name)
+        if cached is None:
+            cached = self._victims[name] = (self._Fixed(inst), {},
+                                            self._Linked(inst))
+            for held in (inst.pnode, inst.snode):
+                if held:
+                    self._held.setdefault(held, set()).add(name)
+        return cached
+
+    def _Linked(self, inst: Instance) -> frozenset[str]:
+        """The nodes whose parts for the instance depend on which node
+        they are: a mirrored instance's own nodes, the nodes reserving
+        memory for either of them or for which either reserves, and
+        those sharing a location with either; an externally mirrored
+        one's primary. Toward any other target a move's parts depend
+        only on the instance's shape and strictness and the target's
+        state, which ``Best`` uses."""
+        pname = inst.pnode
+        assert pname is not None
+        if not inst.internal_mirror:
+            return frozenset((pname, ))
+        result = set()
+        for name in (pname, inst.snode):
+            if name:
+                result.add(name)
+                result.update(self._reserving.get(name, ()))
+                result.update(self.cluster.nodes[name].peers)
+                result.update(self._Mates(name))
+        return frozenset(result)
+
+    def _Mates(self, name: str) -> frozenset[str]:
+        """The nodes sharing a location with the node (locations never
+        change)."""
+        mates = self._mates.get(name)
+        if mates is None:
+            node = self.cluster.nodes[name]
+            mates = self._mates[name] = frozenset(
+                other.name for other in self.cluster.nodes.values()
+                if _Shared(node, other)) if node.locations else frozenset()
+        return mates
+
+    def _TargetEntry(self, inst: Instance, tnode: Node, tkey: tuple,
+                     pname: str, sname: str, ploc: int, sloc: int) -> tuple:
+        """(round, lower bounds, parts) of ``_Target`` for the key, the
+        parts kept until the target changes, the bounds for the round."""
+        tmemo = self._bundles.get(tnode.name)
+        if tmemo is None:
+            tmemo = self._bundles[tnode.name] = {}
+        entry = tmemo.get(tkey)
+        if entry is None or entry[0] != self._stamp:
+            tparts = self._Target(inst, tnode, pname, sname, ploc, sloc) \
+                if entry is None else entry[2]
+            entry = tmemo[tkey] = (self._stamp, self._Lows(tparts), tparts)
+        return entry
+
+    def _TowardEntry(self, inst: Instance, local: dict[tuple, tuple],
+                     vkey: tuple, target: str, ploc: int, sloc: int
+                     ) -> tuple:
+        """(round, lower bounds, parts) of ``_Toward`` for the victim's
+        key, as ``_TargetEntry``."""
+        toward = local.get(vkey)
+        if toward is None or toward[0] != self._stamp:
+            vparts = self._Toward(inst, target, ploc, sloc) \
+                if toward is None else toward[2]
+            toward = local[vkey] = (self._stamp, self._Lows(vparts), vparts)
+        return toward
 
     def _Candidates(self, inst: Instance, targets: list[Node],
                     disk_moves: bool, most: float = _FINITE
@@ -286,13 +402,7 @@ class Evaluator:
         if internal and not sname or \
                 not internal and not inst.external_mirror:
             return
-        cached = self._victims.get(name)
-        if cached is None:
-            cached = self._victims[name] = (self._Fixed(inst), {})
-            for held in (pname, sname):
-                if held:
-                    self._held.setdefault(held, set()).add(name)
-        fixed, local = cached
+        fixed, local, _ = self._Victim(inst)
         flows = self._Lows(fixed)
         if internal:
             low = flows[0] + flows[1]
@@ -309,56 +419,42 @@ class Evaluator:
         shape = self._Shape(inst)
         stamp = self._stamp
         bundles = self._bundles
+        ploc = sloc = 0
         for tnode in targets:
             tname = tnode.name
             if tname == pname or tname == sname:
                 continue
-            tmemo = bundles.get(tname)
-            if tmemo is None:
-                tmemo = bundles[tname] = {}
             if not internal:
-                tkey: tuple = (shape, p_strict)
-            else:
-                ploc = _Shared(pnode, tnode)
-                sloc = _Shared(snode, tnode)
-                tkey = (shape, tnode.peers.get(pname), tnode.peers.get(sname),
-                        p_strict, s_strict, ploc, sloc)
-            entry = tmemo.get(tkey)
-            if entry is None or entry[0] != stamp:
-                tparts = self._Target(inst, tnode) if entry is None \
-                    else entry[2]
-                entry = tmemo[tkey] = (stamp, self._Lows(tparts), tparts)
-            tlows, tparts = entry[1], entry[2]
-            if not internal:
+                tlows, tparts = self._TargetEntry(
+                    inst, tnode, (shape, p_strict), "", "", 0, 0)[1:]
                 low = flows[0] + tlows[0]
                 if low <= most:
                     yield (low, name, moves.FAILOVER_TO_ANY, tname,
                            (fixed[0], tparts[0]))
                 continue
+            if self._located:
+                ploc = _Shared(pnode, tnode)
+                sloc = _Shared(snode, tnode)
+            # the entries' look-ups inlined while they are fresh
+            tkey = (shape, tnode.peers.get(pname), tnode.peers.get(sname),
+                    p_strict, s_strict, ploc, sloc)
+            entry = bundles.get(tname, _EMPTY).get(tkey)
+            if entry is None or entry[0] != stamp:
+                entry = self._TargetEntry(inst, tnode, tkey, pname, sname,
+                                          ploc, sloc)
+            tlows, tparts = entry[1], entry[2]
             vkey = (pnode.peers.get(tname), snode.peers.get(tname), ploc,
                     sloc)
-            toward = local.get(vkey)
-            if toward is None or toward[0] != stamp:
-                vparts = self._Toward(inst, tname) if toward is None \
-                    else toward[2]
-                toward = local[vkey] = (stamp, self._Lows(vparts), vparts)
-            vlows, vparts = toward[1], toward[2]
-            low = flows[2] + vlows[0] + tlows[0]
-            if low <= most:
-                yield (low, name, moves.REPLACE_SECONDARY, tname,
-                       (fixed[2], vparts[0], tparts[0]))
-            low = flows[2] + vlows[1] + tlows[1]
-            if low <= most:
-                yield (low, name, moves.REPLACE_AND_FAILOVER, tname,
-                       (fixed[2], vparts[1], tparts[1]))
-            low = flows[3] + vlows[2] + tlows[2]
-            if low <= most:
-                yield (low, name, moves.REPLACE_PRIMARY, tname,
-                       (fixed[3], vparts[2], tparts[2]))
-            low = flows[3] + vlows[3] + tlows[3]
-            if low <= most:
-                yield (low, name, moves.FAILOVER_AND_REPLACE, tname,
-                       (fixed[3], vparts[3], tparts[3]))
+            entry = local.get(vkey)
+            if entry is None or entry[0] != stamp:
+                entry = self._TowardEntry(inst, local, vkey, tname, ploc,
+                                          sloc)
+            vlows, vparts = entry[1], entry[2]
+            for kind, k, fk in _KINDS:
+                low = flows[fk] + vlows[k] + tlows[k]
+                if low <= most:
+                    yield (low, name, kind, tname,
+                           (fixed[fk], vparts[k], tparts[k]))
 
     # Scores -----------------------------------------------------------------
 
@@ -416,10 +512,13 @@ class Evaluator:
                 grad.append((0.0, 0.0, 0.0, 0.0, 0.0))
         # per component: factors of the change of the sum of squares and
         # of the sum in u, of the square of the change of the sum in the
-        # bound of d**2, of the linear term and of the error term
-        self._grad = tuple(zip(*grad))
-        self._lows = {}
-        self._stamp += 1
+        # bound of d**2, of the linear term and of the error term; the
+        # bounds of the previous call hold while the sums stay (the next
+        # level of a round)
+        if tuple(grad) != self._grad:
+            self._grad = tuple(grad)
+            self._lows = {}
+            self._stamp += 1
         return base
 
     def _Lows(self, parts: tuple[Part | None, ...]) -> tuple[float, ...]:
@@ -427,21 +526,21 @@ class Evaluator:
         check)."""
         result = []
         lows = self._lows
-        g_sq, g_sum, g_dd, g_lin, g_err = self._grad
+        grad = self._grad
         for part in parts:
             if part is None:
                 result.append(_INF)
                 continue
             low = lows.get(id(part))
             if low is None:
-                dsum = part[1]
-                dev = list(map(sub, map(mul, g_sq, part[2]),
-                               map(mul, g_sum, dsum)))
-                dsq = list(map(mul, g_dd, map(mul, dsum, dsum)))
-                reach = list(map(add, map(abs, dev), dsq))
-                low = lows[id(part)] = (
-                    part[0] + sum(map(mul, g_lin, map(sub, dev, dsq))) -
-                    sum(map(mul, g_err, map(mul, reach, reach))))
+                low = part[0]
+                for dsum, dsquare, (g_sq, g_sum, g_dd, g_lin, g_err) in zip(
+                        part[1], part[2], grad):
+                    dev = g_sq * dsquare - g_sum * dsum
+                    dsq = g_dd * dsum * dsum
+                    reach = (dev if dev > 0 else -dev) + dsq
+                    low += g_lin * (dev - dsq) - g_err * reach * reach
+                lows[id(part)] = low
             result.append(low)
         return tuple(result)
 
@@ -455,7 +554,9 @@ class Evaluator:
 
         Victims of equal shape on the same nodes have equal scores, so only
         the first by name is looked at. The exact score is computed in the
-        order of the lower bounds, until one is above the best so far."""
+        order of the lower bounds (a heap of the candidates toward linked
+        targets and of the heads of the walks, see ``_Seed``), until one
+        is above the best so far."""
         base = self._Gradient() - _MARGIN
         cutoff = limit + _MARGIN
         chosen: dict[tuple, Instance] = {}
@@ -464,13 +565,17 @@ class Evaluator:
             other = chosen.get(same)
             if other is None or inst.name < other.name:
                 chosen[same] = inst
-        most = cutoff - base
-        cands = [cand for inst in chosen.values()
-                 for cand in self._Candidates(inst, targets, disk_moves,
-                                              min(most, _FINITE))]
+        most = min(cutoff - base, _FINITE)
+        heap: list[tuple] = []
+        unlinked: dict[tuple, tuple] = {}
+        for inst in chosen.values():
+            self._Seed(inst, targets, disk_moves, most, heap, unlinked)
+        heapify(heap)
         best: tuple[float, tuple[str, str, str]] | None = None
         values: dict[tuple, float] = {}
-        for low, name, kind, target, parts in sorted(cands, key=_LOW):
+        while heap:
+            cand = heap[0]
+            low, name, kind, target, parts = cand[:5]
             if base + low > (cutoff if best is None else best[0]):
                 break
             ids = tuple(map(id, parts))
@@ -480,10 +585,103 @@ class Evaluator:
             key = (value, (name, kind, target or ""))
             if value <= cutoff and (best is None or key < best):
                 best = key
+            follow = _Walk(cand[5], name, kind, most) if len(cand) > 5 \
+                else None
+            if follow is None:
+                heappop(heap)
+            else:
+                heapreplace(heap, follow)
         if best is None:
             return None
         name, kind, target = best[1]
         return best[0], moves.Move(name, kind, target or None)
+
+    def _Seed(self, inst: Instance, targets: list[Node], disk_moves: bool,
+              most: float, heap: list[tuple],
+              unlinked: dict[tuple, tuple]) -> None:
+        """Add the instance's candidates to the heap of ``Best``: those
+        toward its linked targets (``_Linked``) and the nodes it is on one
+        by one (``_Candidates``), the others per kind of move as the head
+        of a walk down the targets of ``_Unlinked`` (``_Walk``)."""
+        pname = inst.pnode
+        assert pname is not None
+        sname = inst.snode or ""
+        internal = inst.internal_mirror
+        if internal and not sname or \
+                not internal and not inst.external_mirror:
+            return
+        fixed, local, linked = self._Victim(inst)
+        nodes = self.cluster.nodes
+        p_strict = self.strict and not nodes[pname].offline
+        shape = self._Shape(inst)
+        tkey: tuple = (shape, p_strict)
+        if internal:
+            tkey = (shape, None, None, p_strict,
+                    self.strict and not nodes[sname].offline, 0, 0)
+        shared = unlinked.get(tkey)
+        if shared is None:
+            shared = unlinked[tkey] = self._Unlinked(inst, tkey, targets)
+        lists, skipped = shared
+        heap.extend(self._Candidates(
+            inst, [tnode for tnode in targets
+                   if tnode.name in linked or tnode.name in skipped],
+            disk_moves, most))
+        flows = self._Lows(fixed)
+        heads: list[tuple[str, float, tuple, list]]
+        if not internal:
+            heads = [(moves.FAILOVER_TO_ANY, flows[0], (fixed[0], ),
+                      lists[0])]
+        elif disk_moves:
+            vlows, vparts = self._TowardEntry(inst, local, _UNLINKED, "",
+                                              0, 0)[1:]
+            heads = [(kind, flows[fk] + vlows[k], (fixed[fk], vparts[k]),
+                      lists[k]) for kind, k, fk in _KINDS]
+        else:
+            return
+        for kind, offset, head, entries in heads:
+            first = _Walk(((entries, offset, head, linked), 0), inst.name,
+                          kind, most)
+            if first is not None:
+                heap.append(first)
+
+    def _Unlinked(self, inst: Instance, tkey: tuple, targets: list[Node]
+                  ) -> tuple[tuple[list, ...], frozenset[str]]:
+        """Per kind of move (as ``_Target``), the (lower bound, target,
+        part) toward each target for the instances of the key's shape and
+        strictness unlinked to it, sorted by bound; and the instance's own
+        nodes, left out (placing the instance there would double it), for
+        the other instances of the key to try one by one."""
+        own = frozenset(name for name in (inst.pnode, inst.snode) if name)
+        lists: tuple[list, ...] = tuple(
+            [] for _ in (_KINDS if inst.internal_mirror else (0, )))
+        for tnode in targets:
+            if tnode.name in own:
+                continue
+            tlows, tparts = self._TargetEntry(inst, tnode, tkey, "", "", 0,
+                                              0)[1:]
+            for entries, low, part in zip(lists, tlows, tparts):
+                if part is not None:
+                    entries.append((low, tnode.name, part))
+        for entries in lists:
+            entries.sort(key=_LOW)
+        return lists, own
+
+
+def _Walk(walk: tuple, name: str, kind: str, most: float) -> tuple | None:
+    """The next candidate of a walk (list, offset: the victim's share of
+    the bound, head: the victim's parts, skip: its linked nodes; and the
+    index to go on from) whose bound is at most ``most``, as a heap
+    entry: the candidate and the walk to go on with; None past the end."""
+    (entries, offset, head, skip), start = walk
+    for index in range(start, len(entries)):
+        low, target, part = entries[index]
+        low += offset
+        if low > most:
+            return None
+        if target not in skip:
+            return (low, name, kind, target, head + (part, ),
+                    (walk[0], index + 1))
+    return None
 
 
 def _Shared(node: Node, other: Node) -> int:
