@@ -21,6 +21,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import zlib
@@ -254,6 +255,36 @@ def upload_file(file_name: str, content: list, mode: int) -> None:
         # whatever mode an older master asks for
         mode &= constants.CONFIG_FILE_MODE
     io.WriteFile(path, data=_DecodeContent(content), mode=mode)
+
+
+# Seconds a daemon restart waits, so that noded's answer is sent first
+_RESTART_DELAY = 1.0
+
+
+def node_restart_daemons(daemons: list[str]) -> None:
+    """Restart those of the daemons that run, in the background, after a
+    short delay.
+
+    Run detached (its own session), so restarting the node daemon does not
+    kill the restart; the caller waits for the daemons to answer again.
+    """
+    if not (isinstance(daemons, list) and daemons and
+            set(daemons) <= set(constants.DAEMONS_LOGBASE)):
+        _Fail("Invalid daemons to restart: %r", daemons)
+    script = ("import subprocess, sys, time\n"
+              "time.sleep(%r)\n"
+              "for name in sys.argv[2:]:\n"
+              "    if subprocess.call([sys.executable, sys.argv[1], 'check',"
+              " name]):\n"
+              "        continue\n"
+              "    for action in ('stop', 'start'):\n"
+              "        subprocess.call([sys.executable, sys.argv[1], action,"
+              " name])\n"
+              % _RESTART_DELAY)
+    subprocess.Popen(  # pylint: disable=consider-using-with
+        [sys.executable, "-c", script, pathutils.DAEMON_UTIL] + daemons,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
 
 
 def node_leave_cluster() -> NoReturn:

@@ -20,8 +20,8 @@ import time
 from optparse import Option, OptionParser, TitledHelpFormatter
 from typing import Any, Callable, Iterable, NoReturn, Sequence
 
-from ganeti import (constants, errors, luxi, opcodes, pathutils, qlang,
-                    ssconf, vcluster)
+from ganeti import (constants, errors, luxi, objects, opcodes, pathutils,
+                    qlang, ssconf, vcluster)
 from ganeti.cli_opts import *  # noqa: F401,F403 (re-exported API)
 from ganeti.cli_opts import COMMON_OPTS, ArgCommand
 from ganeti.utils.text import FormatUnit
@@ -1009,6 +1009,19 @@ def GenericList(resource: str, fields: list[str], names: list[str] | None,
     return constants.EXIT_SUCCESS
 
 
+# How list-fields names the field kinds, as Ganeti's clients do
+_QFT_NAMES = {
+    constants.QFT_UNKNOWN: "Unknown",
+    constants.QFT_TEXT: "Text",
+    constants.QFT_BOOL: "Boolean",
+    constants.QFT_NUMBER: "Number",
+    constants.QFT_NUMBER_FLOAT: "Floating-point number",
+    constants.QFT_UNIT: "Storage size",
+    constants.QFT_TIMESTAMP: "Timestamp",
+    constants.QFT_OTHER: "Custom",
+}
+
+
 def GenericListFields(resource: str, fields: list[str] | None,
                       separator: str | None, header: bool,
                       cl: luxi.Client | None = None) -> int:
@@ -1021,7 +1034,8 @@ def GenericListFields(resource: str, fields: list[str] | None,
                TableColumn("Type", str, False),
                TableColumn("Title", str, False),
                TableColumn("Description", str, False)]
-    rows = [[fdef["name"], fdef["kind"], fdef["title"], fdef.get("doc", "")]
+    rows = [[fdef["name"], _QFT_NAMES.get(fdef["kind"], fdef["kind"]),
+             fdef["title"], fdef.get("doc", "")]
             for fdef in response["fields"]]
     for line in FormatTable(rows, columns, header, separator):
         ToStdout(line)
@@ -1101,6 +1115,35 @@ def FormatParamsDictInfo(custom: dict, actual: dict) -> dict:
             result[key] = str(custom[key])
         else:
             result[key] = "default (%s)" % (value, )
+    return result
+
+
+def FormatPolicyInfo(custom: dict, effective: dict,
+                     iscluster: bool) -> list[tuple[str, Any]]:
+    """An instance policy for PrintGenericInfo, in Ganeti's layout:
+    "bounds specs" (a ``min/N``, ``max/N`` pair per entry), the cluster's
+    "std" specs, "allowed disk templates" and the ratios, inherited
+    values marked "default (<value>)" (a group's; the cluster's policy is
+    all its own)."""
+    if iscluster:
+        effective = custom
+    own = bool(custom.get(objects.ISPECS_MINMAX))
+    minmax = (custom if own else effective)[objects.ISPECS_MINMAX]
+    bounds = [[("%s/%d" % (key, idx),
+                FormatParamsDictInfo(specs[key] if own else {}, specs[key]))
+               for key in (objects.ISPECS_MIN, objects.ISPECS_MAX)]
+              for idx, specs in enumerate(minmax)]
+    result: list[tuple[str, Any]] = [("bounds specs", bounds)]
+    if iscluster:
+        std = custom[objects.ISPECS_STD]
+        result.append((objects.ISPECS_STD, FormatParamsDictInfo(std, std)))
+    templates = custom.get(objects.IPOLICY_DTS)
+    result.append(("allowed disk templates",
+                   ", ".join(templates) if templates is not None else
+                   "default (%s)" % ", ".join(effective[objects.IPOLICY_DTS])))
+    for key in (objects.IPOLICY_SPINDLE_RATIO, objects.IPOLICY_VCPU_RATIO):
+        result.append((key, str(custom.get(
+            key, "default (%s)" % (effective[key], )))))
     return result
 
 

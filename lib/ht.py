@@ -111,7 +111,12 @@ def TAnd(*checks: Check) -> Check:
 def TElemOf(values: Iterable) -> Check:
     """One of a fixed set of values."""
     values = frozenset(values)
-    kind = "string" if all(isinstance(v, str) for v in values) else "other"
+    if all(isinstance(v, str) for v in values):
+        kind = "string"
+    elif all(type(v) is int for v in values):
+        kind = "integer"
+    else:
+        kind = "other"
     return Check(lambda v: v in values,
                  "one of %s" % ", ".join(sorted(repr(v) for v in values)),
                  kind)

@@ -20,6 +20,7 @@ from typing import (Any, Callable, Collection, ContextManager, Iterable,
                     Protocol)
 
 from ganeti import constants, errors, objects, qlang
+from ganeti.parameters.base import ParamSpec
 from ganeti.utils import gcpause
 
 FieldDef = tuple[str, str, Callable[[Any], Any], str]
@@ -448,7 +449,8 @@ def _ObjectFields(what: str, obj_attr: str) -> FieldTable:
     }
 
 
-# Titles of the ndp/<name> fields (Ganeti's NDS_PARAMETER_TITLES)
+# Titles of the ndp/<name> fields (Ganeti's NDS_PARAMETER_TITLES); the
+# other parameters' fields are titled "ndp/<name>", as in Ganeti
 _ND_TITLES = {
     objects.ND_OOB_PROGRAM: "OutOfBandProgram",
     objects.ND_SPINDLE_COUNT: "SpindleCount",
@@ -456,15 +458,22 @@ _ND_TITLES = {
     objects.ND_OVS: "OpenvSwitch",
     objects.ND_OVS_NAME: "OpenvSwitchName",
     objects.ND_OVS_LINK: "OpenvSwitchLink",
-    objects.ND_SSH_PORT: "SshPort",
-    objects.ND_CPU_SPEED: "CPUSpeed",
 }
+# Parameters' field kinds by their check's kind, as Ganeti's _VTToQFT:
+# string parameters are QFT_OTHER there (they may be empty)
 _KIND_OF_CHECK = {
     "boolean": constants.QFT_BOOL,
     "integer": constants.QFT_NUMBER,
     "number": constants.QFT_NUMBER_FLOAT,
-    "string": constants.QFT_TEXT,
 }
+
+
+def ParamFieldKind(spec: ParamSpec) -> str:
+    """The field kind of a parameter's ``ndp/``, ``hv/`` or ``be/`` field:
+    sizes are QFT_UNIT, so clients print them with units as Ganeti's."""
+    if spec.unit:
+        return constants.QFT_UNIT
+    return _KIND_OF_CHECK.get(spec.check.kind, constants.QFT_OTHER)
 
 
 def _NDParamFields(ndparams_of: Callable[[Any], Any]) -> FieldTable:
@@ -477,9 +486,7 @@ def _NDParamFields(ndparams_of: Callable[[Any], Any]) -> FieldTable:
             return ndparams.get(name)
         return get
     return {"ndp/%s" % name: (_ND_TITLES.get(name, "ndp/%s" % name),
-                              _KIND_OF_CHECK.get(spec.check.kind,
-                                                 constants.QFT_OTHER),
-                              field(name),
+                              ParamFieldKind(spec), field(name),
                               "The \"%s\" node parameter" % name)
             for name, spec in objects.ND_PARAMETERS.items()}
 
@@ -687,6 +694,10 @@ def _BuildNodeFields() -> FieldTable:
         "group": ("Group", constants.QFT_TEXT, _NodeGroupName, "Node group"),
         "group.uuid": ("GroupUUID", constants.QFT_TEXT, attr("group"),
                        "UUID of node group"),
+        "aggregates": ("Aggregates", constants.QFT_OTHER,
+                       lambda item: list(item.node.aggregates or ()),
+                       "UUIDs of the cluster aggregates the node is in,"
+                       " besides its group's"),
         "pinst_cnt": ("Pinst", constants.QFT_NUMBER,
                       lambda item: len(item.ctx.primary.get(item.node.uuid,
                                                             [])),

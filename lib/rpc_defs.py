@@ -129,6 +129,12 @@ CALLS: tuple[RpcCall, ...] = (
             "Write one of the cluster files that may be distributed"
             " (pathutils.GetUploadableFiles)",
             repeatable=True),
+    RpcCall("node_restart_daemons", (_A("daemons"),), constants.RPC_TMO_FAST,
+            CALL_MULTI,
+            "Restart daemons of the node (daemon-util stop, then start) once"
+            " the answer is sent, so the node daemon itself may be one"
+            " (gnt-cluster renew-crypto)",
+            repeatable=True),
     RpcCall("node_leave_cluster", (), constants.RPC_TMO_NORMAL, CALL_SINGLE,
             "Remove the cluster configuration, certificates and job queue"
             " from the node, then stop the node daemon"),

@@ -773,3 +773,32 @@ def test_ops_must_serialize(master):
     master(lambda method, args: 1)
     with pytest.raises(errors.ProgrammerError):
         cli.SendJob([ht.TInt])
+
+
+def test_format_policy_info(capsys):
+    """Ganeti's layout: bounds specs as min/N, max/N pairs, the cluster's
+    std specs, then templates and ratios; a group's inherited values marked
+    as defaults."""
+    specs = {"cpu-count": 1, "disk-count": 0, "disk-size": 1,
+             "memory-size": 128, "nic-count": 0, "spindle-use": 1}
+    policy = {"minmax": [{"min": specs, "max": dict(specs, **{
+                  "cpu-count": 8})}],
+              "std": specs, "disk-templates": ["file", "diskless"],
+              "spindle-ratio": 32.0, "vcpu-ratio": 4}
+    cli.PrintGenericInfo([("Policy", cli.FormatPolicyInfo(policy, policy,
+                                                          True))])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:4] == ["Policy:", "  bounds specs:", "    - min/0:",
+                         "        cpu-count: 1"]
+    assert lines[9:11] == ["      max/0:", "        cpu-count: 8"]
+    assert lines[16:18] == ["  std:", "    cpu-count: 1"]
+    assert lines[23:] == ["  allowed disk templates: file, diskless",
+                          "  spindle-ratio: 32.0", "  vcpu-ratio: 4"]
+    cli.PrintGenericInfo([("Policy", cli.FormatPolicyInfo(
+        {"vcpu-ratio": 2.0}, policy, False))])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:4] == ["    - min/0:", "        cpu-count: default (1)"]
+    assert "  std:" not in lines
+    assert lines[-3:] == [
+        "  allowed disk templates: default (file, diskless)",
+        "  spindle-ratio: default (32.0)", "  vcpu-ratio: 2.0"]

@@ -13,8 +13,10 @@ import re
 
 import pytest
 
+from ganeti import constants, queryfields
+
 from testutils_cluster import SMALL_IPOLICY_BOUNDS
-from testutils_ganeti3 import Ganeti3
+from testutils_ganeti3 import FieldDefinitions, Ganeti3
 from testutils_instance import (CHECKS, FILE_VDIR, NODE1, NODE2, Config,
                                 FakeState, Field, InstanceCluster,
                                 PrimaryNode)
@@ -193,3 +195,125 @@ def test_cluster_modify_missing_feature_off(vc):
     assert result.returncode == 1
     assert "enabled_user_shutdown' is not supported by this cluster" in \
         result.stdout + result.stderr
+
+
+# Output formats --------------------------------------------------------------
+
+def test_field_definitions_as_ganeti(ganeti3_tree):
+    """Every field we share with Ganeti 3.0 has its title and kind, read
+    from Ganeti's own ganeti.query (fields it lacks, such as the cluster-wide
+    hv/migration_* that it has no instance field for, are ours to name)."""
+    theirs = FieldDefinitions(ganeti3_tree)
+    for resource, table in queryfields.FIELDS.items():
+        for name, (title, kind, _, _) in table.items():
+            if name in theirs[resource]:
+                assert [title, kind] == theirs[resource][name], \
+                    (resource, name)
+    assert queryfields.FIELDS["instance"]["be/memory"][:2] == \
+        ("ConfigMaxMem", constants.QFT_UNIT)
+
+
+# Lines that differ by installation (search paths), or that Ganeti 3.0
+# does not have (its data collectors are all built in)
+_INSTALLATION_LINES = ("  OS search path: ",
+                       "  ExtStorage Providers search path: ",
+                       "Diagnose data collector filename: ")
+# (command, a fragment of our output, exactly)
+_SAME_OUTPUT = [
+    (("gnt-cluster", "info"),
+     "Hypervisor parameters:\n  fake:\n    migration_mode: live\n"
+     "OS-specific hypervisor parameters: \nOS parameters: \n"
+     "Hidden OSes: \nBlacklisted OSes: \nCluster parameters:\n"
+     "  candidate pool size: "),
+    (("gnt-cluster", "info"),
+     "  lvm reserved volumes: (none)\n"),
+    (("gnt-cluster", "info"),
+     "  compression tools:\n    - gzip\n"),
+    (("gnt-cluster", "info"),
+     "Instance policy - limits for instances:\n  bounds specs:\n"
+     "    - min/0:\n        cpu-count: 1\n        disk-count: 0\n"
+     "        disk-size: 1\n        memory-size: 1\n        nic-count: 0\n"
+     "        spindle-use: 0\n      max/0:\n        cpu-count: 64\n"),
+    (("gnt-cluster", "info"),
+     "  std:\n    cpu-count: 1\n    disk-count: 1\n    disk-size: 1024\n"
+     "    memory-size: 128\n    nic-count: 1\n    spindle-use: 1\n"
+     "  allowed disk templates: file, sharedfile, diskless\n"
+     "  spindle-ratio: 32.0\n  vcpu-ratio: 4.0\nData collectors:\n"),
+    (("gnt-group", "info", "default"),
+     "  Instance policy:\n    bounds specs:\n      - min/0:\n"
+     "          cpu-count: default (1)\n"),
+    (("gnt-group", "info", "default"),
+     "    allowed disk templates: default (file, sharedfile, diskless)\n"
+     "    spindle-ratio: default (32.0)\n    vcpu-ratio: default (4.0)\n"),
+    (("gnt-node", "volumes"), "Node PhysDev VG Name Size Instance\n"),
+    (("gnt-node", "volumes", "--no-headers", "-o", "node,size"), ""),
+    (("gnt-instance", "list-fields", "be/memory", "hv/acpi", "hv/kvm_path",
+      "status", "ctime", "oper_vcpus", "admin_up"),
+     "Name        Type         Title        Description\n"
+     "be/memory   Storage size ConfigMaxMem The \"maxmem\" backend parameter\n"
+     "hv/acpi     Boolean      ACPI         The \"acpi\" hypervisor"
+     " parameter\n"
+     "hv/kvm_path Custom       hv/kvm_path  The \"kvm_path\" hypervisor"
+     " parameter\n"
+     "status      Text         Status       "),
+    (("gnt-instance", "list-fields"),
+     "\nctime                  Timestamp    CTime                     "
+     " Creation timestamp\n"),
+    (("gnt-node", "list-fields", "ndp/cpu_speed", "ndp/ssh_port"),
+     "ndp/cpu_speed Floating-point number ndp/cpu_speed The \"cpu_speed\""
+     " node parameter\n"
+     "ndp/ssh_port  Number                ndp/ssh_port  The \"ssh_port\""
+     " node parameter\n"),
+    (("gnt-instance", "list", "-o", "name,be/memory,be/vcpus", SHARED_INST),
+     "Instance ConfigMaxMem ConfigVCPUs\ng3shared          64M           1"),
+]
+
+
+def _Lines(text: str) -> list[str]:
+    """An output's lines without trailing blanks (Ganeti leaves one after
+    a key with nested values) and installation-specific lines."""
+    return [line.rstrip() for line in text.splitlines()
+            if not line.startswith(_INSTALLATION_LINES)]
+
+
+def _Tree(lines: list[str]) -> list:
+    """Lines as a tree by indentation ("- " counts as indentation), each
+    level sorted: Ganeti prints an instance policy's min/max and ratios in
+    the order of Python sets, which varies from run to run."""
+    root: list = []
+    stack: list[tuple[int, list]] = [(-1, root)]
+    for line in lines:
+        text = line.lstrip(" -")
+        indent = len(line) - len(text)
+        while stack[-1][0] >= indent:
+            stack.pop()
+        children: list = []
+        stack[-1][1].append((text, children))
+        stack.append((indent, children))
+
+    def canonical(nodes: list) -> list:
+        return sorted((text, canonical(children)) for text, children in nodes)
+    return canonical(root)
+
+
+def _WithoutPolicies(lines: list[str]) -> list[str]:
+    """The lines outside instance policies (whose order _Tree ignores)."""
+    result, policy_indent = [], None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if policy_indent is not None and indent > policy_indent:
+            continue
+        policy_indent = indent if "nstance policy" in line else None
+        result.append(line)
+    return result
+
+
+@pytest.mark.parametrize("args, fragment", _SAME_OUTPUT,
+                         ids=[" ".join(args) for args, _ in _SAME_OUTPUT])
+def test_output_as_ganeti(vc, args, fragment):
+    """Our client prints what Ganeti 3.0's prints on the same cluster."""
+    ours = vc.Run(*args).stdout
+    assert fragment in ours
+    theirs = vc.ganeti3.Run(*args).stdout
+    assert _Tree(_Lines(ours)) == _Tree(_Lines(theirs))
+    assert _WithoutPolicies(_Lines(ours)) == _WithoutPolicies(_Lines(theirs))

@@ -114,7 +114,8 @@ def test_list_fields_separator_and_filters(queue, capsys):
     assert capsys.readouterr().out.splitlines() == ["2|running", "4|error"]
     assert _Run("list", "-o", "+priority", "--running") == 0
     assert capsys.readouterr().out.splitlines() == [
-        "ID Status  Summary         Prio", " 2 running TEST_DELAY(2.0)    0"]
+        "ID Status  Summary         Priority",
+        " 2 running TEST_DELAY(2.0)        0"]
     assert _Run("list", "--finished", "-o", "id", "--no-headers") == 0
     assert capsys.readouterr().out.split() == ["1", "4"]
     assert _Run("list", "--pending", "-o", "id", "--no-headers") == 0
@@ -149,8 +150,8 @@ def test_list_fields(queue, capsys):
     assert _Run("list-fields", "id", "status") == 0
     assert capsys.readouterr().out.splitlines() == [
         "Name   Type   Title  Description",
-        "id     number ID     Job ID",
-        "status text   Status Job status"]
+        "id     Number ID     Job ID",
+        "status Text   Status Job status"]
 
 
 def test_info(queue, capsys):

@@ -103,7 +103,7 @@ def test_list_live_fields_info_and_errors(vcluster):
     assert "nosuchnode" in result.stderr
     fields = vcluster.Run("gnt-node", "list-fields", "--no-headers",
                           "--separator=|").stdout
-    assert "role|text|Role|" in fields
+    assert "role|Text|Role|" in fields
     info = vcluster.Run("gnt-node", "info", NODES[0]).stdout.splitlines()
     assert info[:9] == [
         "- Node name: %s" % NODES[0],

@@ -152,11 +152,17 @@ def test_unreachable_storage_is_a_warning(cluster):
             " valid" % NODE2) in result.stdout
 
 
-def test_volumes_explains_there_is_no_lvm(cluster):
+def test_volumes_is_an_empty_table(cluster):
+    """No node has LVM: Ganeti's table, headers only, for scripts that
+    parse it."""
     result = cluster.Run("gnt-node", "volumes")
-    assert result.stdout == ""
-    assert "no LVM storage" in result.stderr
-    assert "gnt-node list-storage" in result.stderr
+    assert result.stdout == "Node PhysDev VG Name Size Instance\n"
+    result = cluster.Run("gnt-node", "volumes", "--separator=|", "-o",
+                         "name,size", NODE1)
+    assert result.stdout == "Name|Size\n"
+    result = cluster.Run("gnt-node", "volumes", "-o", "name,color",
+                         check=False)
+    assert result.returncode == 1 and "color" in result.stderr
 
 
 # gnt-cluster verify ----------------------------------------------------------

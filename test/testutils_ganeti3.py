@@ -12,6 +12,7 @@ master's LUXI socket below the node root.
 
 import fcntl
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -124,3 +125,18 @@ class Ganeti3:
                                  (program, " ".join(args), result.returncode,
                                   result.stdout, result.stderr))
         return result
+
+
+def FieldDefinitions(tree: str) -> dict[str, dict[str, list[str]]]:
+    """Ganeti 3.0's query fields, read from its own ganeti.query:
+    ``{resource: {name: [title, kind]}}``."""
+    script = ("import json, sys\n"
+              "from ganeti import query\n"
+              "json.dump({res: {name: [fdef.title, fdef.kind]\n"
+              "                 for name, (fdef, _, _, _) in table.items()}\n"
+              "           for res, table in query.ALL_FIELDS.items()},\n"
+              "          sys.stdout)\n")
+    result = subprocess.run([sys.executable, "-c", script],
+                            env=dict(os.environ, PYTHONPATH=_PythonPath(tree)),
+                            capture_output=True, text=True, check=True)
+    return json.loads(result.stdout)

@@ -7,13 +7,13 @@ import time
 from typing import Any
 
 from ganeti import (backend, bootstrap, cli, constants, errors, objects,
-                    opcodes, serializer, ssconf)
+                    opcodes, pathutils, serializer, ssconf, vcluster)
 from ganeti.cli_opts import (
     ArgChoice, ArgCommand, ArgFile, ArgSuggest, ArgUnknown, CONFIRM_OPT,
     NODE_LIST_OPT, VERBOSE_OPT, OpcodeOption, ParamsOption, SplitKeyVal,
     PRIORITY_OPT, DRY_RUN_OPT, SUBMIT_OPT, PRINT_JOBID_OPT, TAG_SRC_OPT,
     YES_DOIT_OPT, cli_option)
-from ganeti.client import hbal, hspace
+from ganeti.client import _cluster_crypto, hbal, hspace
 from ganeti.rpc import node as rpc_node
 
 _SetParams = opcodes.OpClusterSetParams
@@ -255,65 +255,95 @@ def MasterPing(opts: Any, args: list[str]) -> int:
         return constants.EXIT_FAILURE
 
 
-def _FormatDict(data: dict, indent: int) -> list[str]:
-    lines = []
-    for key in sorted(data):
-        value = data[key]
-        if isinstance(value, dict):
-            lines.append("%s%s:" % (" " * indent, key))
-            lines.extend(_FormatDict(value, indent + 2))
-        else:
-            if isinstance(value, (list, tuple)):
-                value = ", ".join(str(v) for v in value)
-            lines.append("%s%s: %s" % (" " * indent, key, value))
-    return lines
+def _FormatGroupedParams(params: dict) -> dict:
+    """Parameters grouped by hypervisor, OS, template...: values as text,
+    as Ganeti prints them (integers stay integers)."""
+    return {key: _FormatGroupedParams(value) if isinstance(value, dict)
+            else str(value) for key, value in params.items()}
+
+
+def _SearchPath(paths: list[str]) -> str:
+    """Search directories as the cluster names them (without the node root
+    of a virtual cluster, like the storage paths)."""
+    return ", ".join(vcluster.MakeVirtualPath(path) for path in paths)
 
 
 def ShowClusterConfig(opts: Any, args: list[str]) -> int:
-    """Print the cluster configuration, in Ganeti's layout."""
+    """Print the cluster configuration, in Ganeti's layout and order."""
     info = cli.GetClient().QueryClusterInfo()
-    sections: list[tuple[str, Any]] = [
+    enabled_hvs = info["enabled_hypervisors"]
+    cluster_params = [
+        ("candidate pool size", info["candidate_pool_size"]),
+        ("maximal number of jobs running simultaneously",
+         info["max_running_jobs"]),
+        ("maximal number of jobs simultaneously tracked by the scheduler",
+         info["max_tracked_jobs"]),
+        ("mac prefix", info["mac_prefix"]),
+        ("master netdev", info["master_netdev"]),
+        ("master netmask", info["master_netmask"]),
+        ("use external master IP address setup script",
+         info["use_external_mip_script"]),
+        ("lvm volume group", info["volume_group_name"] or ""),
+        ("lvm reserved volumes",
+         ", ".join(info["reserved_lvs"]) or "(none)"),
+        ("drbd usermode helper", info["drbd_usermode_helper"] or ""),
+        ("file storage path", info["file_storage_dir"]),
+        ("shared file storage path", info["shared_file_storage_dir"]),
+        ("gluster storage path", info["gluster_storage_dir"]),
+        ("maintenance of node health", info["maintain_node_health"]),
+        ("uid pool", ssconf.FormatUidPool(info["uid_pool"], ", ")),
+        ("default instance allocator", info["default_iallocator"] or ""),
+        ("default instance allocator parameters",
+         info["default_iallocator_params"]),
+        ("primary ip version", info["primary_ip_version"]),
+        ("preallocation wipe disks", info["prealloc_wipe_disks"]),
+        ("OS search path", _SearchPath(pathutils.OS_SEARCH_PATH)),
+        ("ExtStorage Providers search path",
+         _SearchPath(pathutils.ES_SEARCH_PATH)),
+        ("enabled disk templates",
+         ", ".join(info["enabled_disk_templates"])),
+        ("install image", info["install_image"]),
+        ("instance communication network",
+         info["instance_communication_network"]),
+        ("zeroing image", info["zeroing_image"]),
+        ("compression tools", info["compression_tools"]),
+        ("enabled user shutdown", info["enabled_user_shutdown"]),
+        ("modify ssh setup", info["modify_ssh_setup"]),
+        ("ssh_key_type", info["ssh_key_type"]),
+        ("ssh_key_bits", info["ssh_key_bits"]),
+    ]
+    cli.PrintGenericInfo([
         ("Cluster name", info["name"]),
         ("Cluster UUID", info["uuid"]),
         ("Creation time", cli.FormatTimestamp(info["ctime"])),
         ("Modification time", cli.FormatTimestamp(info["mtime"])),
         ("Master node", info["master"]),
         ("Architecture (this node)", "%s (%s)" % tuple(info["architecture"])),
-        ("Tags", ", ".join(info["tags"]) or "(none)"),
+        ("Tags", ", ".join(sorted(info["tags"])) or "(none)"),
         ("Default hypervisor", info["default_hypervisor"]),
-        ("Enabled hypervisors", ", ".join(info["enabled_hypervisors"])),
-        ("Hypervisor parameters", info["hvparams"]),
-        ("Cluster parameters", {
-            "candidate pool size": info["candidate_pool_size"],
-            "maximal number of jobs running simultaneously":
-                info["max_running_jobs"],
-            "maximal number of jobs simultaneously tracked by the"
-            " scheduler": info["max_tracked_jobs"],
-            "master netdev": info["master_netdev"],
-            "master netmask": info["master_netmask"],
-            "mac prefix": info["mac_prefix"],
-            "maintenance of node health": info["maintain_node_health"],
-            "default instance allocator": info["default_iallocator"] or "",
-            "enabled disk templates":
-                ", ".join(info["enabled_disk_templates"]),
-            "file storage path": info["file_storage_dir"],
-            "shared file storage path": info["shared_file_storage_dir"],
-        }),
-        ("Default node parameters", info["ndparams"]),
-        ("Default instance parameters", info["beparams"]),
-        ("Default nic parameters", info["nicparams"]),
-        ("Instance policy - limits for instances", info["ipolicy"]),
+        ("Enabled hypervisors", ", ".join(enabled_hvs)),
+        ("Hypervisor parameters", _FormatGroupedParams(
+            {hv: params for hv, params in info["hvparams"].items()
+             if hv in enabled_hvs})),
+        ("OS-specific hypervisor parameters",
+         _FormatGroupedParams(info["os_hvp"])),
+        ("OS parameters", _FormatGroupedParams(info["osparams"])),
+        ("Hidden OSes", ", ".join(info["hidden_os"])),
+        ("Blacklisted OSes", ", ".join(info["blacklisted_os"])),
+        ("Cluster parameters", cluster_params),
+        ("Default node parameters", _FormatGroupedParams(info["ndparams"])),
+        ("Default instance parameters",
+         _FormatGroupedParams(info["beparams"])),
+        ("Default nic parameters", _FormatGroupedParams(info["nicparams"])),
+        ("Default disk parameters",
+         _FormatGroupedParams(info["diskparams"])),
+        ("Instance policy - limits for instances",
+         cli.FormatPolicyInfo(info["ipolicy"], info["ipolicy"], True)),
         ("Data collectors", _FormatDataCollectors(info)),
+        # Not in Ganeti 3.0, whose data collectors are all built in
         ("Diagnose data collector filename",
          info["diagnose_data_collector_filename"] or "(built-in)"),
-    ]
-    for title, value in sections:
-        if isinstance(value, dict):
-            cli.ToStdout("%s:", title)
-            for line in _FormatDict(value, 2):
-                cli.ToStdout("%s", line)
-        else:
-            cli.ToStdout("%s: %s", title, value)
+    ])
     return constants.EXIT_SUCCESS
 
 
@@ -851,6 +881,9 @@ commands = {
     "copyfile": (ClusterCopyFile, [ArgFile(min=1, max=1)], [NODE_LIST_OPT],
                  "[-n node...] <filename>",
                  "Copies a file to all (or only some) nodes"),
+    "renew-crypto": (_cluster_crypto.RenewCrypto, [],
+                     _cluster_crypto.RENEW_CRYPTO_OPTS, "[<opts>...]",
+                     "Renews cluster certificates, keys and secrets"),
     "rebalance": (hbal.Rebalance, [], hbal.REBALANCE_OPTS,
                   "[-G <group>] [-C] [-X] [<opts>...]",
                   "Computes instance moves that lower the cluster score"

@@ -139,7 +139,7 @@ def GroupInfo(opts: Any, args: list[str]) -> int:
              cli.FormatParamsDictInfo(custom_diskparams or {},
                                   diskparams or {})),
             ("Instance policy",
-             cli.FormatParamsDictInfo(custom_ipolicy or {}, ipolicy or {})),
+             cli.FormatPolicyInfo(custom_ipolicy or {}, ipolicy, False)),
         ])
     cli.PrintGenericInfo(infos)
     return constants.EXIT_SUCCESS

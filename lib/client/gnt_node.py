@@ -73,6 +73,10 @@ SECONDARY_ONLY_OPT = cli_option("-s", "--secondary-only", default=False,
 
 _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
 
+# volumes: Ganeti's columns and titles
+_LIST_VOL_DEF_FIELDS = ["node", "phys", "vg", "name", "size", "instance"]
+_LIST_VOL_HEADERS = {"node": "Node", "phys": "PhysDev", "vg": "VG",
+                     "name": "Name", "size": "Size", "instance": "Instance"}
 # list-storage: Ganeti's columns, titles and default field list
 _LIST_STOR_HEADERS = {
     constants.SF_NODE: "Node",
@@ -209,15 +213,21 @@ def ListStorage(opts: Any, args: list[str]) -> int:
 
 
 def ListVolumes(opts: Any, args: list[str]) -> int:
-    """Explain that there are no logical volumes to list.
+    """List the LVM logical volumes of nodes, as Ganeti's table.
 
-    Ganeti lists LVM logical volumes here; these nodes have no LVM (the
-    plain and drbd templates are not supported), so there is never one
-    and the command succeeds, as Ganeti's does with nothing to show.
+    These nodes have no LVM (the plain and drbd templates are not
+    supported), so the table is empty; scripts parsing Ganeti's output
+    still find its header and exit code.
     """
-    cli.ToStderr("There are no logical volumes: this cluster has no LVM"
-                 " storage. Use \"gnt-node list-storage\" for the file"
-                 " storage of the nodes.")
+    fields = cli.ParseFields(opts.output, _LIST_VOL_DEF_FIELDS)
+    op = opcodes.OpNodeQueryvols(nodes=args, output_fields=fields)
+    output = cli.SubmitOpCode(op, opts=opts)
+    headers = None if opts.no_headers else _LIST_VOL_HEADERS
+    for line in cli.GenerateTable(headers=headers, fields=fields,
+                                  separator=opts.separator, data=output,
+                                  numfields=["size"], unitfields=["size"],
+                                  units=opts.units):
+        cli.ToStdout("%s", line)
     return constants.EXIT_SUCCESS
 
 
@@ -387,7 +397,9 @@ commands = {
                  " node (with neither -I nor -n, the cluster's default"
                  " iallocator chooses); -n names the new node of the"
                  " primary instances too"),
-    "volumes": (ListVolumes, ARGS_MANY_NODES, [], "[<node_name>...]",
+    "volumes": (ListVolumes, ARGS_MANY_NODES,
+                [NOHDR_OPT, SEP_OPT, UNITS_OPT, FIELDS_OPT, PRIORITY_OPT],
+                "[<node_name>...]",
                 "List logical volumes on node(s)"),
     "list-storage": (ListStorage, ARGS_MANY_NODES,
                      [NOHDR_OPT, SEP_OPT, UNITS_OPT, FIELDS_OPT,

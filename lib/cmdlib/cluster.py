@@ -157,6 +157,41 @@ class LUClusterRedistConf(NoHooksLU):
         self.context.replicator.Redistribute(feedback_fn)
 
 
+class LUClusterRenewCrypto(NoHooksLU):
+    """The opcode part of ``gnt-cluster renew-crypto``.
+
+    The client renews and distributes the files (see
+    ganeti.client._cluster_crypto); every node's client certificate is the
+    cluster certificate, so renewing the nodes' certificates leaves to
+    check that each online node is reached with it.
+    """
+
+    REQ_BGL = False
+
+    def CheckArguments(self) -> None:
+        if self.op.renew_ssh_keys:
+            raise errors.OpPrereqError(
+                "renew_ssh_keys is not supported by this cluster: it does"
+                " not manage the nodes' SSH keys", errors.ECODE_INVAL)
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {locking.LEVEL_NODE: locking.ALL_SET}
+        self.share_locks[locking.LEVEL_NODE] = 1
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        if not self.op.node_certificates:
+            return
+        feedback_fn("Updating client SSL certificates.")
+        node_uuids = self.cfg.GetOnlineNodeList()
+        results = self.rpc.call_version(node_uuids)
+        failed = ["%s: %s" % (self.cfg.GetNodeInfo(uuid).name,
+                              results[uuid].fail_msg)
+                  for uuid in node_uuids if results[uuid].fail_msg]
+        if failed:
+            raise errors.OpExecError("Nodes not reached with the cluster"
+                                     " certificate: %s" % "; ".join(failed))
+
+
 _SIMPLE_PARAMS = ["candidate_pool_size", "max_running_jobs",
                   "max_tracked_jobs", "mac_prefix", "master_netdev",
                   "master_netmask", "file_storage_dir",

@@ -37,10 +37,6 @@ class LUClusterRename(_UnsupportedLU):
     REASON = "the cluster name can not be changed"
 
 
-class LUClusterRenewCrypto(_UnsupportedLU):
-    REASON = "certificates and keys can not be renewed"
-
-
 class LUClusterRepairDiskSizes(_UnsupportedLU):
     REASON = "disk sizes are not repaired"
 

@@ -114,19 +114,30 @@ class Consumer:
 
 
 class State:
-    """All of Placement's data, with the operations that change it."""
+    """All of Placement's data, with the operations that change it.
+
+    Besides what the API created, the state may hold the cluster's nodes
+    and instances as providers and consumers (``AttachCluster``): they
+    follow the configuration, so the API cannot change them and they are
+    never persisted.
+    """
 
     def __init__(self) -> None:
         self.providers: dict[str, Provider] = {}
         self.consumers: dict[str, Consumer] = {}
         self.custom_classes: set[str] = set()
         self.custom_traits: set[str] = set()
+        # The UUIDs of the cluster's nodes and instances
+        self.cluster_providers: set[str] = set()
+        self.cluster_consumers: set[str] = set()
 
     # Persistence -------------------------------------------------------------
 
     def ToDict(self) -> dict:
-        return {"providers": [p.ToDict() for p in self.providers.values()],
-                "consumers": [c.ToDict() for c in self.consumers.values()],
+        return {"providers": [p.ToDict() for p in self.providers.values()
+                              if p.uuid not in self.cluster_providers],
+                "consumers": [c.ToDict() for c in self.consumers.values()
+                              if c.uuid not in self.cluster_consumers],
                 "custom_classes": sorted(self.custom_classes),
                 "custom_traits": sorted(self.custom_traits)}
 
@@ -141,16 +152,52 @@ class State:
             state.consumers[consumer.uuid] = consumer
         state.custom_classes = set(data.get("custom_classes", []))
         state.custom_traits = set(data.get("custom_traits", []))
-        for provider in state.providers.values():
-            provider.root = state._FindRoot(provider)
+        state._SetRoots()
         return state
+
+    # The cluster's providers and consumers -----------------------------------
+
+    def AttachCluster(self, providers: list[Provider],
+                      consumers: list[Consumer]) -> None:
+        """Add the cluster's nodes and instances, nodes ahead of the API's
+        providers (as the oldest ones)."""
+        self.DetachCluster()
+        stored = self.providers
+        self.providers = {p.uuid: p for p in providers}
+        self.providers.update(stored)
+        self.consumers.update((c.uuid, c) for c in consumers)
+        self.cluster_providers = {p.uuid for p in providers}
+        self.cluster_consumers = {c.uuid for c in consumers}
+        self._SetRoots()
+
+    def DetachCluster(self) -> None:
+        """Remove what AttachCluster added."""
+        for uuid in self.cluster_providers:
+            self.providers.pop(uuid, None)
+        for uuid in self.cluster_consumers:
+            self.consumers.pop(uuid, None)
+        self.cluster_providers = set()
+        self.cluster_consumers = set()
+
+    def _CheckWritable(self, provider: Provider) -> None:
+        if provider.uuid in self.cluster_providers:
+            raise errors.PlacementError(
+                403, "Resource provider %s is the Ganeti node %s: it follows"
+                " the cluster configuration and cannot be changed through"
+                " the Placement API." % (provider.uuid, provider.name))
 
     # Lookups -----------------------------------------------------------------
 
     def _FindRoot(self, provider: Provider) -> str:
-        while provider.parent is not None:
+        """The root of the provider's tree; a provider whose parent is
+        unknown (a child of a node removed since) is a root itself."""
+        while provider.parent in self.providers:
             provider = self.providers[provider.parent]
         return provider.uuid
+
+    def _SetRoots(self) -> None:
+        for provider in self.providers.values():
+            provider.root = self._FindRoot(provider)
 
     def GetProvider(self, uuid: str) -> Provider:
         """The provider ``uuid`` (404 in Placement's words if missing)."""
@@ -160,6 +207,12 @@ class State:
             raise errors.PlacementError(
                 404, "No resource provider with uuid %s found" %
                 uuid) from None
+
+    def GetWritableProvider(self, uuid: str) -> Provider:
+        """The provider ``uuid``, refused (403) if it is a node."""
+        provider = self.GetProvider(uuid)
+        self._CheckWritable(provider)
+        return provider
 
     def ResourceClasses(self) -> list[str]:
         return list(STANDARD_RESOURCE_CLASSES) + sorted(self.custom_classes)
@@ -205,7 +258,7 @@ class State:
             raise errors.PlacementError(
                 400, "parent provider UUID does not exist.")
         node: str | None = parent
-        while node is not None:
+        while node in self.providers:
             if node == own_uuid:
                 raise errors.PlacementError(
                     400, "creating loop in the provider tree is not"
@@ -229,7 +282,7 @@ class State:
                        allow_reparent: bool) -> Provider:
         """Rename, and set or (with ``allow_reparent``, 1.37) change the
         parent of a provider."""
-        provider = self.GetProvider(uuid)
+        provider = self.GetWritableProvider(uuid)
         self._CheckName(name, uuid)
         if parent != provider.parent:
             if provider.parent is not None and not allow_reparent:
@@ -245,7 +298,7 @@ class State:
         return provider
 
     def DeleteProvider(self, uuid: str) -> None:
-        provider = self.GetProvider(uuid)
+        provider = self.GetWritableProvider(uuid)
         if any(uuid in c.allocations for c in self.consumers.values()):
             _Conflict("Unable to delete resource provider %s: Resource"
                       " provider has allocations." % uuid,
@@ -298,7 +351,7 @@ class State:
                        inventories: dict[str, dict],
                        reserved_may_equal: bool) -> Provider:
         """Replace all inventories of a provider."""
-        provider = self.GetProvider(uuid)
+        provider = self.GetWritableProvider(uuid)
         self.CheckGeneration(provider, generation)
         new = {rclass: self._NormalizeInventory(provider, rclass, data,
                                                 reserved_may_equal)
@@ -312,7 +365,7 @@ class State:
                      data: dict, reserved_may_equal: bool,
                      must_exist: bool) -> Provider:
         """Add or replace the inventory of one resource class."""
-        provider = self.GetProvider(uuid)
+        provider = self.GetWritableProvider(uuid)
         self.CheckGeneration(provider, generation)
         if must_exist and rclass not in provider.inventories:
             raise errors.PlacementError(
@@ -328,7 +381,7 @@ class State:
 
     def DeleteInventory(self, uuid: str, rclass: str | None) -> None:
         """Delete one inventory, or all of them (``rclass`` None)."""
-        provider = self.GetProvider(uuid)
+        provider = self.GetWritableProvider(uuid)
         if rclass is not None and rclass not in provider.inventories:
             raise errors.PlacementError(
                 404, "No inventory of class %s found for delete" % rclass)
@@ -343,7 +396,7 @@ class State:
 
     def SetProviderTraits(self, uuid: str, generation: Any,
                           traits: Iterable[str]) -> Provider:
-        provider = self.GetProvider(uuid)
+        provider = self.GetWritableProvider(uuid)
         traits = set(traits)
         unknown = sorted(t for t in traits if not self.IsTrait(t))
         if unknown:
@@ -362,7 +415,7 @@ class State:
                       check_generation: bool) -> Provider:
         """Replace a provider's aggregates (the generation is checked and
         bumped from 1.19)."""
-        provider = self.GetProvider(uuid)
+        provider = self.GetWritableProvider(uuid)
         if check_generation:
             self.CheckGeneration(provider, generation,
                                  "Resource provider's generation already"
@@ -472,6 +525,12 @@ class State:
         n}}, "project_id", "user_id", "consumer_generation",
         "consumer_type"}``; empty allocations remove the consumer.
         """
+        for consumer_uuid in requests:
+            if consumer_uuid in self.cluster_consumers:
+                raise errors.PlacementError(
+                    403, "Consumer %s is a Ganeti instance: its allocations"
+                    " follow the cluster configuration and cannot be changed"
+                    " through the Placement API." % consumer_uuid)
         if check_consumer_generation:
             for consumer_uuid, request in requests.items():
                 self._CheckConsumerGeneration(

@@ -19,19 +19,27 @@ from ganeti.parameters.hypervisors import HV_PARAMETERS
 MAX_DISKS = 16
 MAX_NICS = 8
 
+# Titles of the be/<name> and hv/<name> fields (Ganeti's
+# BES_PARAMETER_TITLES, HVS_PARAMETER_TITLES); the other parameters'
+# fields are titled by the field name, as in Ganeti
 _BE_TITLES = {
     objects.BE_MINMEM: "ConfigMinMem",
     objects.BE_MAXMEM: "ConfigMaxMem",
     objects.BE_VCPUS: "ConfigVCPUs",
     objects.BE_AUTO_BALANCE: "Auto_balance",
-    objects.BE_ALWAYS_FAILOVER: "Always_failover",
-    objects.BE_SPINDLE_USE: "Spindle_use",
 }
-_KIND_OF_CHECK = {
-    "boolean": constants.QFT_BOOL,
-    "integer": constants.QFT_NUMBER,
-    "number": constants.QFT_NUMBER_FLOAT,
-    "string": constants.QFT_TEXT,
+_HV_TITLES = {
+    "acpi": "ACPI",
+    "boot_order": "Boot_order",
+    "cdrom_image_path": "CDROM_image_path",
+    "cpu_type": "cpu_type",
+    "disk_type": "Disk_type",
+    "initrd_path": "Initrd_path",
+    "kernel_path": "Kernel_path",
+    "nic_type": "NIC_type",
+    "pae": "PAE",
+    "pci_pass": "pci_pass",
+    "vnc_bind_address": "VNC_bind_address",
 }
 
 
@@ -375,14 +383,13 @@ def _ParamFields() -> query.FieldTable:
     }
     for name, spec in objects.BE_PARAMETERS.items():
         table["be/%s" % name] = (
-            _BE_TITLES.get(name, name),
-            _KIND_OF_CHECK.get(spec.check.kind, constants.QFT_OTHER),
+            _BE_TITLES.get(name, "be/%s" % name), query.ParamFieldKind(spec),
             (lambda key: lambda item:
              item.FilledBe()[key])(name),
             "The \"%s\" backend parameter" % name)
     for name, spec in _AllHvParams().items():
         table["hv/%s" % name] = (
-            name, _KIND_OF_CHECK.get(spec.check.kind, constants.QFT_OTHER),
+            _HV_TITLES.get(name, "hv/%s" % name), query.ParamFieldKind(spec),
             _HvParam(name), "The \"%s\" hypervisor parameter" % name)
     return table
 

@@ -45,7 +45,7 @@ JOB_FIELDS: dict[str, tuple] = {
     "id": ("ID", constants.QFT_NUMBER, lambda job: job.id, "Job ID"),
     "status": ("Status", constants.QFT_TEXT, lambda job: job.CalcStatus(),
                "Job status"),
-    "priority": ("Prio", constants.QFT_NUMBER,
+    "priority": ("Priority", constants.QFT_NUMBER,
                  lambda job: job.CalcPriority(),
                  "Current job priority"),
     "archived": ("Archived", constants.QFT_BOOL, lambda job: job.archived,

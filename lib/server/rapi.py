@@ -196,8 +196,12 @@ class RemoteApiHandler:
     def __call__(self, method: str, target: str, headers,
                  body: bytes) -> tuple[int, dict[str, str], bytes]:
         if placement.IsPlacementPath(target.partition("?")[0]):
-            return self._placement(method, target, headers, body,
-                                   self._Authenticate)
+            lease = _ClientLease(self._pool)
+            try:
+                return self._placement(method, target, headers, body,
+                                       self._Authenticate, lease.Get)
+            finally:
+                lease.Release()
         resource, items, queryargs = self._mapper.getController(target)
         method = method.upper()
         if method not in resource.GetMethods():

@@ -7,18 +7,27 @@ and repeated in the answer, 404 for unknown paths and for methods newer
 than the version asked for, 405 with ``Allow`` for unknown methods, and
 every error as ``{"errors": [{"status", "title", "detail", "code",
 "request_id"}]}`` (``code`` from 1.23).
+
+The cluster's nodes are root providers and its instances consumers
+(``ganeti.placement.nodes``), read from the master daemon for each request
+that needs the state. They follow the configuration: changing a node
+provider (its name, parent, inventories, traits, aggregates, or deleting
+it) or an instance's allocations is refused with 403 Forbidden
+(``placement.undefined_code``); child providers under nodes, and
+allocations of the API's own consumers against nodes, are allowed.
 """
 
 import re
 import urllib.parse
 import uuid as uuidlib
-from typing import Any
+from typing import Any, Callable
 
-from ganeti import errors, serializer
+from ganeti import errors, luxi, serializer
 from ganeti import http as ghttp
 from ganeti.placement import microversion, store
 from ganeti.placement.microversion import Version
-from ganeti.rapi.placement import allocations, base, catalog, providers
+from ganeti.rapi.placement import (allocations, base, catalog, cluster,
+                                   providers)
 
 _UUID = "[^/]+"
 _NAME = "[^/]+"
@@ -134,9 +143,11 @@ class PlacementApi:
                                         err) from None
 
     def __call__(self, method: str, target: str, headers, body: bytes,
-                 authenticate) -> tuple[int, dict[str, str], bytes]:
+                 authenticate, get_client: Callable[[], luxi.Client]
+                 ) -> tuple[int, dict[str, str], bytes]:
         """Answer one request; ``authenticate(resource, method, headers)``
-        raises the HTTP error of missing or insufficient credentials."""
+        raises the HTTP error of missing or insufficient credentials,
+        ``get_client`` gives the request's LUXI client."""
         version = microversion.MIN_VERSION
         answer_headers: dict[str, str] = {
             ghttp.HTTP_CONTENT_TYPE: ghttp.HTTP_APP_JSON,
@@ -159,9 +170,10 @@ class PlacementApi:
             if not resource.IsAvailable(method, version):
                 raise errors.PlacementError(
                     404, "The resource could not be found.")
+            view = store.View(self._store, cluster.Snapshotter(get_client))
             handler = resource(items, query, self._ParseBody(method, headers,
                                                              body),
-                               version, self._store)
+                               version, view)
             result = getattr(handler, method)()
         except errors.PlacementError as err:
             return err.status, answer_headers, FormatError(

@@ -100,7 +100,7 @@ class Resource(baserlib.AccessControlled):
     MIN_VERSIONS: dict[str, Version] = {}
 
     def __init__(self, items: list[str], query: params.Query, body: Any,
-                 version: Version, state_store: store.Store):
+                 version: Version, state_store: store.View):
         self.items = items
         self.query = query
         self.body = body
