@@ -26,7 +26,7 @@ import tempfile
 import time
 import zlib
 from io import StringIO
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 from ganeti import (constants, errors, hypervisor, impexp, netutils,
                     objects, pathutils, serializer, ssconf, vcluster)
@@ -1803,56 +1803,49 @@ def _Drbd(data: Any) -> Any:
     return storage.GetDevice(disk)
 
 
-def drbd_disconnect_net(disks: list) -> None:
-    """Primary of drbd disks: stop mirroring, forget the secondary's data."""
+def _EachDrbd(disks: Any, action: Callable[[Any], None],
+              what: str) -> list:
+    """Apply ``action`` to the drbd device of each disk the master sent;
+    the devices, or the failure naming the disk (``what``: "open disk
+    %s" and the like)."""
     if not isinstance(disks, list):
         _Fail("Invalid disks %r, expected a list", disks)
+    devices = []
     for data in disks:
-        _Drbd(data).DisconnectPeer()
+        dev = _Drbd(data)
+        try:
+            action(dev)
+        except (errors.BlockDeviceError, errors.QmpError) as err:
+            _Fail("Cannot %s: %s", what % dev.uuid, err)
+        devices.append(dev)
+    return devices
+
+
+def drbd_disconnect_net(disks: list) -> None:
+    """Primary of drbd disks: stop mirroring, forget the secondary's data."""
+    _EachDrbd(disks, lambda dev: dev.DisconnectPeer(),
+              "disconnect disk %s")
 
 
 def blockdev_open(disks: list) -> list[str]:
     """The target of a migration: the device of each disk, opened while
     the source still writes to it (Ganeti's BlockdevOpen: drbd's
     dual-primary phase); returns the device paths."""
-    if not isinstance(disks, list):
-        _Fail("Invalid disks %r, expected a list", disks)
-    paths = []
-    for data in disks:
-        dev = _Drbd(data)
-        try:
-            dev.Open()
-        except (errors.BlockDeviceError, errors.QmpError) as err:
-            _Fail("Cannot open disk %s: %s", dev.uuid, err)
-        paths.append(dev.dev_path)
-    return paths
+    opened = _EachDrbd(disks, lambda dev: dev.Open(), "open disk %s")
+    return [dev.dev_path for dev in opened]
 
 
 def blockdev_close(disks: list) -> None:
     """Undo blockdev_open on a target, or (Ganeti's BlockdevClose) make
     the source of a migration the secondary, once its peer is in sync."""
-    if not isinstance(disks, list):
-        _Fail("Invalid disks %r, expected a list", disks)
-    for data in disks:
-        dev = _Drbd(data)
-        try:
-            dev.Close()
-        except (errors.BlockDeviceError, errors.QmpError) as err:
-            _Fail("Cannot close disk %s: %s", dev.uuid, err)
+    _EachDrbd(disks, lambda dev: dev.Close(), "close disk %s")
 
 
 def drbd_attach_net(disks: list) -> None:
     """The new primary after a migration: mirror to the closed source,
     which holds the same data (no copy)."""
-    if not isinstance(disks, list):
-        _Fail("Invalid disks %r, expected a list", disks)
-    for data in disks:
-        dev = _Drbd(data)
-        try:
-            dev.ConnectInSync()
-        except (errors.BlockDeviceError, errors.QmpError) as err:
-            _Fail("Cannot connect disk %s to its secondary: %s", dev.uuid,
-                  err)
+    _EachDrbd(disks, lambda dev: dev.ConnectInSync(),
+              "connect disk %s to its secondary")
 
 
 def drbd_replace_image(disk: dict, on_primary: bool) -> None:

@@ -139,6 +139,8 @@ OPCODE_REASON_SRC_NODED = "gnt:daemon:noded"
 OPCODE_REASON_SRC_PICKUP = "gnt:daemon:masterd:pickup"
 # The jobs gnt-cluster rebalance (hbal -X) submits
 OPCODE_REASON_SRC_REBALANCE = "gnt:daemon:rebalance"
+# The jobs ganeti-maintd submits (the incident id is the text)
+OPCODE_REASON_SRC_MAINTD = "gnt:daemon:maintd"
 
 # LUXI -----------------------------------------------------------------------
 LUXI_EOM = b"\x03"

@@ -145,6 +145,17 @@ def AddDaemonOptions(parser: optparse.OptionParser,
                           help="Port to listen on (default: %default)")
 
 
+def CheckServerArgs(options: optparse.Values, args: list[str]) -> None:
+    """What every HTTP daemon's check_fn refuses first: arguments, and a
+    ``--max-clients`` below 1."""
+    if args:
+        raise errors.GenericError("Unexpected arguments: %s" %
+                                  " ".join(args))
+    if options.max_clients < 1:
+        raise errors.GenericError("Invalid --max-clients %d: must be at"
+                                  " least 1" % options.max_clients)
+
+
 def GenericMain(daemon_name: str, parser: optparse.OptionParser,
                 check_fn: CheckFn, prepare_fn: PrepareFn,
                 exec_fn: ExecFn) -> None:

@@ -127,6 +127,18 @@ class Hostname:
         return "Hostname(%r, %r)" % (self.name, self.ip)
 
 
+def TcpPing(address: str, port: int, timeout: float) -> bool:
+    """Whether a host answers on ``address``, as Ganeti's TcpPing: an
+    accepted or a refused connection both mean it is up."""
+    try:
+        with socket.create_connection((address, port), timeout=timeout):
+            return True
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
 def FormatAddress(address: tuple[str, int]) -> str:
     """``host:port``, with brackets for IPv6."""
     host, port = address

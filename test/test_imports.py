@@ -74,7 +74,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # Programs: the gnt-* commands and the daemons; hbal and hspace plan
     # with the htools on what they read over LUXI
     "programs": (("jobs", "clients", "htools"),
-                 ("ganeti.client", "ganeti.server", "ganeti.watcher")),
+                 ("ganeti.client", "ganeti.server", "ganeti.watcher",
+                  "ganeti.maintd")),
 }
 
 

@@ -18,7 +18,7 @@ from test_gnt_instance_drbd_migrate import MirrorJob
 from test_hv_kvm_migration import _Ask, _Status, _Type
 from testutils_instance import (CHECKS, FILE_VDIR, MIB, NODE1, NODE2,
                                 Field, FindInstance, RemoveInstances)
-from testutils_kvm import NodeHv, SerialLog, WaitFor
+from testutils_kvm import HEARTBEAT_LOOP, NodeHv, SerialLog, WaitFor
 from testutils_node import DRBD_TOOLS
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm, *DRBD_TOOLS,
@@ -64,8 +64,7 @@ def test_kvm_guest_on_drbd_migrates(kvm_cluster):
             WaitFor(lambda node=node: _Contains(_Image(vc, node, disk),
                                                 "on-node1-42"),
                     10, "the guest's write in the image on %s" % node)
-        _Type(node1, "(n=0; while :; do n=$((n+1)); echo $n > /root/hb;"
-              " sync; sleep 0.2; done) >/dev/null 2>&1 &", NAME)
+        _Type(node1, HEARTBEAT_LOOP, NAME)
         WaitFor(lambda: _Heartbeat(node1) > 0, 20, "the heartbeat")
         beat = _Heartbeat(node1)
 

@@ -35,8 +35,9 @@ def _ReadPage(name):
 
 
 def test_daemon_pages_come_from_the_parsers():
-    from ganeti.server import masterd, mond, noded, rapi
+    from ganeti.server import maintd, masterd, mond, noded, rapi
     for name, module in [("ganeti-masterd.8", masterd),
+                         ("ganeti-maintd.8", maintd),
                          ("ganeti-noded.8", noded), ("ganeti-rapi.8", rapi),
                          ("ganeti-mond.8", mond)]:
         text = _ReadPage(name)
@@ -50,6 +51,7 @@ def test_daemon_pages_come_from_the_parsers():
                 assert opt.replace("-", "\\-") in options, (name, opt)
     assert "(default: 1811)" in _ReadPage("ganeti-noded.8")
     assert "(default: 1815)" in _ReadPage("ganeti-mond.8")
+    assert "(default: 1816)" in _ReadPage("ganeti-maintd.8")
 
 
 def test_daemon_util_page_lists_its_commands():

@@ -26,8 +26,8 @@ import testutils_node
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(TOP, "scripts")
 DAEMONS = os.path.join(TOP, "daemons")
-PID_FILES = ("ganeti-masterd.pid", "ganeti-noded.pid", "ganeti-rapi.pid",
-             "ganeti-mond.pid")
+PID_FILES = ("ganeti-maintd.pid", "ganeti-masterd.pid", "ganeti-noded.pid",
+             "ganeti-rapi.pid", "ganeti-mond.pid")
 # Instance policy bounds wide enough for the small instances of the tests
 # (Ganeti's defaults want 128 MiB of memory and 1 GiB disks); for
 # "gnt-cluster init/modify --ipolicy-bounds-specs"

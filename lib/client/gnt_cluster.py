@@ -9,8 +9,9 @@ from typing import Any
 from ganeti import (backend, bootstrap, cli, constants, errors, objects,
                     opcodes, pathutils, serializer, ssconf, vcluster)
 from ganeti.cli_opts import (
-    ArgChoice, ArgCommand, ArgFile, ArgSuggest, ArgUnknown, CONFIRM_OPT,
-    NODE_LIST_OPT, VERBOSE_OPT, OpcodeOption, ParamsOption, SplitKeyVal,
+    ARGS_MANY_INSTANCES, ArgChoice, ArgCommand, ArgFile, ArgHost, ArgSuggest,
+    ArgUnknown, CONFIRM_OPT, FORCE_OPT, NODE_LIST_OPT, VERBOSE_OPT,
+    OpcodeOption, ParamsOption, SplitKeyVal,
     PRIORITY_OPT, DRY_RUN_OPT, SUBMIT_OPT, PRINT_JOBID_OPT, TAG_SRC_OPT,
     YES_DOIT_OPT, cli_option)
 from ganeti.client import _cluster_crypto, hbal, hspace
@@ -142,6 +143,30 @@ def BuildIPolicy(opts: Any) -> dict | None:
     if opts.ipolicy_spindle_ratio is not None:
         ipolicy[objects.IPOLICY_SPINDLE_RATIO] = opts.ipolicy_spindle_ratio
     return ipolicy or None
+
+
+def _FormatSpecs(specs: dict) -> str:
+    return ",".join("%s=%s" % item for item in sorted(specs.items()))
+
+
+def FormatIPolicyCommand(ipolicy: dict, isgroup: bool) -> str:
+    """The --ipolicy-*-specs options giving ``ipolicy``'s specs, each
+    preceded by a space (Ganeti's PrintIPolicyCommand: only the specs, and
+    a group's policy has no std specs)."""
+    parts = []
+    std = ipolicy.get(objects.ISPECS_STD)
+    if std and not isgroup:
+        parts.append(" %s %s" % (IPOLICY_STD_OPT.get_opt_string(),
+                                 _FormatSpecs(std)))
+    bounds = ["%s:%s/%s:%s" % (
+        objects.ISPECS_MIN, _FormatSpecs(pair[objects.ISPECS_MIN]),
+        objects.ISPECS_MAX, _FormatSpecs(pair[objects.ISPECS_MAX]))
+        for pair in ipolicy.get(objects.ISPECS_MINMAX, [])
+        if pair.get(objects.ISPECS_MIN) and pair.get(objects.ISPECS_MAX)]
+    if bounds:
+        parts.append(" %s %s" % (IPOLICY_BOUNDS_OPT.get_opt_string(),
+                                 "//".join(bounds)))
+    return "".join(parts)
 
 
 def _HvParams(opts: Any) -> dict:
@@ -405,6 +430,41 @@ def SetClusterParams(opts: Any, args: list[str]) -> int:
         return constants.EXIT_FAILURE
     op = opcodes.OpClusterSetParams(**params)
     cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def ShowCreateCommand(opts: Any, args: list[str]) -> int:
+    """Print the ``gnt-cluster init`` command line giving the cluster's
+    instance policy specs (as Ganeti, nothing else of the cluster)."""
+    info = cli.GetClient().QueryClusterInfo()
+    cli.ToStdout("gnt-cluster init%s %s",
+                 FormatIPolicyCommand(info["ipolicy"], False), info["name"])
+    return constants.EXIT_SUCCESS
+
+
+def RenameCluster(opts: Any, args: list[str]) -> int:
+    """Rename the cluster (its master IP follows the new name)."""
+    client = cli.GetClient()
+    (old_name, ) = client.QueryConfigValues(["cluster_name"])
+    new_name = args[0]
+    if not opts.force and not cli.AskUser(
+            "This will rename the cluster from '%s' to '%s'. If you are"
+            " connected over the network to the cluster name, the operation"
+            " is very dangerous as the IP address will be removed from the"
+            " node and the change may not go through. Continue?" %
+            (old_name, new_name)):
+        return constants.EXIT_FAILURE
+    result = cli.SubmitOpCode(opcodes.OpClusterRename(name=new_name),
+                              cl=client, opts=opts)
+    if result:
+        cli.ToStdout("Cluster renamed from '%s' to '%s'", old_name, result)
+    return constants.EXIT_SUCCESS
+
+
+def RepairDiskSizes(opts: Any, args: list[str]) -> int:
+    """Correct the recorded disk sizes; the job log lists each change."""
+    cli.SubmitOpCode(opcodes.OpClusterRepairDiskSizes(instances=args),
+                     opts=opts)
     return constants.EXIT_SUCCESS
 
 
@@ -866,6 +926,15 @@ commands = {
                               DIAGNOSE_DATA_COLLECTOR_FILENAME_OPT] +
                _JOB_OPTS,
                "[<opts>...]", "Alters the parameters of the cluster"),
+    "rename": (RenameCluster, [ArgHost(min=1, max=1)],
+               [FORCE_OPT, DRY_RUN_OPT], "<new-name>",
+               "Renames the cluster"),
+    "show-ispecs-cmd": (ShowCreateCommand, [], [], "",
+                        "Show the command line to re-create the cluster"),
+    "repair-disk-sizes": (RepairDiskSizes, ARGS_MANY_INSTANCES,
+                          [DRY_RUN_OPT, PRIORITY_OPT],
+                          "[<instance-name>...]",
+                          "Updates mismatches in recorded disk sizes"),
     "dump-info": (DumpClusterInfo, [], [], "",
                   "Print the cluster information as JSON"),
     "verify": (VerifyCluster, [],

@@ -4,8 +4,8 @@ import platform
 import re
 from typing import Any, Callable
 
-from ganeti import (constants, errors, hypervisor, impexp, locking, objects,
-                    pathutils, utils)
+from ganeti import (constants, errors, hypervisor, impexp, locking, netutils,
+                    objects, pathutils, utils)
 from ganeti.cmdlib import operating_system
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU, RunPostHook
 from ganeti.cmdlib.node import AdjustCandidatePool
@@ -31,6 +31,9 @@ _CLUSTER_ATTRS = [
     "ssh_key_bits", "diagnose_data_collector_filename",
 ]
 
+
+# How long the check that a new master IP is free waits (seconds)
+_RENAME_PING_TIMEOUT = 2.0
 
 # platform.architecture() runs the "file" command: ask once
 _ARCHITECTURE = ["64bits" if platform.architecture()[0] == "64bit"
@@ -514,6 +517,69 @@ class LUClusterConfigQuery(NoHooksLU):
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> list:
         return [self.fields[name]() for name in self.op.output_fields]
+
+
+class LUClusterRename(LogicalUnit):
+    """Give the cluster a new name, and the master IP it resolves to.
+
+    Runs alone (Big Ganeti Lock): the master IP is down meanwhile. The
+    ssconf files follow the configuration to every node; the master IP is
+    brought up again, at its new address, even if the update failed.
+    """
+
+    HPATH = "cluster-rename"
+    HTYPE = constants.HTYPE_CLUSTER
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def BuildHooksEnv(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.cfg.GetClusterName(),
+                "NEW_NAME": self.op.name}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        return [self.cfg.GetMasterNode()], self.cfg.GetNodeList()
+
+    def CheckPrereq(self) -> None:
+        try:
+            hostname = netutils.Hostname(self.op.name)
+        except errors.ResolverError as err:
+            raise errors.OpPrereqError(
+                "The given name (%s) does not resolve: %s" %
+                (self.op.name, err.args[-1]), errors.ECODE_RESOLVER) from err
+        old_ip = self.cfg.GetMasterNetworkParameters()["ip"]
+        if hostname.name == self.cfg.GetClusterName() and \
+                hostname.ip == old_ip:
+            raise errors.OpPrereqError("Neither the name nor the IP address"
+                                       " of the cluster has changed",
+                                       errors.ECODE_INVAL)
+        if hostname.ip != old_ip and netutils.TcpPing(
+                hostname.ip, netutils.GetDaemonPort(constants.NODED),
+                _RENAME_PING_TIMEOUT):
+            raise errors.OpPrereqError("The given cluster IP address (%s) is"
+                                       " reachable on the network" %
+                                       hostname.ip, errors.ECODE_NOTUNIQUE)
+        self.op.name = hostname.name
+        self.new_ip = hostname.ip
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> str:
+        master = self.cfg.GetMasterNode()
+        params = self.cfg.GetMasterNetworkParameters()
+        self.rpc.call_node_deactivate_master_ip(master, params).Raise(
+            "Could not disable the master role")
+        try:
+            cluster = self.cfg.GetClusterInfo()
+            cluster.cluster_name = self.op.name
+            cluster.master_ip = self.new_ip
+            self.cfg.Update(cluster, feedback_fn)
+        finally:
+            params["ip"] = self.new_ip
+            result = self.rpc.call_node_activate_master_ip(master, params)
+            if result.fail_msg:
+                self.LogWarning("Could not re-enable the master role on the"
+                                " master, please restart manually: %s",
+                                result.fail_msg)
+        return self.op.name
 
 
 class LUClusterActivateMasterIp(NoHooksLU):

@@ -9,7 +9,6 @@ start removes them (see creation_intents).
 
 import logging
 import os
-import socket
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, netutils, objects
@@ -171,15 +170,8 @@ def _ResolveInstanceName(name: str) -> netutils.Hostname:
 
 def _IpInUse(address: str) -> bool:
     """Whether something answers on ``address`` (noded's port)."""
-    try:
-        with socket.create_connection(
-                (address, netutils.GetDaemonPort(constants.NODED)),
-                timeout=_IP_CHECK_TIMEOUT):
-            return True
-    except ConnectionRefusedError:
-        return True
-    except OSError:
-        return False
+    return netutils.TcpPing(address, netutils.GetDaemonPort(constants.NODED),
+                            _IP_CHECK_TIMEOUT)
 
 
 class LUInstanceCreate(LogicalUnit):

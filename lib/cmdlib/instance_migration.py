@@ -54,8 +54,8 @@ from ganeti.cmdlib.instance_utils import (
     AssembleInstanceDisks, CheckNodeFreeDisk, CheckNodeFreeMemory,
     CheckNodeNotDrained, CheckNodeOnline, CheckNodeVmCapable,
     GetInstanceInfoText, InstanceLU, InstanceRuntimeInfo, RemoveDisks,
-    SetDisksActive, SetInstancePrimaryNode, ShutdownInstanceDisks,
-    StartInstance)
+    SetDisksActive, SetInstancePrimaryNode, SettledMirrorStatus,
+    ShutdownInstanceDisks, StartInstance)
 from ganeti.masterd import iallocator
 
 # Seconds between two polls of the migration status, and between two
@@ -375,8 +375,9 @@ class TLMigrateInstance:
                          " target")
         result = None
         if not source_node.offline:
-            result = self.rpc.call_blockdev_getmirrorstatus(
-                source_node.uuid, self._Disks())
+            result = SettledMirrorStatus(self.rpc, source_node.uuid,
+                                         self._Disks(),
+                                         lambda status: status[5])
         for idx in range(len(self._Disks())):
             if result is not None and not result.fail_msg and \
                     not result.payload[idx][5]:

@@ -16,7 +16,6 @@ Two kinds of replacement, both while the instance runs:
   configuration never names a secondary that does not hold the data.
 """
 
-import time
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, objects
@@ -25,11 +24,11 @@ from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.instance_utils import (
     AssembleInstanceDisks, CheckNodeFreeDisk, CheckNodeNotDrained,
     CheckNodeOnline, CheckNodeVmCapable, DrbdMinors,
-    GetInstanceInfoText, InstanceLU, ShutdownInstanceDisks, WaitForSync)
+    GetInstanceInfoText, InstanceLU, SettledMirrorStatus,
+    ShutdownInstanceDisks, WaitForSync)
 from ganeti.masterd import iallocator
 
 _STEPS = 6
-_CONSISTENCY_TRIES = 10
 
 
 class LUInstanceReplaceDisks(InstanceLU):
@@ -272,19 +271,16 @@ class LUInstanceReplaceDisks(InstanceLU):
             self.LogInfo("Checking disk/%d consistency on node %s", idx,
                          names[other])
         # The primary knows both sides: whether its local data is sound
-        # and whether the secondary has all of it (a mirror in sync also
-        # counts the writes in flight: look again for a few seconds)
-        for _ in range(_CONSISTENCY_TRIES):
-            result = self.rpc.call_blockdev_getmirrorstatus(
-                pnode, [disk.ToDict() for _, disk in disks])
-            result.Raise("Can't get the disk status on node %s" %
-                         names[pnode])
-            if not any(status[5] if on_primary
-                       else status[6] != constants.LDS_OKAY
-                       for status in result.payload):
-                break
-            time.sleep(0.5)
-        else:
+        # and whether the secondary has all of it
+        def _Unsound(status: list) -> bool:
+            return status[5] if on_primary \
+                else status[6] != constants.LDS_OKAY
+
+        result = SettledMirrorStatus(self.rpc, pnode,
+                                     [disk.ToDict() for _, disk in disks],
+                                     _Unsound)
+        result.Raise("Can't get the disk status on node %s" % names[pnode])
+        if any(_Unsound(status) for status in result.payload):
             raise errors.OpExecError(
                 "Node %s has degraded storage, unsafe to replace disks for"
                 " instance %s" % (names[other], instance.name))

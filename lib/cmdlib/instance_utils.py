@@ -182,6 +182,26 @@ _SYNC_NODE_RETRIES = 10
 _SYNC_DEGRADED_RETRIES = 10
 
 
+# A mirror in sync still counts the writes in flight as not copied:
+# how often (0.5 s apart) SettledMirrorStatus looks again
+_MIRROR_SETTLE_TRIES = 10
+
+
+def SettledMirrorStatus(rpc: Any, node_uuid: str, disks: list,
+                        unsound: Any) -> Any:
+    """The ``blockdev_getmirrorstatus`` answer of a primary once no
+    disk's status is ``unsound(status)``, or the last answer after a few
+    seconds (a failed call at once)."""
+    for attempt in range(_MIRROR_SETTLE_TRIES):
+        if attempt:
+            time.sleep(0.5)
+        result = rpc.call_blockdev_getmirrorstatus(node_uuid, disks)
+        if result.fail_msg or not any(unsound(status)
+                                      for status in result.payload):
+            break
+    return result
+
+
 def WaitForSync(lu: LogicalUnit, instance: objects.Instance,
                 disks: list[objects.Disk] | None = None,
                 oneshot: bool = False) -> bool:

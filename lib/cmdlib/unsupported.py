@@ -33,14 +33,6 @@ class _UnsupportedLU(NoHooksLU):
 _NO_OOB = "nodes have no out-of-band management"
 
 
-class LUClusterRename(_UnsupportedLU):
-    REASON = "the cluster name can not be changed"
-
-
-class LUClusterRepairDiskSizes(_UnsupportedLU):
-    REASON = "disk sizes are not repaired"
-
-
 class LUNodePowercycle(_UnsupportedLU):
     REASON = _NO_OOB
 

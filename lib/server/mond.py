@@ -226,12 +226,7 @@ def MakeCollectors(settings: Settings) -> list[collectors.DataCollector]:
 def CheckMond(options: optparse.Values, args: list[str]) -> None:
     """No arguments; mond serves with whatever configuration the node has.
     """
-    if args:
-        raise errors.GenericError("Unexpected arguments: %s" %
-                                  " ".join(args))
-    if options.max_clients < 1:
-        raise errors.GenericError("Invalid --max-clients %d: must be at"
-                                  " least 1" % options.max_clients)
+    daemon.CheckServerArgs(options, args)
 
 
 def PrepMond(options: optparse.Values, _args: list[str]

@@ -161,11 +161,7 @@ def CheckNoded(options: optparse.Values, args: list[str]) -> None:
     A node that is not in a cluster serves only the join: the admin passes
     the key printed here to ``gnt-node add --join-key`` on the master.
     """
-    if args:
-        raise errors.GenericError("Unexpected arguments: %s" % " ".join(args))
-    if options.max_clients < 1:
-        raise errors.GenericError("Invalid --max-clients %d: must be at"
-                                  " least 1" % options.max_clients)
+    daemon.CheckServerArgs(options, args)
     if _IsMember():
         x509.GetCertificateDigest(io.ReadFile(pathutils.NODED_CERT_FILE))
         return

@@ -247,12 +247,7 @@ def _AccessLogger() -> logging.Logger:
 
 def CheckRapi(options: optparse.Values, args: list[str]) -> None:
     """Start only on the master, with a usable certificate."""
-    if args:
-        raise errors.GenericError("Unexpected arguments: %s" %
-                                  " ".join(args))
-    if options.max_clients < 1:
-        raise errors.GenericError("Invalid --max-clients %d: must be at"
-                                  " least 1" % options.max_clients)
+    daemon.CheckServerArgs(options, args)
     ssconf.CheckMaster(options.debug)
     if options.ssl:
         for path in sorted({options.ssl_cert, options.ssl_key}):

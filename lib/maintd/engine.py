@@ -1,0 +1,296 @@
+"""What ganeti-maintd does at each poll: observe, follow jobs, act.
+
+Every poll (at the diagnose collector's interval) reads the signed
+self-diagnose report of each online node, and of each node with an open
+incident (an evacuated node is offline but still reports), keeping only
+what the cluster's HMAC key verifies. Then it follows the jobs of the
+current round, forgets the incidents the admin acknowledged, and, once
+the last round's jobs have all finished and ``maintenance_interval``
+has passed, starts a new round for the noted evacuations.
+
+An evacuation goes through the phases ``evacuating`` (the node
+evacuation job and the jobs it submitted), ``offlining`` (one job
+offlining the node and tagging it ``maintd:repairready:<id>``) and
+``evacuated``; a failed job ends it in ``failed`` after tagging the
+node ``maintd:repairfailed:<id>``. Every job carries the reason
+``gnt:daemon:maintd`` with the incident's id.
+"""
+
+import logging
+import time
+import urllib.request
+from typing import Any
+
+from ganeti import (constants, errors, luxi, netutils, objects, opcodes,
+                    pathutils, serializer, ssconf)
+from ganeti.maintd import state as mstate
+from ganeti.monitoring import report
+
+DIAGNOSE_PATH = "/1/report/%s/diagnose" % report.CATEGORY_NODE
+_FETCH_TIMEOUT = 5.0
+_NODE_FIELDS = ["name", "uuid", "offline", "pip", "tags"]
+_EVACUATIONS = frozenset([constants.DIAGNOSE_EVACUATE,
+                          constants.DIAGNOSE_EVACUATE_FAILOVER])
+_JOB_FAILED = frozenset([constants.JOB_STATUS_ERROR,
+                         constants.JOB_STATUS_CANCELED])
+
+PHASE_EVACUATING = "evacuating"
+PHASE_OFFLINING = "offlining"
+PHASE_EVACUATED = "evacuated"
+PHASE_FAILING = "failing"
+PHASE_FAILED = "failed"
+
+
+def FetchDiagnose(address: str, key: bytes, port: int | None = None
+                  ) -> dict[str, Any] | None:
+    """The verified diagnose data a node's mond reports, None (and logged)
+    if it can't be had or its signature is missing or wrong."""
+    if port is None:
+        port = netutils.GetDaemonPort(constants.MOND)
+    url = "http://%s:%d%s" % (address, port, DIAGNOSE_PATH)
+    try:
+        with urllib.request.urlopen(url, timeout=_FETCH_TIMEOUT) as answer:
+            rep = serializer.LoadJson(answer.read())
+    except (OSError, ValueError) as err:
+        logging.warning("Can't read the diagnose report at %s: %s", url, err)
+        return None
+    try:
+        data = report.VerifyReport(rep, key)["data"]
+    except errors.SignatureError as err:
+        logging.warning("Ignoring the diagnose report at %s: %s", url, err)
+        return None
+    if not isinstance(data, dict) or \
+            data.get("status") not in constants.DIAGNOSE_STATUSES:
+        logging.warning("Ignoring the diagnose report at %s: not a"
+                        " diagnose result: %r", url, data)
+        return None
+    return data
+
+
+def _Reason(incident_id: str) -> list[list[Any]]:
+    return [[constants.OPCODE_REASON_SRC_MAINTD, incident_id,
+             time.time_ns()]]
+
+
+class Engine:
+    """The incidents' observer and the rounds' driver (one thread)."""
+
+    def __init__(self, state: mstate.State, maintenance_interval: float,
+                 luxi_address: str | None = None,
+                 key_file: str = pathutils.CONFD_HMAC_KEY,
+                 store: ssconf.SimpleStore | None = None):
+        self.state = state
+        self.maintenance_interval = maintenance_interval
+        self._luxi_address = luxi_address
+        self._key_file = key_file
+        self._store = store or ssconf.SimpleStore()
+        self._client: luxi.Client | None = None
+
+    def PollInterval(self) -> float:
+        """Seconds between polls: the diagnose collector's interval."""
+        try:
+            settings = objects.FillDataCollectors(
+                self._store.GetDataCollectors())
+        except errors.ConfigurationError as err:
+            logging.warning("Using the default collector interval: %s", err)
+            settings = objects.FillDataCollectors({})
+        return settings["diagnose"][
+            constants.DATA_COLLECTOR_PARAMETER_INTERVAL] / 1e6
+
+    def _Luxi(self) -> luxi.Client:
+        if self._client is None:
+            self._client = luxi.Client(address=self._luxi_address)
+        return self._client
+
+    def Step(self) -> None:
+        """One poll: observe the nodes, follow the jobs, act; a master
+        daemon that can't be reached is tried again at the next poll."""
+        try:
+            nodes = self._Luxi().QueryNodes([], _NODE_FIELDS, False)
+            by_uuid = {uuid: {"name": name, "offline": offline, "pip": pip,
+                              "tags": set(tags)}
+                       for name, uuid, offline, pip, tags in nodes}
+            observed = self._Observe(by_uuid)
+            with self.state.lock:
+                self._Note(by_uuid, observed)
+                self._Follow()
+                self._Forget(by_uuid, observed)
+                self._StartRound()
+                self.state.Save()
+        except (errors.LuxiError, errors.OpPrereqError, OSError) as err:
+            logging.error("Maintenance step failed: %s", err)
+            self._client = None
+
+    def _Observe(self, nodes: dict[str, dict[str, Any]]
+                 ) -> dict[str, dict[str, Any]]:
+        """Node UUID -> verified diagnose data, for the nodes polled."""
+        key = report.ReadHmacKey(self._key_file)
+        with self.state.lock:
+            open_nodes = {inc["node"] for inc in
+                          self.state.incidents.values()}
+        result = {}
+        for uuid, node in nodes.items():
+            if node["offline"] and uuid not in open_nodes:
+                continue
+            data = FetchDiagnose(node["pip"], key)
+            if data is not None:
+                result[uuid] = data
+        return result
+
+    def _Note(self, nodes: dict[str, dict[str, Any]],
+              observed: dict[str, dict[str, Any]]) -> None:
+        """A new, different diagnose object is a new incident."""
+        known = [(inc["node"], inc["original"])
+                 for inc in self.state.incidents.values()]
+        for uuid, data in observed.items():
+            if data["status"] == constants.DIAGNOSE_OK or \
+                    (uuid, data) in known:
+                continue
+            incident = mstate.NewIncident(uuid, nodes[uuid]["name"], data)
+            logging.info("New incident %s on node %s: %s", incident["id"],
+                         incident["node-name"], data)
+            self.state.incidents[incident["id"]] = incident
+
+    def _Submit(self, incident: dict[str, Any],
+                ops: list[opcodes.OpCode]) -> int:
+        for op in ops:
+            op.reason = _Reason(incident["id"])
+        job_id = int(self._Luxi().SubmitJob(ops))
+        logging.info("Incident %s: submitted job %s (%s)", incident["id"],
+                     job_id, ", ".join(op.OP_ID for op in ops))
+        incident["jobs"].append(job_id)
+        if self.state.round is not None:
+            self.state.round["jobs"].append(job_id)
+        return job_id
+
+    def _Fail(self, incident: dict[str, Any], why: str) -> None:
+        logging.warning("Incident %s failed: %s", incident["id"], why)
+        incident["repair-status"] = mstate.FAILED
+        incident["tag"] = mstate.TAG_FAILED_PREFIX + incident["id"]
+        incident["phase"] = PHASE_FAILING
+        self._Submit(incident, [opcodes.OpTagsSet(
+            kind=constants.TAG_NODE, name=incident["node-name"],
+            tags=[incident["tag"]])])
+
+    def _Follow(self) -> None:
+        """Advance the incidents whose jobs finished."""
+        for incident in list(self.state.incidents.values()):
+            phase = incident["phase"]
+            if phase not in (PHASE_EVACUATING, PHASE_OFFLINING,
+                             PHASE_FAILING):
+                continue
+            jobs = self._Luxi().QueryJobs(incident["jobs"],
+                                          ["id", "status", "opresult"])
+            statuses = []
+            for job_id, status, opresult in filter(None, jobs):
+                statuses.append(status)
+                if (status == constants.JOB_STATUS_SUCCESS and
+                        phase == PHASE_EVACUATING and opresult and
+                        isinstance(opresult[0], dict)):
+                    self._AddFollowUps(incident, opresult[0].get("jobs", []))
+            if len(statuses) < len(incident["jobs"]) or \
+                    not all(status in constants.JOBS_FINALIZED
+                            for status in statuses):
+                continue
+            failed = any(status in _JOB_FAILED for status in statuses) or \
+                incident.pop("submit-error", None)
+            if phase == PHASE_FAILING:
+                incident["phase"] = PHASE_FAILED
+            elif failed:
+                self._Fail(incident, "a job of the repair failed")
+            elif phase == PHASE_EVACUATING:
+                incident["phase"] = PHASE_OFFLINING
+                self._Submit(incident, [
+                    opcodes.OpNodeSetParams(node_name=incident["node-name"],
+                                            offline=True),
+                    opcodes.OpTagsSet(kind=constants.TAG_NODE,
+                                      name=incident["node-name"],
+                                      tags=[incident["tag"]])])
+            else:
+                incident["phase"] = PHASE_EVACUATED
+                incident["repair-status"] = mstate.COMPLETED
+                logging.info("Incident %s completed: node %s evacuated",
+                             incident["id"], incident["node-name"])
+        self._EndRoundIfDone()
+
+    def _AddFollowUps(self, incident: dict[str, Any],
+                      submitted: list[Any]) -> None:
+        """The jobs the evacuation submitted belong to the incident."""
+        for success, value in submitted:
+            if not success:
+                logging.warning("Incident %s: an evacuation job could not"
+                                " be submitted: %s", incident["id"], value)
+                incident["submit-error"] = True
+            elif int(value) not in incident["jobs"]:
+                incident["jobs"].append(int(value))
+                if self.state.round is not None:
+                    self.state.round["jobs"].append(int(value))
+
+    def _EndRoundIfDone(self) -> None:
+        current = self.state.round
+        if current is None:
+            return
+        if not any(self.state.incidents.get(inc_id, {}).get("phase") in
+                   (PHASE_EVACUATING, PHASE_OFFLINING, PHASE_FAILING)
+                   for inc_id in current["incidents"]):
+            current["finished"] = time.time()
+            self.state.EndRound()
+
+    def _Forget(self, nodes: dict[str, dict[str, Any]],
+                observed: dict[str, dict[str, Any]]) -> None:
+        """Forget what the admin acknowledged (design-maintd: a removed
+        repairready tag once no longer observed, a removed repairfailed
+        tag at once) and noted incidents no longer observed."""
+        for incident in list(self.state.incidents.values()):
+            uuid = incident["node"]
+            node = nodes.get(uuid)
+            gone_node = node is None
+            seen = observed.get(uuid)
+            still_seen = seen is None or seen == incident["original"]
+            tag_gone = node is None or incident["tag"] not in node["tags"]
+            phase = incident["phase"]
+            if phase is None:
+                forget = gone_node or not still_seen
+            elif phase == PHASE_FAILED:
+                forget = tag_gone
+            elif phase == PHASE_EVACUATED:
+                forget = tag_gone and not still_seen
+            else:
+                forget = gone_node
+            if not forget:
+                continue
+            logging.info("Forgetting incident %s of node %s",
+                         incident["id"], incident["node-name"])
+            del self.state.incidents[incident["id"]]
+            if phase == PHASE_EVACUATED and node is not None and \
+                    node["offline"]:
+                self._Submit(incident, [opcodes.OpNodeSetParams(
+                    node_name=incident["node-name"], offline=False)])
+
+    def _StartRound(self) -> None:
+        """Evacuate the nodes of the noted evacuation incidents, if the last
+        round is over and the maintenance interval has passed."""
+        if self.state.round is not None or \
+                time.time() - self.state.last_round_start < \
+                self.maintenance_interval:
+            return
+        todo: dict[str, dict[str, Any]] = {}
+        for incident in self.state.incidents.values():
+            if incident["phase"] is None and \
+                    incident["original"]["status"] in _EVACUATIONS:
+                todo.setdefault(incident["node"], incident)
+        if not todo:
+            return
+        now = time.time()
+        self.state.last_round_start = now
+        self.state.round = {"started": now, "incidents": [], "jobs": []}
+        for incident in todo.values():
+            self.state.round["incidents"].append(incident["id"])
+            incident["phase"] = PHASE_EVACUATING
+            incident["repair-status"] = mstate.PENDING
+            # No iallocator and no node: the cluster's default allocator
+            self._Submit(incident, [opcodes.OpNodeEvacuate(
+                node_name=incident["node-name"],
+                mode=constants.NODE_EVAC_ALL)])
+        logging.info("Round started for incidents %s",
+                     ", ".join(self.state.round["incidents"]))
