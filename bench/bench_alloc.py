@@ -12,26 +12,15 @@ Usage: bench_alloc.py [--repeat N]
 """
 
 import argparse
-import statistics
 import sys
-import time
 
 import benchutils
+from benchutils import MedianTime as Time
 
 benchutils.ImportGaneti()
 
 from ganeti.htools import allocator, balance, capacity, simu  # noqa: E402
 
-
-def _Time(fn, repeat: int) -> tuple[float, object]:
-    """Median seconds of ``fn`` over ``repeat`` runs, and its last result."""
-    times = []
-    result = None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def main() -> int:
@@ -40,26 +29,26 @@ def main() -> int:
     args = parser.parse_args()
     for nodes, insts, target in ((100, 1000, 5.0), (1000, 10000, 50.0)):
         msg = simu.Message(nodes, insts, request=simu.AllocRequest())
-        secs, answer = _Time(lambda: allocator.Run(msg), args.repeat)
+        secs, answer = Time(lambda: allocator.Run(msg), args.repeat)
         print("allocate on %d nodes / %d instances: %.1f ms (target %g ms)"
               " -> %s" % (nodes, insts, secs * 1000, target,
                           answer["result"]))
     # a mirrored placement tries every ordered pair of nodes (no target)
     msg = simu.Message(100, 1000, templates=("drbd", ),
                        request=simu.AllocRequest(template="drbd"))
-    secs, answer = _Time(lambda: allocator.Run(msg), args.repeat)
+    secs, answer = Time(lambda: allocator.Run(msg), args.repeat)
     print("allocate drbd on 100 nodes / 1000 drbd instances: %.1f ms -> %s"
           % (secs * 1000, answer["result"]))
     msg = simu.Message(100)
     spec = capacity.Spec(memory=1024, disk=10240, vcpus=1)
-    secs, report = _Time(lambda: capacity.Capacity(msg, spec),
+    secs, report = Time(lambda: capacity.Capacity(msg, spec),
                          max(1, args.repeat // 2))
     for group in report:
         print("capacity on 100 nodes: %.2f s (target 1 s): %d more"
               " instances in %s, %s runs out first" %
               (secs, group.instances, group.group, group.limit))
     msg = simu.Message(100, 1000, templates=("drbd", "diskless"), skew=0.5)
-    secs, plan = _Time(lambda: balance.PlanBalance(msg), 1)
+    secs, plan = Time(lambda: balance.PlanBalance(msg), 1)
     print("rebalance on 100 nodes / 1000 instances: %.2f s (target 2 s):"
           " score %.6f -> %.6f, %d moves in %d job sets" %
           (secs, plan.initial_score, plan.final_score, len(plan.steps),

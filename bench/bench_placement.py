@@ -15,9 +15,7 @@ Usage: bench_placement.py [--repeat N]
 
 import argparse
 import random
-import statistics
 import sys
-import time
 import urllib.parse
 import uuid
 
@@ -99,15 +97,6 @@ def Providers(state: model.State, query: str) -> bytes:
                                      search.FilterProviders(state, flt)])
 
 
-def _Time(fn, repeat: int) -> tuple[float, bytes]:
-    times = []
-    result = b""
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -123,7 +112,7 @@ def main() -> int:
     }
     failed = False
     for name, fn in queries.items():
-        median, result = _Time(fn, args.repeat)
+        median, result = benchutils.MedianTime(fn, args.repeat)
         ok = median <= TARGETS[name]
         failed |= not ok
         print("%-22s median %7.2f ms (target %d ms) %s, %d bytes" %

@@ -1,9 +1,12 @@
 """What the pure-library benchmarks share: importing ``ganeti`` without
-the project venv (from the checkout's lib/)."""
+the project venv (from the checkout's lib/), and timing."""
 
 import importlib.util
 import os
+import statistics
 import sys
+import time
+from typing import Any, Callable
 
 
 def ImportGaneti() -> None:
@@ -20,3 +23,14 @@ def ImportGaneti() -> None:
         module = importlib.util.module_from_spec(spec)
         sys.modules["ganeti"] = module
         spec.loader.exec_module(module)
+
+
+def MedianTime(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Median seconds of ``fn`` over ``repeat`` runs, and its last result."""
+    times = []
+    result = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result

@@ -36,8 +36,10 @@ RAPI = "ganeti-rapi"
 MAINTD = "ganeti-maintd"
 MOND = "ganeti-mond"
 DAEMONS = frozenset([MASTERD, NODED, RAPI, MAINTD, MOND])
-# What runs on the master only, in start order
+# What the master runs, started by init and master-failover, in start order
 MASTER_DAEMONS = (MASTERD, RAPI)
+# What refuses to run elsewhere (maintd is started by daemon-util only)
+MASTER_ONLY_DAEMONS = frozenset(MASTER_DAEMONS + (MAINTD, ))
 
 DEFAULT_NODED_PORT = 1811
 DEFAULT_MOND_PORT = 1815
