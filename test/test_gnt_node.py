@@ -195,7 +195,7 @@ def test_add_with_join_key(vcluster):
     result = _Fail(vcluster, "gnt-node", "add", "--join-key=%s0" %
                    key.group(1), node.name)
     assert "did not join" in result.stderr
-    vcluster.Run("gnt-node", "add", "--join-key=" + key.group(1), node.name)
+    node.Join()
     try:
         assert _Roles(vcluster)[node.name] == "C"
         assert os.path.exists(node.NodePath(pathutils.NODED_CERT_FILE))

@@ -148,6 +148,31 @@ class VirtualNode:
         return self.Run("daemon-util", "start", "ganeti-masterd", *args,
                         check=check)
 
+    def LogTail(self, daemon: str, lines: int = 30) -> str:
+        """The end of a daemon's log on this node (for failure messages)."""
+        path = self.NodePath(pathutils.GetLogFilename(
+            constants.DAEMONS_LOGBASE[daemon]))
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fobj:
+                return "".join(fobj.readlines()[-lines:])
+        except OSError as err:
+            return str(err)
+
+    def Join(self, *extra: str) -> None:
+        """``gnt-node add --join-key`` this node (its noded running);
+        a failure carries the end of the new node's noded log, its side
+        of the join."""
+        with open(self.NodePath(pathutils.NODED_JOIN_KEY_FILE),
+                  encoding="ascii") as fobj:
+            key = fobj.read().strip()
+        try:
+            self.cluster.Run("gnt-node", "add", "--join-key=" + key,
+                             *extra, self.name)
+        except AssertionError as err:
+            raise AssertionError("%s\n%s's noded log ends:\n%s" %
+                                 (err, self.name,
+                                  self.LogTail(constants.NODED))) from err
+
     def StartNoded(self) -> subprocess.CompletedProcess:
         return self.Run("daemon-util", "start", "ganeti-noded")
 
@@ -221,22 +246,9 @@ class VirtualCluster(VirtualNode):
             shutil.copy(self.NodePath(pathutils.NODED_CERT_FILE), cert)
         node.StartNoded()
         if join:
-            with open(node.NodePath(pathutils.NODED_JOIN_KEY_FILE),
-                      encoding="ascii") as fobj:
-                extra = ("--join-key=" + fobj.read().strip(), ) + extra
-        try:
+            node.Join(*extra)
+        else:
             self.Run("gnt-node", "add", *extra, name)
-        except AssertionError as err:
-            # The new node's side of a failed join is only in its log
-            log = node.NodePath(pathutils.GetLogFilename(
-                constants.DAEMONS_LOGBASE[constants.NODED]))
-            try:
-                with open(log, encoding="utf-8", errors="replace") as fobj:
-                    tail = "".join(fobj.readlines()[-30:])
-            except OSError as log_err:
-                tail = str(log_err)
-            raise AssertionError("%s\n%s's noded log ends:\n%s" %
-                                 (err, name, tail)) from err
         return node
 
     def Init(self, *extra: str) -> None:
