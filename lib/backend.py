@@ -1602,6 +1602,13 @@ def _DiskFromDict(data: Any) -> objects.Disk:
         _Fail("Invalid disk: %s", err)
 
 
+def _DisksFromList(disks: Any) -> list[objects.Disk]:
+    """The disks of a call taking a list of them."""
+    if not isinstance(disks, list):
+        _Fail("Invalid disks %r, expected a list", disks)
+    return [_DiskFromDict(data) for data in disks]
+
+
 def _CheckFlag(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
         _Fail("Invalid %s %r, expected true or false", name, value)
@@ -1666,11 +1673,8 @@ def blockdev_getmirrorstatus(disks: list) -> list:
     ``(dev_path, major, minor, sync_percent, estimated_time, is_degraded,
     ldisk_status)``; FUSE-exported devices have no major/minor (None).
     """
-    if not isinstance(disks, list):
-        _Fail("Invalid disks %r, expected a list", disks)
     result = []
-    for data in disks:
-        disk = _DiskFromDict(data)
+    for disk in _DisksFromList(disks):
         try:
             dev = storage.GetDevice(disk)
             dev.Attach()
@@ -1705,11 +1709,8 @@ def blockdev_find(disk: dict) -> list | None:
 def drbd_needs_activation(disks: list) -> list[str]:
     """UUIDs of the drbd disks activate-disks would repair on this node
     (Ganeti's DrbdNeedsActivation)."""
-    if not isinstance(disks, list):
-        _Fail("Invalid disks %r, expected a list", disks)
     result = []
-    for data in disks:
-        disk = _DiskFromDict(data)
+    for disk in _DisksFromList(disks):
         try:
             if storage.GetDevice(disk).NeedsActivation():
                 result.append(disk.uuid)
@@ -1735,11 +1736,8 @@ def blockdev_grow(disk: dict, amount: int, dryrun: bool, backingstore: bool,
 
 def blockdev_getdimensions(disks: list) -> list:
     """[size in bytes, spindles] per disk; None where it is unavailable."""
-    if not isinstance(disks, list):
-        _Fail("Invalid disks %r, expected a list", disks)
     result: list[list[int | None] | None] = []
-    for data in disks:
-        disk = _DiskFromDict(data)
+    for disk in _DisksFromList(disks):
         try:
             result.append(list(storage.GetDevice(disk).GetActualDimensions()))
         except errors.BlockDeviceError as err:
@@ -1795,9 +1793,8 @@ def blockdev_convert(src_disk: dict, target_disk: dict) -> None:
         _Fail("Copying %s to %s failed: %s", paths[0], paths[1], err)
 
 
-def _Drbd(data: Any) -> Any:
+def _Drbd(disk: objects.Disk) -> Any:
     """The drbd device of a disk sent by the master."""
-    disk = _DiskFromDict(data)
     if disk.dev_type != constants.DT_DRBD8:
         _Fail("Disk %s is not a drbd disk", disk.iv_name or disk.uuid)
     return storage.GetDevice(disk)
@@ -1808,11 +1805,9 @@ def _EachDrbd(disks: Any, action: Callable[[Any], None],
     """Apply ``action`` to the drbd device of each disk the master sent;
     the devices, or the failure naming the disk (``what``: "open disk
     %s" and the like)."""
-    if not isinstance(disks, list):
-        _Fail("Invalid disks %r, expected a list", disks)
     devices = []
-    for data in disks:
-        dev = _Drbd(data)
+    for disk in _DisksFromList(disks):
+        dev = _Drbd(disk)
         try:
             action(dev)
         except (errors.BlockDeviceError, errors.QmpError) as err:
@@ -1850,12 +1845,13 @@ def drbd_attach_net(disks: list) -> None:
 
 def drbd_replace_image(disk: dict, on_primary: bool) -> None:
     """Put a new image in place of this node's copy of a drbd disk."""
-    _Drbd(disk).ReplaceImage(_CheckFlag(on_primary, "on_primary"))
+    _Drbd(_DiskFromDict(disk)).ReplaceImage(
+        _CheckFlag(on_primary, "on_primary"))
 
 
 def drbd_remove_replaced(disk: dict) -> None:
     """Delete the image drbd_replace_image set aside."""
-    _Drbd(disk).RemoveReplaced()
+    _Drbd(_DiskFromDict(disk)).RemoveReplaced()
 
 
 def storage_list(su_name: str, su_args: list, name: str | None,
