@@ -5,6 +5,7 @@ import os
 import pathlib
 import socket
 import ssl
+import threading
 import time
 
 import pytest
@@ -308,5 +309,61 @@ def test_pending_per_address_limit():
         assert socks[2].recv(100).startswith(b"HTTP/1.1 200")
         for sock in socks:
             sock.close()
+    finally:
+        srv.shutdown()
+
+
+@pytest.mark.parametrize("mode", [server.MODE_THREAD, server.MODE_FORK])
+def test_reconfigure_keeps_listening(certs, mode):
+    """A switch of certificate and handler never closes the port, and a
+    connection that shook hands under the old settings is not served by
+    the new handler (noded's join: join certificate -> cluster's)."""
+    cluster, other = certs
+    srv = server.HttpServer("127.0.0.1", 0, _Handler, ssl_cert_file=other,
+                            mode=mode, idle_timeout=1.0)
+    srv.start()
+    try:
+        assert _Request(_Connect(srv, (other,)), "GET", "/a")[:2] == \
+            (200, b"GET /a - 0")
+        # Handshake done, request not sent yet: accepted under the old
+        # settings
+        host, port = srv.server_address
+        ctx = ssl.create_default_context(cafile=other)
+        ctx.check_hostname = False
+        early = ctx.wrap_socket(socket.create_connection((host, port),
+                                                         timeout=5))
+        refused = []
+        stop = False
+
+        def _Probe():
+            while not stop:
+                try:
+                    socket.create_connection((host, port), timeout=5).close()
+                except ConnectionRefusedError as err:
+                    refused.append(err)
+
+        prober = threading.Thread(target=_Probe)
+        prober.start()
+        try:
+            for _ in range(3):
+                srv.Reconfigure(
+                    lambda *_args: (200, {}, b"member"), cluster,
+                    require_client_cert=True,
+                    verify_fn=lambda _cert, _ok: True)
+        finally:
+            stop = True
+            prober.join()
+        assert refused == []
+        try:
+            early.sendall(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = early.recv(100)
+        except OSError:  # closed or reset: either way not served
+            answer = b""
+        assert answer == b""
+        # New connections get the new certificate and handler
+        conn = _Connect(srv, (cluster,), client_cert=cluster)
+        assert _Request(conn, "GET", "/c")[:2] == (200, b"member")
+        with pytest.raises(ssl.SSLError):
+            _Request(_Connect(srv, (other,), client_cert=cluster), "GET", "/")
     finally:
         srv.shutdown()

@@ -307,6 +307,10 @@ class HttpServer:
         self._finished: list[int] = []
         self._loop_done = False
         self._shutdown_request = False
+        # A new (handler, TLS context) for the loop to switch to, and the
+        # event telling Reconfigure that it did
+        self._new_settings: tuple[Handler, SSL.Context | None,
+                                  threading.Event] | None = None
         self._stopped = threading.Event()
         self._stopped.set()
         self._thread: threading.Thread | None = None
@@ -378,6 +382,48 @@ class HttpServer:
             return bool(preverify_ok)
         return bool(verify_fn(cert.to_cryptography(), bool(preverify_ok)))
 
+    def Reconfigure(self, handler: Handler, ssl_cert_file: str,
+                    require_client_cert: bool = False,
+                    verify_fn: VerifyFn | None = None,
+                    ca_file: str | None = None) -> None:
+        """Serve new connections with another handler and certificate.
+
+        The listening socket stays open throughout, so clients never find
+        the port closed (a node daemon that joins a cluster switches from
+        its join certificate to the cluster's this way). Connections
+        accepted under the old settings that have not reached a worker
+        yet are closed: their TLS handshake was checked against the old
+        settings, so the new handler must not serve them. Returns once
+        the serving loop uses the new settings.
+        """
+        ctx = self._MakeSslContext(ssl_cert_file, ssl_cert_file,
+                                   require_client_cert, verify_fn, ca_file)
+        applied = threading.Event()
+        self._new_settings = (handler, ctx, applied)
+        if self._stopped.is_set():
+            self._ApplySettings(None)
+            return
+        self._WakeUp()
+        while not applied.wait(0.1):
+            if self._stopped.is_set():
+                return
+
+    def _ApplySettings(self,
+                       selector: selectors.BaseSelector | None) -> None:
+        if self._new_settings is None:
+            return
+        self._handler, self._ssl_ctx, applied = self._new_settings
+        self._new_settings = None
+        for conn in list(self._pending):
+            if selector is None:
+                self._pending.Remove(conn)
+                conn.Close()
+            else:
+                self._Drop(selector, conn, "server reconfigured")
+        while self._ready:
+            self._ready.popleft().Close()
+        applied.set()
+
     # Accept loop ----------------------------------------------------------
 
     def start(self) -> None:
@@ -400,6 +446,7 @@ class HttpServer:
             selector.register(self._wakeup_r, selectors.EVENT_READ)
             selector.register(self._socket, selectors.EVENT_READ)
             while not self._shutdown_request:
+                self._ApplySettings(selector)
                 self._ReapWorkers()
                 self._Dispatch()
                 for key, _ in selector.select(self._NextWait()):
@@ -552,14 +599,15 @@ class HttpServer:
                                len(self._workers) < self._max_clients):
             conn = self._ready.popleft()
             if self._mode == MODE_FORK:
-                self._ForkConnection(conn)
+                self._ForkConnection(conn, self._handler)
             else:
-                self._ThreadConnection(conn)
+                self._ThreadConnection(conn, self._handler)
         if self._ready:
             for worker in self._workers.values():
                 worker.Shed()
 
-    def _ForkConnection(self, conn: pending.PendingConnection) -> None:
+    def _ForkConnection(self, conn: pending.PendingConnection,
+                        handler: Handler) -> None:
         server_pid = os.getpid()
         shed_r, shed_w = os.pipe()
         try:
@@ -583,7 +631,8 @@ class HttpServer:
                     other.Close()
                 for worker in self._workers.values():
                     worker.Close()
-                self._HandleConnection(conn, shed_r, server_pid=server_pid)
+                self._HandleConnection(conn, shed_r, handler,
+                                       server_pid=server_pid)
                 status = 0
             except BaseException:  # pylint: disable=broad-except
                 logging.exception("Error in connection child")
@@ -593,14 +642,15 @@ class HttpServer:
         conn.Close()
         self._workers[pid] = _Worker(shed_w)
 
-    def _ThreadConnection(self, conn: pending.PendingConnection) -> None:
+    def _ThreadConnection(self, conn: pending.PendingConnection,
+                          handler: Handler) -> None:
         shed_r, shed_w = os.pipe()
         key = next(self._worker_ids)
         self._workers[key] = _Worker(shed_w)
 
         def _Run() -> None:
             try:
-                self._HandleConnection(conn, shed_r)
+                self._HandleConnection(conn, shed_r, handler)
             finally:
                 os.close(shed_r)
                 with self._active_lock:
@@ -614,6 +664,7 @@ class HttpServer:
     # One connection -------------------------------------------------------
 
     def _HandleConnection(self, conn: pending.PendingConnection, shed_fd: int,
+                          handler: Handler,
                           server_pid: int | None = None) -> None:
         """Serve the requests of one connection, the first already read.
 
@@ -627,7 +678,7 @@ class HttpServer:
             rawio = _ConnectionIO(sock, sock if tls is None else tls,
                                   head=bytes(conn.head), shed_fd=shed_fd)
             rfile = io.BufferedReader(rawio, _READ_BUFFER)
-            while self._HandleRequest(rfile, rawio, conn.address,
+            while self._HandleRequest(rfile, rawio, handler, conn.address,
                                       server_pid):
                 pass
         except _ConnectionClosed as err:
@@ -644,7 +695,8 @@ class HttpServer:
             sock.close()
 
     def _HandleRequest(self, rfile: _Reader, rawio: _ConnectionIO,
-                       client_address, server_pid: int | None) -> bool:
+                       handler: Handler, client_address,
+                       server_pid: int | None) -> bool:
         """Read, dispatch and answer one request; returns keep-alive.
 
         Waiting for the request, the connection is idle (the server may
@@ -688,8 +740,8 @@ class HttpServer:
             return False
 
         try:
-            status, resp_headers, resp_body = self._handler(method, target,
-                                                            headers, body)
+            status, resp_headers, resp_body = handler(method, target,
+                                                      headers, body)
         except ghttp.HttpException as err:
             status = err.code
             resp_headers, resp_body = self._error_formatter(status,

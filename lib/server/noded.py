@@ -14,7 +14,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from typing import Any, Callable
 
 from cryptography import x509 as cx509
@@ -172,18 +171,13 @@ def CheckNoded(options: optparse.Values, args: list[str]) -> None:
         "  gnt-node add --join-key=%s %s\n" % (key, netutils.GetMyName()))
 
 
-def PrepNoded(options: optparse.Values, _args: list[str]) -> server.HttpServer:
-    """Bind the listening socket (failures reach the starting process)."""
+def _ServerSettings() -> dict:
+    """What the server answers with: the join procedures under the join
+    certificate outside a cluster, everything to cluster members inside."""
     if not _IsMember():
-        logging.info("Not in a cluster: serving the join only (join key in"
-                     " %s)", pathutils.NODED_JOIN_KEY_FILE)
-        return server.HttpServer(
-            options.bind_address, options.port,
-            MakeJoinRequestHandler(os.getpid()),
-            ssl_cert_file=pathutils.NODED_JOIN_CERT_FILE,
-            require_client_cert=False, mode=server.MODE_FORK,
-            max_clients=options.max_clients,
-            max_pending_per_address=MAX_PENDING_PER_ADDRESS)
+        return {"handler": MakeJoinRequestHandler(os.getpid()),
+                "ssl_cert_file": pathutils.NODED_JOIN_CERT_FILE,
+                "require_client_cert": False}
     digest = x509.GetCertificateDigest(io.ReadFile(pathutils.NODED_CERT_FILE))
 
     def _VerifyClient(cert: cx509.Certificate, _openssl_ok: bool) -> bool:
@@ -196,56 +190,47 @@ def PrepNoded(options: optparse.Values, _args: list[str]) -> server.HttpServer:
                             cert.subject.rfc4514_string())
         return accepted
 
+    return {"handler": MakeRequestHandler(os.getpid()),
+            "ssl_cert_file": pathutils.NODED_CERT_FILE,
+            "require_client_cert": True, "verify_fn": _VerifyClient}
+
+
+def PrepNoded(options: optparse.Values, _args: list[str]) -> server.HttpServer:
+    """Bind the listening socket (failures reach the starting process)."""
+    if not _IsMember():
+        logging.info("Not in a cluster: serving the join only (join key in"
+                     " %s)", pathutils.NODED_JOIN_KEY_FILE)
     return server.HttpServer(
-        options.bind_address, options.port, MakeRequestHandler(os.getpid()),
-        ssl_cert_file=pathutils.NODED_CERT_FILE, require_client_cert=True,
-        verify_fn=_VerifyClient, mode=server.MODE_FORK,
+        options.bind_address, options.port, mode=server.MODE_FORK,
         max_clients=options.max_clients,
-        max_pending_per_address=MAX_PENDING_PER_ADDRESS)
+        max_pending_per_address=MAX_PENDING_PER_ADDRESS, **_ServerSettings())
 
 
-def ExecNoded(options: optparse.Values, args: list[str],
+def ExecNoded(_options: optparse.Values, _args: list[str],
               http_server: server.HttpServer,
               stop_event: threading.Event) -> None:
-    """Serve until asked to stop; after a join, serve as a member."""
+    """Serve until asked to stop.
+
+    A join switches the running server to the cluster certificate and the
+    member procedures; the listening socket is never closed in between, so
+    the master, which talks to the node right after the join, always
+    finds it.
+    """
     joined = threading.Event()
     signal.signal(signal.SIGUSR1, lambda _signum, _frame: joined.set())
-    while True:
-        address, port = http_server.server_address
-        logging.info("Serving on %s port %d", address, port)
-        http_server.start()
-        while not stop_event.is_set() and not joined.is_set():
+    address, port = http_server.server_address
+    logging.info("Serving on %s port %d", address, port)
+    http_server.start()
+    try:
+        while not stop_event.is_set():
             stop_event.wait(0.2)
+            if joined.is_set():
+                joined.clear()
+                if _IsMember():
+                    logging.info("Joined a cluster, serving as a member")
+                    http_server.Reconfigure(**_ServerSettings())
+    finally:
         http_server.shutdown()
-        if stop_event.is_set() or not _IsMember():
-            return
-        joined.clear()
-        logging.info("Joined a cluster, restarting as a member")
-        member_server = _RebindAsMember(options, args, stop_event)
-        if member_server is None:
-            return
-        http_server = member_server
-
-
-def _RebindAsMember(options: optparse.Values, args: list[str],
-                    stop_event: threading.Event,
-                    timeout: float = 30) -> server.HttpServer | None:
-    """The member server after a join, retrying while the port is busy.
-
-    Connections the join-mode server accepted may still be closing; a
-    failure is logged (and retried) rather than ending the daemon.
-    """
-    deadline = time.monotonic() + timeout
-    while not stop_event.is_set():
-        try:
-            return PrepNoded(options, args)
-        except (OSError, errors.BindError) as err:
-            if time.monotonic() > deadline:
-                raise
-            logging.warning("Cannot serve as a member yet: %s; retrying",
-                            err)
-            stop_event.wait(0.2)
-    return None
 
 
 def BuildParser() -> optparse.OptionParser:
