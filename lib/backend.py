@@ -685,6 +685,32 @@ def run_command(command: str) -> list:
     return [result.exit_code, result.output]
 
 
+def run_oob(oob_program: str, command: str, remote_node: str,
+            timeout: float) -> Any:
+    """Run an out-of-band program as Ganeti's OOB protocol says:
+    ``<program> <command> <node name>``, its standard output JSON (or
+    nothing). A failed or timed-out run, or output that is not JSON, is a
+    failure carrying the program's output."""
+    if command not in constants.OOB_COMMANDS:
+        _Fail("Invalid out-of-band command %r", command)
+    if not isinstance(oob_program, str) or not os.path.isabs(oob_program):
+        _Fail("Out-of-band program %r is not an absolute path", oob_program)
+    logging.info("Running out-of-band command '%s' for node %s: %s", command,
+                 remote_node, oob_program)
+    result = process.RunCmd([oob_program, command, remote_node],
+                            timeout=timeout)
+    if result.failed:
+        _Fail("'%s' failed with reason '%s'; output: %s",
+              " ".join(result.cmd), result.fail_reason, result.output)
+    if not result.stdout.strip():
+        return None
+    try:
+        return serializer.LoadJson(result.stdout)
+    except ValueError as err:
+        _Fail("Out-of-band program %s returned invalid JSON: %s; output: %s",
+              oob_program, err, result.stdout)
+
+
 def _ReadCopyfilePrefixes() -> list[str]:
     """The allowed copyfile prefixes, as local paths; none without the file.
 

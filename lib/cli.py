@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, NoReturn, Sequence
 from ganeti import (constants, errors, luxi, objects, opcodes, pathutils,
                     qlang, ssconf, vcluster)
 from ganeti.cli_opts import *  # noqa: F401,F403 (re-exported API)
-from ganeti.cli_opts import COMMON_OPTS, ArgCommand
+from ganeti.cli_opts import COMMON_OPTS, ArgCommand, SplitKeyVal
 from ganeti.utils.text import FormatUnit
 
 # Results of FormatQueryResult
@@ -121,6 +121,26 @@ def AskUser(text: str, choices: list[tuple] | None = None,
         return answer
     with tty:
         return _AskUserOn(tty, tty, text, choices)
+
+
+def ConfirmOperation(names: list[str], list_type: str, text: str,
+                     skip_option: Option | None = None) -> bool:
+    """Ask to confirm an operation on several objects (Ganeti's wording),
+    offering to view the list first when it is longer than 20."""
+    msg = ("The %s will operate on %d %s.\nDo you want to continue?" %
+           (text, len(names), list_type))
+    affected = "\nAffected %s:\n%s" % (list_type, "\n".join(
+        "  %s" % name for name in names))
+    choices = [("y", True, "Yes, execute the %s" % text),
+               ("n", False, "No, abort the %s" % text)]
+    if len(names) <= 20:
+        return AskUser(msg + affected, choices, skip_option)
+    choice = AskUser(msg, choices[:1] + [
+        ("v", "v", "View the list of affected %s" % list_type)] +
+        choices[1:], skip_option)
+    if choice == "v":
+        choice = AskUser(msg + affected, choices, skip_option)
+    return choice
 
 
 # Formatting helpers ----------------------------------------------------------
@@ -923,6 +943,13 @@ def _DefaultFormatter(kind: str, unit: str) -> tuple[Callable, bool]:
     return str, False
 
 
+def FormatResultError(status: int, verbose: bool) -> str:
+    """How a result status other than RS_NORMAL is shown: "(unavail)",
+    or with ``verbose`` false "-"."""
+    verbose_text, short_text = _RS_DESCRIPTION.get(status, ("?", "?"))
+    return verbose_text if verbose else short_text
+
+
 def FormatQueryResult(result: dict, unit: str | None = None,
                       format_override: dict | None = None,
                       separator: str | None = None, header: bool = False,
@@ -948,9 +975,7 @@ def FormatQueryResult(result: dict, unit: str | None = None,
                 stats["unknown"] = True
             else:
                 stats["abnormal"] = True
-            verbose_text, short_text = _RS_DESCRIPTION.get(status,
-                                                           ("?", "?"))
-            return verbose_text if verbose else short_text
+            return FormatResultError(status, verbose)
         return TableColumn(fdef["title"], fmt, bool(align_right))
 
     columns = [make_column(fdef) for fdef in result["fields"]]
@@ -1116,6 +1141,54 @@ def FormatParamsDictInfo(custom: dict, actual: dict) -> dict:
         else:
             result[key] = "default (%s)" % (value, )
     return result
+
+
+def _ISpecs(opt: str, text: str) -> dict:
+    try:
+        values = SplitKeyVal(opt, text, False)
+        return {key: int(value) for key, value in values.items()}
+    except (errors.ParameterError, ValueError) as err:
+        raise errors.OpPrereqError("Invalid %s value %r: %s" %
+                                   (opt, text, err), errors.ECODE_INVAL)
+
+
+def BuildIPolicy(opts: Any, allow_reset: bool = False) -> dict | None:
+    """The instance policy changes given by the --ipolicy-* options.
+
+    With ``allow_reset`` (a group's modify), "default" as the bounds or
+    the disk templates resets them to the cluster's.
+    """
+    ipolicy: dict[str, Any] = {}
+    bounds_text = opts.ipolicy_bounds_specs
+    if allow_reset and bounds_text == constants.VALUE_DEFAULT:
+        ipolicy[objects.ISPECS_MINMAX] = constants.VALUE_DEFAULT
+    elif bounds_text:
+        minmax = []
+        for pair in bounds_text.split("//"):
+            bounds = {}
+            for part in pair.split("/"):
+                kind, _, specs = part.partition(":")
+                if kind not in (objects.ISPECS_MIN, objects.ISPECS_MAX):
+                    raise errors.OpPrereqError(
+                        "Invalid --ipolicy-bounds-specs part %r, expected"
+                        " min:... or max:..." % part, errors.ECODE_INVAL)
+                bounds[kind] = _ISpecs("--ipolicy-bounds-specs", specs)
+            minmax.append(bounds)
+        ipolicy[objects.ISPECS_MINMAX] = minmax
+    if getattr(opts, "ipolicy_std_specs", None):
+        ipolicy[objects.ISPECS_STD] = {
+            key: int(value) if str(value).isdigit() else value
+            for key, value in opts.ipolicy_std_specs.items()}
+    templates = opts.ipolicy_disk_templates
+    if allow_reset and templates == [constants.VALUE_DEFAULT]:
+        ipolicy[objects.IPOLICY_DTS] = constants.VALUE_DEFAULT
+    elif templates is not None:
+        ipolicy[objects.IPOLICY_DTS] = templates
+    if opts.ipolicy_vcpu_ratio is not None:
+        ipolicy[objects.IPOLICY_VCPU_RATIO] = opts.ipolicy_vcpu_ratio
+    if opts.ipolicy_spindle_ratio is not None:
+        ipolicy[objects.IPOLICY_SPINDLE_RATIO] = opts.ipolicy_spindle_ratio
+    return ipolicy or None
 
 
 def FormatPolicyInfo(custom: dict, effective: dict,

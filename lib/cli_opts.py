@@ -38,10 +38,13 @@ __all__ = [
     "COMPRESS_OPT", "DISK_OPT", "DISK_TEMPLATE_OPT", "DRY_RUN_OPT",
     "EARLY_RELEASE_OPT", "DST_NODE_OPT", "FIELDS_OPT", "FORCE_FILTER_OPT",
     "FORCE_OPT", "HYPERVISOR_OPT", "IALLOCATOR_OPT",
-    "IGNORE_CONSIST_OPT", "IGNORE_IPOLICY_OPT", "INTERVAL_OPT",
+    "IGNORE_CONSIST_OPT", "IGNORE_IPOLICY_OPT", "INSTANCE_POLICY_OPTS",
+    "INTERVAL_OPT", "IPOLICY_BOUNDS_OPT", "IPOLICY_DT_OPT",
+    "IPOLICY_SPINDLE_RATIO_OPT", "IPOLICY_STD_OPT", "IPOLICY_VCPU_RATIO_OPT",
     "NOCONFLICTSCHECK_OPT",
     "MIGRATION_MODE_OPT", "NET_OPT", "NODE_LIST_OPT", "NODE_PLACEMENT_OPT",
-    "NOHDR_OPT", "NONLIVE_OPT", "NORUNTIME_CHGS_OPT", "NWSYNC_OPT", "OS_OPT",
+    "NOHDR_OPT", "NONLIVE_OPT", "NORUNTIME_CHGS_OPT", "NWSYNC_OPT",
+    "OOB_TIMEOUT_OPT", "OS_OPT", "POWER_DELAY_OPT",
     "OSPARAMS_OPT", "OSPARAMS_PRIVATE_OPT", "PRINT_JOBID_OPT", "PRIORITY_OPT",
     "REASON_OPT", "SEP_OPT", "SHUTDOWN_TIMEOUT_OPT", "SINGLE_NODE_OPT",
     "SUBMIT_OPT", "TAG_SRC_OPT", "TO_GROUP_OPT", "UNITS_OPT", "VERBOSE_OPT",
@@ -681,6 +684,37 @@ EARLY_RELEASE_OPT = cli_option("--early-release", dest="early_release",
                                default=False, action="store_true",
                                help="Release the locks on the secondary node"
                                " early")
+
+# Out-of-band commands (gnt-node power|health, gnt-cluster epo)
+OOB_TIMEOUT_OPT = OpcodeOption(opcodes.OpOobCommand, "timeout",
+                               "--oob-timeout", dest="oob_timeout",
+                               metavar="SECONDS")
+POWER_DELAY_OPT = OpcodeOption(opcodes.OpOobCommand, "power_delay",
+                               "--power-delay", metavar="SECONDS")
+
+# Instance policy changes (gnt-cluster init/modify, gnt-group add/modify)
+IPOLICY_BOUNDS_OPT = cli_option(
+    "--ipolicy-bounds-specs", dest="ipolicy_bounds_specs", default=None,
+    metavar="min:SPEC=N,...//max:SPEC=N,...",
+    help="Allowed ranges of instance specs (%s), min and max pairs"
+    " separated by //" % ", ".join(sorted(families.ISPEC_PARAMETERS)))
+IPOLICY_STD_OPT = cli_option(
+    "--ipolicy-std-specs", dest="ipolicy_std_specs", type="keyval",
+    default=None, metavar="SPEC=N,...", help="Standard instance specs")
+IPOLICY_DT_OPT = cli_option(
+    "--ipolicy-disk-templates", dest="ipolicy_disk_templates", type="list",
+    default=None, metavar="TEMPLATE,...",
+    help="Disk templates instances may use")
+IPOLICY_VCPU_RATIO_OPT = cli_option(
+    "--ipolicy-vcpu-ratio", dest="ipolicy_vcpu_ratio", type="float",
+    default=None, help="Maximum virtual to physical CPU ratio")
+IPOLICY_SPINDLE_RATIO_OPT = cli_option(
+    "--ipolicy-spindle-ratio", dest="ipolicy_spindle_ratio", type="float",
+    default=None,
+    help="Maximum instance spindle use per physical spindle")
+# Ganeti's INSTANCE_POLICY_OPTS: a node group's policy has no std specs
+INSTANCE_POLICY_OPTS = [IPOLICY_BOUNDS_OPT, IPOLICY_DT_OPT,
+                        IPOLICY_VCPU_RATIO_OPT, IPOLICY_SPINDLE_RATIO_OPT]
 
 # Instance and network opcodes share one conflicts_check declaration
 NOCONFLICTSCHECK_OPT = OpcodeOption(opcodes.OpInstanceCreate,

@@ -28,9 +28,11 @@ from typing import Any, Callable, Iterable
 
 from ganeti import constants, errors, netutils, network, objects, pathutils
 from ganeti import ssconf, utils
+from ganeti.placement import model as placement_model
+from ganeti.placement import store as placement_store
 from ganeti.utils import gcpause
-from ganeti.objects import (Cluster, ConfigData, Disk,
-                            FilterRule, Instance, Network, Node, NodeGroup)
+from ganeti.objects import (Cluster, ConfigData, Disk, FilterRule,
+                            Instance, Maintenance, Network, Node, NodeGroup)
 
 # stdlib json is about twice as fast as simplejson here, and both produce
 # the same text for these settings
@@ -47,10 +49,16 @@ _CONTAINER_OF_CLASS: dict[type, str] = {
 }
 # Top-level keys of config.data, in the (sorted) order they are written
 _TOP_LEVEL_KEYS = ("cluster", "ctime", "disks", "filters", "instances",
-                   "mtime", "networks", "nodegroups", "nodes", "serial_no",
-                   "version")
+                   "maintenance", "mtime", "networks", "nodegroups", "nodes",
+                   "placement", "serial_no", "version")
 
 WriteHook = Callable[["ConfigWriter", int], None]
+
+
+class _StalePlacementState(Exception):
+    """The Placement state changed since the writer read it."""
+
+
 FeedbackFn = Callable[[str], None] | None
 
 
@@ -372,7 +380,7 @@ def _CopyIdentity(source: _Stored, target: _Stored) -> None:
             setattr(target, name, getattr(source, name))
 
 
-def _Stamp(obj: _Stored, now: float, new: bool) -> None:
+def _Stamp(obj: _Stored | Maintenance, now: float, new: bool) -> None:
     """Set serial number and timestamps of an object about to be stored."""
     if isinstance(obj, FilterRule):
         return
@@ -446,6 +454,8 @@ class ConfigWriter:
         # Serialized form of the published snapshot's cluster and
         # containers; used and replaced only under self._lock
         self._cluster_text: tuple[Cluster, bytes] | None = None
+        self._maintenance_text: tuple[Maintenance, bytes] | None = None
+        self._placement_text: tuple[dict, bytes] | None = None
         self._texts: dict[str, _ContainerText] = {}
         self._snap: _Snapshot = self._Load(accept_foreign)
 
@@ -516,6 +526,10 @@ class ConfigWriter:
 
     def GetClusterInfo(self) -> Cluster:
         return self._snap.data.cluster.Copy()
+
+    def GetMaintenance(self) -> Maintenance:
+        """ganeti-maintd's settings and state."""
+        return self._snap.data.maintenance.Copy()
 
     def GetClusterName(self) -> str:
         return self._snap.data.cluster.cluster_name
@@ -955,8 +969,46 @@ class ConfigWriter:
 
     def RemoveNode(self, node_uuid: str,
                    feedback_fn: FeedbackFn = None) -> None:
-        """Remove a node that is neither master nor used by any instance."""
-        self._RemoveObject(node_uuid, "nodes", feedback_fn)
+        """Remove a node that is neither master nor used by any instance;
+        the Placement API's allocations against it go in the same write
+        (``placement.model.WithoutProvider``)."""
+
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            if node_uuid not in snap.data.nodes:
+                raise errors.ConfigurationError("Unknown node %s" %
+                                                node_uuid)
+            old = snap.data.placement
+            new = (placement_model.WithoutProvider(old, node_uuid)
+                   if old else None)
+            if new is not None:
+                new[placement_store.SERIAL] = placement_store.Serial(old) + 1
+            return {"nodes": {node_uuid: None}}, new
+
+        self._Modify(prepare, feedback_fn)
+
+    def GetPlacementState(self) -> dict:
+        """The Placement API's state (``placement.store``); not to be
+        modified."""
+        return self._snap.data.placement or {}
+
+    def SetPlacementState(self, serial: int, data: dict,
+                          feedback_fn: FeedbackFn = None) -> int | None:
+        """Replace the Placement API's state if its serial is still
+        ``serial`` (nobody replaced it since it was read); the new serial,
+        or None if it was replaced meanwhile (nothing is written then)."""
+        new = dict(data)
+        new[placement_store.SERIAL] = serial + 1
+
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            if placement_store.Serial(snap.data.placement) != serial:
+                raise _StalePlacementState()
+            return {}, new
+
+        try:
+            self._Modify(prepare, feedback_fn)
+        except _StalePlacementState:
+            return None
+        return serial + 1
 
     def MaintainCandidatePool(self, exceptions: Iterable[str] | None = None,
                               feedback_fn: FeedbackFn = None) -> list[Node]:
@@ -1339,19 +1391,45 @@ class ConfigWriter:
     def RemoveFilter(self, uuid: str, feedback_fn: FeedbackFn = None) -> None:
         self._RemoveObject(uuid, "filters", feedback_fn)
 
+    def UpdateMaintenance(self, values: dict[str, Any],
+                          feedback_fn: FeedbackFn = None) -> None:
+        """Set fields of the maintenance section (maintd's state, or the
+        settings OpClusterSetParams changes); the others stay."""
+        unknown = set(values) - Maintenance._SLOT_SET
+        if unknown:
+            raise errors.ProgrammerError("Unknown maintenance fields: %s" %
+                                         ", ".join(sorted(unknown)))
+
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            new = snap.data.maintenance.Copy()
+            for name, value in values.items():
+                setattr(new, name, value)
+            _Stamp(new, now, new=False)
+            return {}, new
+
+        self._Modify(prepare, feedback_fn)
+
     def _Modify(self, prepare: Callable[[_Snapshot, float], tuple[dict, Any]],
                 feedback_fn: FeedbackFn) -> None:
         """Run one write: prepare changes, validate, write, publish, hooks.
 
-        ``prepare(snapshot, now)`` returns ``(changes, new_cluster)``,
-        where ``changes`` maps container to ``{uuid: object or None}``
-        (None removes) and ``new_cluster`` is None if unchanged.
+        ``prepare(snapshot, now)`` returns ``(changes, new_top)``, where
+        ``changes`` maps container to ``{uuid: object or None}`` (None
+        removes) and ``new_top`` is the new Cluster, the new Maintenance
+        section or the new Placement state (a dict), or None if none
+        changes.
         """
         with self._lock:
             now = time.time()
-            changes, cluster = prepare(self._snap, now)
-            new_snap = self._Apply(self._snap, changes, cluster, now)
+            changes, top = prepare(self._snap, now)
+            cluster = top if isinstance(top, Cluster) else None
+            maintenance = top if isinstance(top, Maintenance) else None
+            placement = top if isinstance(top, dict) else None
+            new_snap = self._Apply(self._snap, changes, cluster, now,
+                                   maintenance, placement)
             self._Validate(new_snap, changes, cluster)
+            if maintenance is not None:
+                maintenance.Validate()
             parts, commit_caches = self._AssembleFile(new_snap, changes)
             self._WriteFile(parts)
             commit_caches()
@@ -1362,7 +1440,9 @@ class ConfigWriter:
 
     @staticmethod
     def _Apply(old: _Snapshot, changes: dict[str, dict[str, Any]],
-               cluster: Cluster | None, now: float) -> _Snapshot:
+               cluster: Cluster | None, now: float,
+               maintenance: Maintenance | None = None,
+               placement: dict | None = None) -> _Snapshot:
         """The snapshot after ``changes``; the old one stays untouched.
 
         Indexes are copied only when the changes affect them, and derived
@@ -1372,6 +1452,8 @@ class ConfigWriter:
         data = old.data
         new_data = ConfigData(
             version=data.version, cluster=cluster or data.cluster,
+            maintenance=maintenance or data.maintenance,
+            placement=data.placement if placement is None else placement,
             serial_no=(data.serial_no or 0) + 1, ctime=data.ctime, mtime=now,
             **{container: getattr(data, container)
                for container in _CONTAINERS})
@@ -1500,6 +1582,22 @@ class ConfigWriter:
             cluster_text = (data.cluster,
                             _ENCODE(data.cluster.ToDict()).encode("ascii"))
         values: dict[str, list[bytes]] = {"cluster": [cluster_text[1]]}
+        maintenance_text = self._maintenance_text
+        if data.maintenance is not None and (
+                maintenance_text is None or
+                maintenance_text[0] is not data.maintenance):
+            maintenance_text = (data.maintenance, _ENCODE(
+                data.maintenance.ToDict()).encode("ascii"))
+        if maintenance_text is not None:
+            values["maintenance"] = [maintenance_text[1]]
+        placement_text = self._placement_text
+        if data.placement is not None and (
+                placement_text is None or
+                placement_text[0] is not data.placement):
+            placement_text = (data.placement,
+                              _ENCODE(data.placement).encode("ascii"))
+        if placement_text is not None:
+            values["placement"] = [placement_text[1]]
         new_texts: dict[str, _ContainerText] = {}
         for container in _CONTAINERS:
             cached = self._texts.get(container)
@@ -1522,6 +1620,8 @@ class ConfigWriter:
 
         def commit() -> None:
             self._cluster_text = cluster_text
+            self._maintenance_text = maintenance_text
+            self._placement_text = placement_text
             self._texts.update(new_texts)
 
         return parts, commit
@@ -1608,11 +1708,14 @@ def InitConfig(version: int, cluster_config: Cluster,
     for obj in (cluster_config, master_node_config, nodegroup):
         obj.UpgradeConfig()
     nodegroup.ClearDerived()
+    maintenance = Maintenance(ctime=now, mtime=now)
+    maintenance.UpgradeConfig()
     data = ConfigData(version=version, cluster=cluster_config,
                       nodes={master_node_config.uuid: master_node_config},
                       nodegroups={nodegroup.uuid: nodegroup}, instances={},
-                      networks={}, disks={}, filters={}, serial_no=1,
-                      ctime=now, mtime=now)
+                      networks={}, disks={}, filters={},
+                      maintenance=maintenance, serial_no=1, ctime=now,
+                      mtime=now)
     problems = _Verify(_BuildSnapshot(data)[0])
     if problems:
         raise errors.ConfigurationError("Invalid initial configuration: %s" %

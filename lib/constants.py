@@ -290,6 +290,26 @@ NR_REGULAR = "R"
 NR_DRAINED = "D"
 NR_OFFLINE = "O"
 
+# Out-of-band management: the node's oob_program is run on the master as
+# "<program> <command> <node name>"; power-status and health answer JSON
+OOB_POWER_ON = "power-on"
+OOB_POWER_OFF = "power-off"
+OOB_POWER_CYCLE = "power-cycle"
+OOB_POWER_STATUS = "power-status"
+OOB_HEALTH = "health"
+OOB_COMMANDS = frozenset([OOB_POWER_ON, OOB_POWER_OFF, OOB_POWER_CYCLE,
+                          OOB_POWER_STATUS, OOB_HEALTH])
+# Key of the power-status answer
+OOB_POWER_STATUS_POWERED = "powered"
+OOB_TIMEOUT = 60
+OOB_POWER_DELAY = 2.0
+OOB_STATUS_OK = "OK"
+OOB_STATUS_WARNING = "WARNING"
+OOB_STATUS_CRITICAL = "CRITICAL"
+OOB_STATUS_UNKNOWN = "UNKNOWN"
+OOB_STATUSES = frozenset([OOB_STATUS_OK, OOB_STATUS_WARNING,
+                          OOB_STATUS_CRITICAL, OOB_STATUS_UNKNOWN])
+
 # Key of the cluster-wide group in beparams/nicparams ("default")
 PP_DEFAULT = "default"
 
@@ -356,6 +376,11 @@ DATA_COLLECTOR_PARAMETER_INTERVAL = "interval"
 # Default collection interval, seconds (stored in microseconds)
 MOND_TIME_INTERVAL = 5
 # What a node's self-diagnose command may ask for (design-maintd)
+# ganeti-maintd's settings in the configuration's maintenance section:
+# seconds between the starts of two rounds, and the score gain a balancing
+# round needs (Ganeti's maintdDefaultRoundDelay/BalanceThreshold)
+MAINTD_DEFAULT_ROUND_DELAY = 300
+MAINTD_DEFAULT_BALANCE_THRESHOLD = 0.1
 DIAGNOSE_OK = "Ok"
 DIAGNOSE_LIVE_REPAIR = "live-repair"
 DIAGNOSE_EVACUATE = "evacuate"

@@ -39,6 +39,8 @@ REQ_QUERY_JOBS = "QueryJobs"
 REQ_QUERY_FILTERS = "QueryFilters"
 REQ_REPLACE_FILTER = "ReplaceFilter"
 REQ_DELETE_FILTER = "DeleteFilter"
+REQ_QUERY_PLACEMENT_STATE = "QueryPlacementState"
+REQ_SET_PLACEMENT_STATE = "SetPlacementState"
 REQ_QUERY_INSTANCES = "QueryInstances"
 REQ_QUERY_NODES = "QueryNodes"
 REQ_QUERY_GROUPS = "QueryGroups"
@@ -49,16 +51,19 @@ REQ_QUERY_CLUSTER_INFO = "QueryClusterInfo"
 REQ_QUERY_TAGS = "QueryTags"
 REQ_SET_DRAIN_FLAG = "SetDrainFlag"
 REQ_SET_WATCHER_PAUSE = "SetWatcherPause"
+# ganeti-maintd's state, kept in the configuration's maintenance section
+REQ_SET_MAINTENANCE_STATE = "SetMaintenanceState"
 
 REQ_ALL = frozenset([
     REQ_SUBMIT_JOB, REQ_SUBMIT_JOB_TO_DRAINED_QUEUE, REQ_SUBMIT_MANY_JOBS,
     REQ_PICKUP_JOB, REQ_WAIT_FOR_JOB_CHANGE, REQ_CANCEL_JOB, REQ_ARCHIVE_JOB,
     REQ_CHANGE_JOB_PRIORITY, REQ_AUTO_ARCHIVE_JOBS, REQ_QUERY,
     REQ_QUERY_FIELDS, REQ_QUERY_JOBS, REQ_QUERY_FILTERS, REQ_REPLACE_FILTER,
-    REQ_DELETE_FILTER, REQ_QUERY_INSTANCES, REQ_QUERY_NODES,
+    REQ_DELETE_FILTER, REQ_QUERY_PLACEMENT_STATE, REQ_SET_PLACEMENT_STATE,
+    REQ_QUERY_INSTANCES, REQ_QUERY_NODES,
     REQ_QUERY_GROUPS, REQ_QUERY_NETWORKS, REQ_QUERY_EXPORTS,
     REQ_QUERY_CONFIG_VALUES, REQ_QUERY_CLUSTER_INFO, REQ_QUERY_TAGS,
-    REQ_SET_DRAIN_FLAG, REQ_SET_WATCHER_PAUSE,
+    REQ_SET_DRAIN_FLAG, REQ_SET_WATCHER_PAUSE, REQ_SET_MAINTENANCE_STATE,
 ])
 
 # Environment variable overriding the client's default socket
@@ -413,6 +418,11 @@ class Client:
     def SetWatcherPause(self, until: float | None) -> Any:
         return self.CallMethod(REQ_SET_WATCHER_PAUSE, [until])
 
+    def SetMaintenanceState(self, state: dict[str, Any]) -> Any:
+        """Store maintd's state fields (objects.Maintenance.STATE_FIELDS)
+        in the configuration."""
+        return self.CallMethod(REQ_SET_MAINTENANCE_STATE, [state])
+
     def PickupJob(self, job_id: int | str) -> Any:
         return self.CallMethod(REQ_PICKUP_JOB, [_JobId(job_id)])
 
@@ -520,3 +530,11 @@ class Client:
 
     def DeleteFilter(self, uuid: str) -> None:
         return self.CallMethod(REQ_DELETE_FILTER, [uuid])
+
+    # The Placement API's state (ganeti.placement.store)
+
+    def QueryPlacementState(self, known_serial: int | None) -> dict | None:
+        return self.CallMethod(REQ_QUERY_PLACEMENT_STATE, [known_serial])
+
+    def SetPlacementState(self, serial: int, data: dict) -> int:
+        return self.CallMethod(REQ_SET_PLACEMENT_STATE, [serial, data])

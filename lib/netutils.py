@@ -127,14 +127,16 @@ class Hostname:
         return "Hostname(%r, %r)" % (self.name, self.ip)
 
 
-def TcpPing(address: str, port: int, timeout: float) -> bool:
+def TcpPing(address: str, port: int, timeout: float,
+            live_port_needed: bool = False) -> bool:
     """Whether a host answers on ``address``, as Ganeti's TcpPing: an
-    accepted or a refused connection both mean it is up."""
+    accepted or a refused connection both mean it is up, unless
+    ``live_port_needed`` (something must listen on ``port``)."""
     try:
         with socket.create_connection((address, port), timeout=timeout):
             return True
     except ConnectionRefusedError:
-        return True
+        return not live_port_needed
     except OSError:
         return False
 

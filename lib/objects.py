@@ -1182,6 +1182,56 @@ class Cluster(TaggableObject):
         return public
 
 
+class Maintenance(ConfigObject):
+    """ganeti-maintd's settings and state (config.data's ``maintenance``).
+
+    It lives in the configuration, as design-maintd asks, so that it is
+    replicated with it and a maintd on a new master carries on after a
+    failover. The settings (``roundDelay``, ``balance``,
+    ``balanceThreshold``) are changed by OpClusterSetParams; the rest is
+    maintd's state, written through the master daemon: the incidents
+    (dicts as ``/1/status`` reports them, plus maintd's own keys), the
+    jobs of the current round, the evacuated nodes, the current round and
+    the last ones.
+    """
+
+    roundDelay: int
+    balance: bool
+    balanceThreshold: float
+    jobs: list[int]
+    evacuated: list[str]
+    incidents: list[dict[str, Any]]
+    round: dict[str, Any] | None
+    lastRounds: list[dict[str, Any]]
+    lastRoundStart: float
+    serial_no: int
+    ctime: float
+    mtime: float
+    _FIELD_CHECKS = {
+        "roundDelay": ht.TNonNegativeInt,
+        "balance": ht.TBool,
+        "balanceThreshold": ht.TNonNegativeNumber,
+        "jobs": ht.TListOf(ht.TNonNegativeInt),
+        "evacuated": ht.TListOf(ht.TString),
+        "incidents": ht.TListOf(ht.TDict),
+        "round": ht.TMaybe(ht.TDict),
+        "lastRounds": ht.TListOf(ht.TDict),
+        "lastRoundStart": ht.TNonNegativeNumber,
+        "serial_no": _TSerial, "ctime": _TTimestamp, "mtime": _TTimestamp,
+    }
+    _FIELD_DEFAULTS = {
+        "roundDelay": constants.MAINTD_DEFAULT_ROUND_DELAY,
+        "balance": False,
+        "balanceThreshold": constants.MAINTD_DEFAULT_BALANCE_THRESHOLD,
+        "jobs": [], "evacuated": [], "incidents": [], "lastRounds": [],
+        "lastRoundStart": 0.0, "serial_no": 1,
+    }
+
+    # The fields maintd writes (the others are cluster parameters)
+    STATE_FIELDS = ("jobs", "evacuated", "incidents", "round", "lastRounds",
+                    "lastRoundStart")
+
+
 class ConfigData(ConfigObject):
     """The whole configuration: what config.data holds."""
 
@@ -1193,11 +1243,16 @@ class ConfigData(ConfigObject):
     networks: dict[str, Network]
     disks: dict[str, Disk]
     filters: dict[str, FilterRule]
+    maintenance: Maintenance
+    # What the Placement API created (ganeti.placement.store), in its own
+    # JSON form; unset until the API first changes something
+    placement: dict[str, Any] | None
     serial_no: int
     ctime: float
     mtime: float
     _FIELD_CHECKS = {"version": ht.TInt, "serial_no": _TSerial,
-                     "ctime": _TTimestamp, "mtime": _TTimestamp}
+                     "ctime": _TTimestamp, "mtime": _TTimestamp,
+                     "placement": ht.TMaybeDict}
     _FIELD_DEFAULTS = {"nodes": {}, "nodegroups": {}, "instances": {},
                        "networks": {}, "disks": {}, "filters": {},
                        "serial_no": 1}
@@ -1210,7 +1265,15 @@ class ConfigData(ConfigObject):
         "networks": (Network, dict),
         "disks": (Disk, dict),
         "filters": (FilterRule, dict),
+        "maintenance": (Maintenance, None),
     }
+
+    def UpgradeConfig(self) -> None:
+        """Also give a configuration from before maintd its (empty)
+        maintenance section."""
+        if self.maintenance is None:
+            self.maintenance = Maintenance()
+        super().UpgradeConfig()
 
     @classmethod
     def FromDict(cls, data: dict) -> Self:

@@ -15,7 +15,8 @@ from ganeti.opcodes_base import (  # noqa: F401 (re-exported)
     _PConflictsCheck, _PDebugSimulateErrors, _PDiskState, _PErrorCodes,
     _PExplain, _PForce, _PGroupName, _PHvState, _PIAllocFromDesc,
     _PIgnoreErrors, _PIgnoreIpolicy, _PMigrationLive, _PMigrationMode,
-    _PMigrationTargetNode, _PMigrationTargetNodeUuid, _PNodeName,
+    _PMemberOf, _PMigrationTargetNode, _PMigrationTargetNodeUuid,
+    _PNodeName,
     _PNodeUuid, _PSkipChecks, _PTagKind, _PTagName, _PTags, _PUnsupported,
     _PUseLocking, _PVerbose, _PVerifyClutter, _TAllocPolicy, _THvParams,
     _TJobIdListOnly, _TMaybePrivateDict, _TMaybeUidRanges,
@@ -81,6 +82,10 @@ class OpClusterSetParams(OpCode):
          "Cluster-level NIC parameters"),
         ("ndparams", None, ht.TMaybe(_TParamsDict),
          "Cluster-level node parameters"),
+        ("diskparams", None,
+         ht.TMaybe(ht.TDictOf(ht.TNonEmptyString, _TParamsDict)),
+         "Cluster-level disk parameters, per disk template; the value"
+         " \"default\" resets a parameter to its built-in default"),
         ("enabled_disk_templates", None,
          ht.TMaybe(ht.TAnd(ht.TListOf(ht.TElemOf(constants.DISK_TEMPLATES)),
                            ht.TTrue)),
@@ -123,10 +128,6 @@ class OpClusterSetParams(OpCode):
                       "Logical volumes cluster verify ignores"),
         _PUnsupported("drbd_helper", None, ht.TMaybe(ht.TString),
                       "DRBD usermode helper"),
-        _PUnsupported("diskparams", None,
-                      ht.TMaybe(ht.TDictOf(
-                          ht.TElemOf(constants.DISK_TEMPLATES), ht.TDict)),
-                      "Cluster-level disk parameters, per disk template"),
         _PUnsupported("osparams_private_cluster", None,
                       ht.TPrivate(ht.TMaybe(
                           ht.TDictOf(ht.TNonEmptyString, ht.TDict))),
@@ -173,6 +174,15 @@ class OpClusterSetParams(OpCode):
          "The self-diagnose command of the monitoring daemon, a file name"
          " in each node's white-list directory (empty: the built-in one,"
          " always reporting Ok)"),
+        ("maint_round_delay", None, ht.TMaybe(ht.TNonNegativeInt),
+         "Minimal time in seconds between the starts of two rounds of the"
+         " maintenance daemon"),
+        ("maint_balance", None, ht.TMaybeBool,
+         "Whether the maintenance daemon balances the cluster"),
+        ("maint_balance_threshold", None,
+         ht.TMaybe(ht.TNonNegativeNumber),
+         "Cluster score above which the maintenance daemon balances the"
+         " cluster"),
     ]
     OP_RESULT = ht.TNone
 
@@ -450,6 +460,7 @@ class OpNodeEvacuate(OpCode):
          "Node evacuation mode (primary-only, secondary-only or all)"),
         ("ignore_soft_errors", None, ht.TMaybeBool,
          "Ignore soft htools errors"),
+        _PMemberOf,
     ]
     OP_RESULT = _TJobIdListOnly
 

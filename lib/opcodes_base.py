@@ -92,6 +92,12 @@ _PMigrationTargetNodeUuid = ("target_node_uuid", None, ht.TMaybeString,
                              " migration/failover")
 _PAllowRuntimeChgs = ("allow_runtime_changes", True, ht.TBool,
                       "Allow runtime changes (eg. memory ballooning)")
+_PMemberOf: tuple = (
+    "member_of", [], ht.TListOf(ht.TNonEmptyString),
+    "Aggregates the instance's nodes must be in or out of, as Placement's"
+    " member_of values (all must hold): an aggregate (name or UUID),"
+    " 'in:A,B' (any of them), '!A' or '!in:A,B' (none of them); nodes given"
+    " explicitly must satisfy them too")
 
 
 def _PIAllocFromDesc(desc: str) -> tuple:

@@ -7,9 +7,9 @@ from ganeti import constants, errors, ht, impexp
 from ganeti.opcodes_base import (
     OpCode, _OpParam, _PAllowRuntimeChgs, _PConflictsCheck, _PExplain,
     _PForce, _PIAllocFromDesc, _PIgnoreIpolicy, _PMigrationLive,
-    _PMigrationMode, _PMigrationTargetNode, _PMigrationTargetNodeUuid,
-    _PUnsupported, _PUseLocking, _TJobIdList, _TJobIdListOnly,
-    _TMaybePrivateDict)
+    _PMemberOf, _PMigrationMode, _PMigrationTargetNode,
+    _PMigrationTargetNodeUuid, _PUnsupported, _PUseLocking, _TJobIdList,
+    _TJobIdListOnly, _TMaybePrivateDict)
 
 
 _PInstanceName = ("instance_name", ht.NoDefault, ht.THostname,
@@ -109,11 +109,7 @@ class OpInstanceCreate(OpCode):
          " already locked by another opcode won't be considered for instance"
          " allocation (only when an iallocator is used)"),
         _PExplain,
-        ("member_of", [], ht.TListOf(ht.TNonEmptyString),
-         "Aggregates the instance's nodes must be in or out of, as"
-         " Placement's member_of values (all must hold): an aggregate"
-         " (name or UUID), 'in:A,B' (any of them), '!A' or '!in:A,B' (none"
-         " of them); nodes given explicitly must satisfy them too"),
+        _PMemberOf,
         ("hypervisor", None, ht.TMaybe(ht.TElemOf(constants.HYPER_TYPES)),
          "Hypervisor (the cluster's default if not given)"),
         ("hvparams", {}, ht.TDict, "Hypervisor parameters for the instance"),
@@ -513,6 +509,7 @@ class OpInstanceFailover(OpCode):
         ("cleanup", False, ht.TBool,
          "Whether a previously failed failover should be cleaned up"
          " (not supported: clean up with a migration)"),
+        _PMemberOf,
     ]
     OP_RESULT = ht.TNone
 
@@ -534,6 +531,7 @@ class OpInstanceMigrate(OpCode):
         ("ignore_hvversions", False, ht.TBool,
          "Whether to migrate between hypervisor versions the hypervisor"
          " does not consider safe"),
+        _PMemberOf,
     ]
     OP_RESULT = ht.TNone
 
@@ -547,7 +545,7 @@ class OpInstanceMove(OpCode):
         ("target_node", ht.NoDefault, ht.TNonEmptyString, "Target node"),
         ("target_node_uuid", None, ht.TMaybeString,
          "Target node UUID (filled in from target_node)"),
-        _PIgnoreConsistency, _PCompress,
+        _PIgnoreConsistency, _PCompress, _PMemberOf,
     ]
     OP_RESULT = ht.TNone
 

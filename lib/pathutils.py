@@ -74,8 +74,6 @@ NODED_JOIN_CERT_FILE = DATA_DIR + "/node-join.pem"
 NODED_JOIN_KEY_FILE = DATA_DIR + "/join-key"
 RAPI_DATA_DIR = DATA_DIR + "/rapi"
 RAPI_USERS_FILE = RAPI_DATA_DIR + "/users"
-# The Placement API's state (resource providers, aggregates, allocations)
-PLACEMENT_STATE_FILE = RAPI_DATA_DIR + "/placement.json"
 SSCONF_PREFIX = DATA_DIR + "/ssconf_"
 WATCHER_PAUSEFILE = DATA_DIR + "/watcher.pause"
 # The watcher's per-group state (restart counters, boot ids) and instance

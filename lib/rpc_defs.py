@@ -75,6 +75,12 @@ def _RunCommandTimeout(command: str) -> float:
     return constants.NODE_COMMAND_TIMEOUT + 30
 
 
+def _OobTimeout(oob_program: str, command: str, remote_node: str,
+                timeout: float) -> float:
+    """The node gives up on the program first and reports that."""
+    return float(timeout) + 30
+
+
 def _OSScriptTimeout(*_args: Any) -> float:
     """The node gives up on the OS script first and reports that."""
     return constants.OS_SCRIPT_TIMEOUT + 30
@@ -167,6 +173,13 @@ CALLS: tuple[RpcCall, ...] = (
             CALL_MULTI,
             "Run a shell command on the node (gnt-cluster command); returns"
             " [exit code, output]"),
+    RpcCall("run_oob",
+            (_A("oob_program"), _A("command"), _A("remote_node"),
+             _A("timeout")),
+            _OobTimeout, CALL_SINGLE,
+            "Run a node's out-of-band program (on the master) with a command"
+            " and the node's name; returns its output decoded as JSON (None"
+            " for no output)"),
     RpcCall("copyfile_upload",
             (_A("file_name", ENC_VPATH), _A("content", ENC_CONTENT),
              _A("mode")),

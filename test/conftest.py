@@ -11,6 +11,8 @@ module-level marker (``pytestmark``), registered below:
 * ``mond_cluster``: a two-node virtual cluster running ganeti-mond.
 * ``ganeti3_tree``: Ganeti 3.0's programs, unpacked (testutils_ganeti3).
 * ``small_tmpfs``: mounts small tmpfs file systems (full-disk tests).
+* ``placement_cfg``: a one-node configuration (a ConfigWriter) for the
+  Placement state.
 """
 
 import errno
@@ -27,6 +29,7 @@ from ganeti.hypervisor import hv_kvm
 import testutils_ganeti3
 import testutils_node
 from testutils_cluster import SMALL_IPOLICY_BOUNDS, VirtualCluster
+from testutils_config import MakeConfig
 from testutils_instance import FILE_VDIR, NODE2, InstanceCluster
 from testutils_kvm import (GuestHvParams, GuestRoot, KillClusterGuests,
                            KillGuests, RequireGuest)
@@ -92,6 +95,13 @@ def pytest_collection_modifyitems(items):
         ranks[module] = min(ranks.get(module, len(_RUN_ORDER)),
                             _RunRank(item))
     items.sort(key=lambda item: ranks[item.nodeid.split("::", 1)[0]])
+
+
+@pytest.fixture
+def placement_cfg(tmp_path):
+    """A real one-node configuration holding a Placement state, as the
+    master daemon does (placement.store.ConfigSource)."""
+    return MakeConfig(str(tmp_path))
 
 
 @pytest.fixture

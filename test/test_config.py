@@ -64,7 +64,10 @@ def test_init_config(cfg_file):
         raw = json.load(fobj)
     assert set(raw) == {"version", "cluster", "nodes", "nodegroups",
                         "instances", "networks", "disks", "filters",
-                        "serial_no", "ctime", "mtime"}
+                        "maintenance", "serial_no", "ctime", "mtime"}
+    assert raw["maintenance"]["roundDelay"] == \
+        constants.MAINTD_DEFAULT_ROUND_DELAY
+    assert raw["maintenance"]["balance"] is False
     assert raw["version"] == constants.CONFIG_VERSION
     assert raw["serial_no"] == 1
     (node_uuid, node), = raw["nodes"].items()
@@ -271,6 +274,38 @@ def test_file_is_plain_dump_and_reloads(cfg, cfg_file):
     assert reloaded.GetSsconfValues() == cfg.GetSsconfValues()
     full = objects.ConfigData.FromDict(json.loads(text))
     assert config.SerializeConfig(full) == text
+
+
+def test_maintenance_section(cfg, cfg_file):
+    """maintd's state is part of config.data: written, reloaded, checked;
+    a config.data from before maintd gets the default section."""
+    serial = cfg.GetConfigSerial()
+    incident = {"id": "i1", "node": "n1", "repair-status": "noted"}
+    cfg.UpdateMaintenance({"incidents": [incident], "jobs": [3, 4]})
+    cfg.UpdateMaintenance({"roundDelay": 60, "balance": True})
+    assert cfg.GetConfigSerial() == serial + 2
+    maint = cfg.GetMaintenance()
+    assert (maint.incidents, maint.jobs) == ([incident], [3, 4])
+    assert (maint.roundDelay, maint.balance) == (60, True)
+    assert maint.serial_no == 3
+    text = _FileState(cfg_file).decode("ascii")
+    raw = json.loads(text)
+    assert _Dump(raw) == text
+    assert raw["maintenance"]["incidents"] == [incident]
+    reloaded = config.ConfigWriter(cfg_file, accept_foreign=True)
+    assert reloaded.GetMaintenance() == maint
+    with pytest.raises(errors.ConfigurationError):
+        cfg.UpdateMaintenance({"roundDelay": -1})
+    with pytest.raises(errors.ProgrammerError):
+        cfg.UpdateMaintenance({"nonsense": 1})
+    assert _FileState(cfg_file).decode("ascii") == text
+    del raw["maintenance"]
+    with open(cfg_file, "w") as fobj:
+        fobj.write(_Dump(raw))
+    old = config.ConfigWriter(cfg_file, accept_foreign=True)
+    assert old.GetMaintenance().roundDelay == \
+        constants.MAINTD_DEFAULT_ROUND_DELAY
+    assert old.GetMaintenance().incidents == []
 
 
 def test_only_changed_objects_are_encoded(cfg, monkeypatch):

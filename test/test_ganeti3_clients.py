@@ -214,10 +214,13 @@ def test_field_definitions_as_ganeti(ganeti3_tree):
 
 
 # Lines that differ by installation (search paths), or that Ganeti 3.0
-# does not have (its data collectors are all built in)
+# does not have (its data collectors are all built in, and it has no
+# maintenance daemon)
 _INSTALLATION_LINES = ("  OS search path: ",
                        "  ExtStorage Providers search path: ",
-                       "Diagnose data collector filename: ")
+                       "Diagnose data collector filename: ",
+                       "Maintenance daemon:", "  maintenance interval: ",
+                       "  auto balancing: ", "  auto balancing threshold: ")
 # (command, a fragment of our output, exactly)
 _SAME_OUTPUT = [
     (("gnt-cluster", "info"),

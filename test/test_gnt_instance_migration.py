@@ -409,7 +409,9 @@ def test_change_group_of_file_instance(vc):
     try:
         _Add(vc, "cgf1", NODE1, "--disk", "0:size=4M", template="file",
              memory=128)
+        # no -I: the default allocator answers (a copy of the disks)
         out = vc.Run("gnt-instance", "change-group", "cgf1").stdout
+        assert "Instances to be moved: cgf1 (to g2)" in out, out
         assert "Instance 'cgf1' changed group successfully." in out, out
         assert Field(vc, "cgf1", "pnode,status,pnode.group") == \
             "%s|running|g2" % NODE3

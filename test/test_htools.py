@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import ganeti
-from ganeti import errors
+from ganeti import errors, opcodes
 from ganeti.htools import (allocator, balance, capacity, metrics, model,
                            moves, movescore, placement, simu)
 
@@ -332,6 +332,44 @@ def test_change_group():
         assert all(msg["nodes"][n]["group"] == "group-0001-uuid"
                    for n in nodes)
     assert len(jobs[0]) == 3 and len(jobs[1]) == 1
+
+
+def test_change_group_copies_plain_and_file_instances():
+    """hail refuses them; we answer a copy of the disks to the best node
+    of the other group (``OP_INSTANCE_MOVE``), checked like a primary."""
+    msg = simu.Message(4, 2, groups=2, memory=16384,
+                       templates=("plain", "file"))
+    insts = ["inst00000.example.com", "inst00001.example.com"]
+    msg["request"] = {"type": "change-group", "target_groups": [],
+                      "instances": insts}
+    moved, failed, jobs = allocator.Run(msg)["result"]
+    assert failed == []
+    assert [m[0] for m in moved] == insts
+    for (_, group, nodes), job in zip(moved, jobs):
+        assert group == "group1" and len(nodes) == 1
+        assert msg["nodes"][nodes[0]]["group"] == "group-0001-uuid"
+        assert job == [{"OP_ID": "OP_INSTANCE_MOVE",
+                        "instance_name": job[0]["instance_name"],
+                        "target_node": nodes[0], "shutdown_timeout": 120,
+                        "ignore_consistency": False,
+                        "ignore_ipolicy": False}]
+        opcodes.OpCode.LoadOpCode(job[0]).Validate(False)
+    # both fit on either node of group1: the second goes to the emptier
+    assert moved[0][2] != moved[1][2]
+    # the target's disk is checked as for a new primary
+    for name, data in msg["nodes"].items():
+        if data["group"] == "group-0001-uuid":
+            data["free_disk"] = 1024
+    moved, failed, jobs = allocator.Run(msg)["result"]
+    assert moved == [] and jobs == []
+    assert [f[0] for f in failed] == insts
+    assert "FailDisk: 2" in failed[0][1], failed
+    assert "disk 10240 MiB needed, 1024 MiB free" in failed[0][1], failed
+    # node evacuation still refuses them, as hail does
+    msg["request"] = {"type": "node-evacuate", "instances": insts[:1],
+                      "evac_mode": "all"}
+    _, failed, _ = allocator.Run(msg)["result"]
+    assert "cannot be relocated" in failed[0][1]
 
 
 def test_allocate_secondary():

@@ -110,3 +110,53 @@ def test_member_of_check_is_placements():
     assert member_of.Failed(set()) == FAST
     assert search.IsMember({FAST}, [{FAST, LICENSED}], set())
     assert not search.IsMember({FAST}, [{FAST}], {FAST})
+
+
+def _MoveMessage(template: str) -> tuple[dict, dict]:
+    """Four nodes and one instance of ``template``; the instance."""
+    msg = simu.Message(4, 1, memory=16384, templates=(template, ))
+    (inst, ) = msg["instances"].values()
+    msg["aggregates"] = {LICENSED: "licensed"}
+    return msg, inst
+
+
+def _License(msg: dict, names) -> None:
+    for name, node in msg["nodes"].items():
+        node["aggregates"] = [node["group"]] + \
+            ([LICENSED] if name in names else [])
+
+
+@pytest.mark.parametrize("kind", ["relocate", "node-evacuate"])
+def test_moves_keep_off_forbidden_nodes(kind):
+    """relocate (migrate/failover with -I) and node-evacuate take
+    member_of too; a refusal names the constraint per node."""
+    msg, inst = _MoveMessage(constants.DT_DRBD8 if kind == "relocate"
+                             else constants.DT_DISKLESS)
+    (name, ) = msg["instances"]
+    if kind == "relocate":
+        msg["request"] = {"type": "relocate", "name": name,
+                          "required_nodes": 1, "disk_space_total": 0,
+                          "relocate_from": [inst["nodes"][1]]}
+    else:
+        msg["request"] = {"type": "node-evacuate", "instances": [name],
+                          "evac_mode": constants.NODE_EVAC_PRI}
+
+    def Target(answer):
+        assert answer["success"], answer
+        if kind == "relocate":
+            return answer["result"][0]
+        moved, failed, _ = answer["result"]
+        assert not failed, failed
+        return moved[0][2][0]
+
+    _License(msg, ())
+    first = Target(allocator.Run(msg))
+    _License(msg, {first})
+    msg["request"]["member_of"] = ["!" + LICENSED]
+    second = Target(allocator.Run(msg))
+    assert second not in (first, *inst["nodes"])
+    _License(msg, set(msg["nodes"]))
+    answer = allocator.Run(msg)
+    text = answer["info"] if kind == "relocate" else \
+        answer["result"][1][0][1]
+    assert "%s: excluded by member_of '!licensed'" % second in text

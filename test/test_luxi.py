@@ -102,7 +102,7 @@ def test_control_characters_are_escaped():
 
 
 def test_request_methods_list():
-    assert len(luxi.REQ_ALL) == 25
+    assert len(luxi.REQ_ALL) == 28
     assert luxi.REQ_SET_DRAIN_FLAG == "SetDrainFlag"
     assert luxi.REQ_SUBMIT_JOB == "SubmitJob"
     assert luxi.REQ_WAIT_FOR_JOB_CHANGE == "WaitForJobChange"

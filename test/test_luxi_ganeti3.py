@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ganeti import errors, pathutils
+from ganeti import constants, errors, pathutils
 
 from testutils_cluster import SMALL_IPOLICY_BOUNDS, WaitForJob
 from testutils_instance import NODE1, NODE2, Config, InstanceCluster
@@ -128,7 +128,12 @@ def test_network_opcodes_with_all_parameters(vc):
 
 def test_opcodes_of_missing_features_refused(vc):
     assert "out-of-band" in _Refused(vc, GanetiBody(
-        "OP_OOB_COMMAND", command="power-status"))
+        "OP_NODE_POWERCYCLE", node_name=NODE2))
+    # Nodes without an out-of-band program: "unavailable" per node
+    rows = _Success(vc, GanetiBody("OP_OOB_COMMAND",
+                                   command="power-status"))[0]
+    assert [row[1] for row in rows] == [[constants.RS_UNAVAIL, None]] * \
+        len(rows) and rows
     assert _Refused(vc, GanetiBody(
         "OP_NODE_MODIFY_STORAGE", node_name=NODE2, storage_type="file",
         name="x", changes={"allocatable": False})) == \

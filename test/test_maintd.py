@@ -3,8 +3,12 @@
 A node whose self-diagnose command reports ``evacuate`` has its (fake)
 instances moved by the cluster's allocator, is offlined and tagged
 ``maintd:repairready:<id>``; the incident is forgotten and the node
-brought back once the tag is removed and the node reports Ok. A forged
-report is ignored, and maintd refuses to run on a non-master node.
+brought back once the tag is removed and the node reports Ok.
+``evacuate-failover`` moves the instances without migrating them. With
+auto-balancing on, maintd submits the rebalance planner's moves. A forged
+report is ignored, maintd refuses to run on a non-master node, and its
+state lives in the configuration, so the maintd of a new master carries
+on after a master failover.
 """
 
 import http.server
@@ -19,8 +23,8 @@ import pytest
 from ganeti import constants, pathutils, serializer
 from ganeti.monitoring import report
 
-from testutils_instance import (CHECKS, NODE2, NODE3, FakeState,
-                                InstanceCluster)
+from testutils_instance import (CHECKS, NODE1, NODE2, NODE3, FakeState,
+                                Field, InstanceCluster, RemoveInstances)
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +34,7 @@ _DIAG = "diag"
 @pytest.fixture(scope="module")
 def vc():
     """Three nodes running mond (diagnose every second) and a maintd with
-    no pause between rounds."""
+    no pause between rounds (the cluster's maintenance interval)."""
     with InstanceCluster("--enabled-disk-templates=diskless",
                          file_paths=()) as cluster:
         cluster.Run("gnt-cluster", "modify", "--data-collector-interval",
@@ -41,8 +45,8 @@ def vc():
                     "--diagnose-data-collector-filename", _DIAG)
         for node in cluster.nodes.values():
             node.Run("daemon-util", "start", "ganeti-mond")
-        cluster.Run("daemon-util", "start", "ganeti-maintd",
-                    "--maintenance-interval=0")
+        cluster.Run("gnt-cluster", "modify", "--maintenance-interval", "0")
+        cluster.Run("daemon-util", "start", "ganeti-maintd")
         yield cluster
 
 
@@ -93,6 +97,57 @@ def _MaintdLog(cluster) -> str:
         return fobj.read()
 
 
+def _ConfigMaintenance(node) -> dict:
+    """The maintenance section of a node's copy of config.data."""
+    with open(node.NodePath(pathutils.CLUSTER_CONF_FILE),
+              encoding="utf-8") as fobj:
+        return json.load(fobj)["maintenance"]
+
+
+def _JobOps(cluster, job_ids) -> list[str]:
+    return [op["OP_ID"] for (ops, ) in cluster.Luxi().QueryJobs(
+        job_ids, ["ops"]) for op in ops]
+
+
+def _Acknowledge(cluster, node, incident) -> None:
+    """The node is repaired: it reports Ok and the admin removes the
+    repairready tag; maintd forgets the incident, the node comes back."""
+    _WriteDiagnose(node, constants.DIAGNOSE_OK)
+    cluster.Run("gnt-node", "remove-tags", node.name, incident["tag"])
+    _Wait(lambda: incident["id"] not in
+          [inc["id"] for inc in _Maintd(cluster, "/1/status")], 60,
+          "the incident to go")
+    _Wait(lambda: _NodeInfo(cluster, node.name)[1] == "N", 60,
+          "the node online")
+
+
+def test_maintenance_settings(vc):
+    """gnt-cluster modify sets maintd's settings in the configuration's
+    maintenance section; gnt-cluster info shows them."""
+    info = vc.Run("gnt-cluster", "info").stdout
+    assert "Maintenance daemon:" in info
+    assert "maintenance interval: 0" in info
+    assert "auto balancing: False" in info
+    assert "auto balancing threshold: %s" % \
+        constants.MAINTD_DEFAULT_BALANCE_THRESHOLD in info
+    vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "yes",
+           "--auto-balance-threshold", "2.5")
+    try:
+        info = vc.Run("gnt-cluster", "info").stdout
+        assert "auto balancing: True" in info
+        assert "auto balancing threshold: 2.5" in info
+        maint = _ConfigMaintenance(vc)
+        assert (maint["roundDelay"], maint["balance"],
+                maint["balanceThreshold"]) == (0, True, 2.5)
+    finally:
+        vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "no",
+               "--auto-balance-threshold",
+               str(constants.MAINTD_DEFAULT_BALANCE_THRESHOLD))
+    result = vc.Run("gnt-cluster", "modify", "--maintenance-interval", "-1",
+                    check=False)
+    assert result.returncode != 0
+
+
 def test_protocol_versions(vc):
     assert _Maintd(vc, "/") == [1]
     assert _Maintd(vc, "/1/status") == []
@@ -128,6 +183,14 @@ def test_evacuate_offlines_and_tags(vc):
     # The jobs carry maintd's reason and the incident id
     job = vc.Run("gnt-job", "info", str(incident["jobs"][0])).stdout
     assert "gnt:daemon:maintd" in job and incident["id"] in job, job
+    assert "OP_INSTANCE_MIGRATE" in _JobOps(vc, incident["jobs"])
+    # The state is in the configuration, replicated to the candidates
+    for node in (vc, vc.nodes[NODE3]):
+        stored = _Wait(lambda node=node: _ConfigMaintenance(node)[
+            "incidents"], 30, "the replicated state")
+        assert [(inc["id"], inc["repair-status"]) for inc in stored] == \
+            [(incident["id"], "completed")]
+        assert _ConfigMaintenance(node)["evacuated"] == [uuid]
 
     # Acknowledged and fixed: forgotten, the node back online
     _WriteDiagnose(node2, constants.DIAGNOSE_OK)
@@ -137,6 +200,60 @@ def test_evacuate_offlines_and_tags(vc):
     vc.Run("gnt-node", "remove-tags", NODE2, incident["tag"])
     _Wait(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")
     _Wait(lambda: _NodeInfo(vc, NODE2)[1] == "N", 60, "the node online")
+
+
+def test_evacuate_failover_does_not_migrate(vc):
+    node3 = vc.nodes[NODE3]
+    vc.Run("gnt-instance", "add", "-t", "diskless", "-n", NODE3,
+           "--no-install", "--ignore-ipolicy", "-B", "memory=64",
+           *CHECKS, "mf-a")
+    _WriteDiagnose(node3, constants.DIAGNOSE_EVACUATE_FAILOVER)
+    (incident, ) = _Wait(
+        lambda: [inc for inc in _Maintd(vc, "/1/status")
+                 if inc["repair-status"] == "completed"], 120,
+        "the evacuation to complete")
+    assert incident["original"]["status"] == "evacuate-failover"
+    assert Field(vc, "mf-a", "pnode") != NODE3
+    assert Field(vc, "mf-a", "status") == "running"
+    assert not os.path.exists(FakeState(node3, "mf-a"))
+    ops = _JobOps(vc, incident["jobs"])
+    assert "OP_INSTANCE_FAILOVER" in ops, ops
+    assert "OP_INSTANCE_MIGRATE" not in ops, ops
+    assert _NodeInfo(vc, NODE3)[1] == "Y"
+    _Acknowledge(vc, node3, incident)
+
+
+def test_auto_balance(vc):
+    """A skewed cluster is balanced by maintd once auto-balancing is on,
+    with the rebalance planner's moves and maintd's reason."""
+    names = ["mb%d" % idx for idx in range(6)]
+    for name in names:
+        vc.Run("gnt-instance", "add", "-t", "diskless", "-n", NODE1,
+               "--no-install", "-B", "memory=512", *CHECKS, name)
+    last_job = max(job_id for (job_id, ) in
+                   vc.Luxi().QueryJobs(None, ["id"]))
+    vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "yes",
+           "--auto-balance-threshold", "0")
+    try:
+        def _Moved():
+            return [name for name in names
+                    if Field(vc, name, "pnode") != NODE1]
+        _Wait(lambda: len(_Moved()) >= 2, 120, "the balancing moves")
+        jobs = [ops for job_id, ops in vc.Luxi().QueryJobs(
+                    None, ["id", "ops"])
+                if job_id > last_job and
+                any(entry[0] == constants.OPCODE_REASON_SRC_MAINTD
+                    for op in ops for entry in op["reason"])]
+        assert jobs, "no balancing job of maintd"
+        assert all(op["OP_ID"] in ("OP_INSTANCE_MIGRATE",
+                                   "OP_INSTANCE_FAILOVER")
+                   for ops in jobs for op in ops), jobs
+    finally:
+        vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "no",
+               "--auto-balance-threshold",
+               str(constants.MAINTD_DEFAULT_BALANCE_THRESHOLD))
+        _Wait(lambda: _Maintd(vc, "/1/jobs") == [], 120, "the round's end")
+        RemoveInstances(vc, *names)
 
 
 class _ForgedMond(http.server.BaseHTTPRequestHandler):
@@ -181,3 +298,27 @@ def test_not_master_exits_11(vc):
     result = vc.nodes[NODE2].Run("ganeti-maintd", "-f", check=False)
     assert result.returncode == constants.EXIT_NOTMASTER, result.stderr
     assert "not the master" in result.stderr
+
+
+def test_state_survives_master_failover(vc):
+    """The maintd of a new master carries on with the same incidents (the
+    state is in the replicated configuration, not in a file)."""
+    node2 = vc.nodes[NODE2]
+    _WriteDiagnose(node2, constants.DIAGNOSE_EVACUATE)
+    (incident, ) = _Wait(
+        lambda: [inc for inc in _Maintd(vc, "/1/status")
+                 if inc["repair-status"] == "completed"], 120,
+        "the evacuation to complete")
+    vc.Run("daemon-util", "stop", "ganeti-maintd")
+    _WriteDiagnose(node2, constants.DIAGNOSE_OK)
+    vc.Run("gnt-node", "modify", "--offline=no", NODE2)
+    node3 = vc.nodes[NODE3]
+    node3.Run("gnt-cluster", "master-failover")
+    node3.Run("daemon-util", "start", "ganeti-maintd")
+    assert [(inc["id"], inc["repair-status"]) for inc in
+            _Maintd(vc, "/1/status")] == [(incident["id"], "completed")]
+    assert "Loaded 1 incidents from the configuration" in \
+        _MaintdLog(node3)
+    # The new maintd honours the old incident's acknowledgement
+    node3.Run("gnt-node", "remove-tags", NODE2, incident["tag"])
+    _Wait(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")

@@ -99,3 +99,32 @@ def test_rapi_body_member_of(vc):
         assert PrimaryNode(vc, "viarapi") == NODE1
     finally:
         RemoveInstances(vc, "viarapi")
+
+
+def test_moves_chosen_by_the_allocator_keep_member_of(vc):
+    """failover, migrate (the cluster's default allocator) and node
+    evacuate take --member-of: the emptiest node node3 is licensed, so
+    '!licensed' sends the instance to node1; an explicit target must
+    satisfy it too."""
+    vc.Run(*_AddArgs("mover", "-n", NODE2))
+    try:
+        vc.Run("gnt-instance", "failover", "-f", "--member-of", "!licensed",
+               "mover")
+        assert PrimaryNode(vc, "mover") == NODE1
+        out = Fail(vc, "gnt-instance", "migrate", "-f", "--member-of",
+                   "licensed", "--member-of", "!default", "mover")
+        assert "excluded by member_of '!default'" in out, out
+        assert PrimaryNode(vc, "mover") == NODE1
+        out = Fail(vc, "gnt-instance", "migrate", "-f", "-n", NODE3,
+                   "--member-of", "!licensed", "mover")
+        assert "Node %s is excluded by member_of '!licensed'" % NODE3 \
+            in out, out
+        vc.Run("gnt-instance", "migrate", "-f", "--member-of", "licensed",
+               "mover")
+        assert PrimaryNode(vc, "mover") in (NODE2, NODE3)
+        source = PrimaryNode(vc, "mover")
+        vc.Run("gnt-node", "evacuate", "-f", "--primary-only",
+               "--member-of", "!licensed", source)
+        assert PrimaryNode(vc, "mover") == NODE1
+    finally:
+        RemoveInstances(vc, "mover")

@@ -14,8 +14,15 @@ from testutils_opcodes import GANETI_PARAMS, GanetiBody
 # Our parameters Ganeti does not have, per opcode (our extensions)
 OWN_PARAMS = {
     "OP_CLUSTER_SET_PARAMS": {"default_hypervisor",
-                              "diagnose_data_collector_filename"},
+                              "diagnose_data_collector_filename",
+                              # maintd's settings (Ganeti's attic branch)
+                              "maint_round_delay", "maint_balance",
+                              "maint_balance_threshold"},
     "OP_INSTANCE_CREATE": {"explain", "member_of"},
+    "OP_INSTANCE_FAILOVER": {"member_of"},
+    "OP_INSTANCE_MIGRATE": {"member_of"},
+    "OP_INSTANCE_MOVE": {"member_of"},
+    "OP_NODE_EVACUATE": {"member_of"},
     "OP_NODE_ADD": {"join_key"},
     "OP_NODE_SET_PARAMS": {"add_aggregates", "remove_aggregates"},
     "OP_TEST_ALLOCATOR": {"explain"},

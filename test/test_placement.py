@@ -2,7 +2,7 @@
 
 import pytest
 
-from ganeti import errors
+from ganeti import config, errors, objects
 from ganeti.placement import microversion, model, params, search, store
 
 pytestmark = pytest.mark.unit
@@ -205,16 +205,79 @@ def test_generations_and_capacity():
         "Resource provider has allocations.")
 
 
-def test_store_round_trip_and_failed_change(tmp_path):
-    path = str(tmp_path / "placement.json")
-    first = store.Store(path)
-    with first.Changing() as state:
+def test_store_round_trip_and_failed_change(placement_cfg):
+    source = store.ConfigSource(placement_cfg)
+    first = store.Store()
+    with first.Changing(source) as state:
         state.CreateProvider("cn", A, None).aggregates.add(B)
     with pytest.raises(errors.PlacementError):
-        with first.Changing() as state:
+        with first.Changing(source) as state:
             state.CreateProvider("other", C, None)
             state.CreateProvider("cn", None, None)
-    with first.Reading() as state:
+    with first.Reading(source) as state:
         assert list(state.providers) == [A]
-    with store.Store(path).Reading() as state:
+    with store.Store().Reading(source) as state:
         assert state.providers[A].aggregates == {B}
+
+
+def test_state_is_in_the_replicated_configuration(placement_cfg):
+    """What a failed-over master reads: config.data itself."""
+    with store.Store().Changing(store.ConfigSource(placement_cfg)) as state:
+        state.CreateProvider("cn", A, None)
+    reloaded = config.ConfigWriter(placement_cfg.GetConfigFileName(),
+                                   accept_foreign=True)
+    with store.Store().Reading(store.ConfigSource(reloaded)) as state:
+        assert [p.name for p in state.providers.values()] == ["cn"]
+
+
+def test_a_write_on_a_stale_state_is_a_concurrent_update(placement_cfg):
+    """Two writers (the RAPI daemon and another): the one that read
+    before the other's write is refused, as Placement refuses a lost race,
+    and a retry sees the other's change."""
+    source = store.ConfigSource(placement_cfg)
+    mine, other = store.Store(), store.Store()
+    with pytest.raises(errors.PlacementError) as info:
+        with mine.Changing(source) as state:
+            state.CreateProvider("mine", A, None)
+            with other.Changing(source) as theirs:
+                theirs.CreateProvider("theirs", B, None)
+    assert (info.value.status, info.value.code) == \
+        (409, "placement.concurrent_update")
+    assert info.value.detail.startswith("Another thread concurrently")
+    with mine.Changing(source) as state:
+        assert set(state.providers) == {B}
+        state.CreateProvider("mine", A, None)
+    with other.Reading(source) as state:
+        assert set(state.providers) == {A, B}
+
+
+def test_a_removed_node_takes_the_allocations_against_it(placement_cfg):
+    """Placement never lists allocations against a provider that is gone:
+    removing a node drops the API consumers' allocations on it (a
+    consumer left without any is gone) in the same configuration write."""
+    node = objects.Node(name="node2.example.test", primary_ip="127.0.0.2",
+                        secondary_ip="127.0.0.2",
+                        group=placement_cfg.LookupNodeGroup(None))
+    placement_cfg.AddNode(node)
+    snapshot = ([model.Provider(uuid=node.uuid, name=node.name,
+                                inventories={"VCPU": dict(
+                                    model.INVENTORY_DEFAULTS, total=8)})],
+                [])
+    source = store.ConfigSource(placement_cfg)
+    cache = store.Store()
+    with cache.Changing(source, snapshot) as state:
+        state.CreateProvider("cn", A, None)
+        state.SetInventories(A, 0, {"VCPU": {"total": 4}}, True)
+        state.SetAllocations({
+            B: {"allocations": {node.uuid: {"VCPU": 1}, A: {"VCPU": 1}}},
+            C: {"allocations": {node.uuid: {"VCPU": 2}}}}, True)
+    placement_cfg.RemoveNode(node.uuid)
+    with cache.Reading(source) as state:
+        assert state.consumers[B].allocations == {A: {"VCPU": 1}}
+        assert state.consumers[B].generation == 2
+        assert C not in state.consumers
+    # Nothing to drop: no Placement write
+    serial = placement_cfg.GetPlacementState()[store.SERIAL]
+    assert model.WithoutProvider(placement_cfg.GetPlacementState(),
+                                 node.uuid) is None
+    assert store.Serial(placement_cfg.GetPlacementState()) == serial

@@ -237,8 +237,8 @@ def test_table(placement, table):
 
 
 def test_state_survives_a_restart_of_the_daemon(placement):
-    """The state is on disk: a new daemon process serves what the old
-    one was told."""
+    """The state is in the cluster configuration: a new daemon process
+    serves what the old one was told."""
     placement.Reset()
     placement.CreateProviders([{"name": "keep", "aggregates": ["kept"]}])
     cluster = placement.cluster
@@ -252,4 +252,7 @@ def test_state_survives_a_restart_of_the_daemon(placement):
         except OSError:
             time.sleep(0.1)
     assert [p["name"] for p in result["resource_providers"]] == ["keep"]
-    assert os.path.exists(cluster.NodePath(pathutils.PLACEMENT_STATE_FILE))
+    with open(cluster.NodePath(pathutils.CLUSTER_CONF_FILE),
+              encoding="utf-8") as fobj:
+        stored = json.load(fobj)["placement"]
+    assert [p["name"] for p in stored["providers"]] == ["keep"]

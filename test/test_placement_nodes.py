@@ -2,9 +2,12 @@
 derived from query rows, attached to the state per request, read-only
 through the API and never persisted."""
 
+import json
+import time
+
 import pytest
 
-from ganeti import constants, errors
+from ganeti import constants, errors, pathutils
 from ganeti.placement import model, nodes, params, search, store
 
 from test_placement_api import Client
@@ -77,10 +80,10 @@ def test_disk_allocations_follow_the_template(template, expected):
 
 
 @pytest.mark.unit
-def test_attached_nodes_are_searched_read_only_and_not_stored(tmp_path):
-    path = str(tmp_path / "placement.json")
-    state_store = store.Store(path)
-    view = store.View(state_store, _Snapshot)
+def test_attached_nodes_are_searched_read_only_and_not_stored(
+        placement_cfg):
+    source = store.ConfigSource(placement_cfg)
+    view = store.View(store.Store(), source, _Snapshot)
     with view.Changing() as state:
         state.CreateProvider("numa0", CHILD, N1)
     with view.Reading() as state:
@@ -103,9 +106,9 @@ def test_attached_nodes_are_searched_read_only_and_not_stored(tmp_path):
             with pytest.raises(errors.PlacementError) as info:
                 call()
             assert info.value.status == 403, call
-    # The file holds only the API's provider; without the snapshot the
-    # child of a (removed) node is a root of its own
-    with store.Store(path).Reading() as state:
+    # The configuration holds only the API's provider; without the
+    # snapshot the child of a (removed) node is a root of its own
+    with store.Store().Reading(source) as state:
         assert list(state.providers) == [CHILD]
         assert state.providers[CHILD].root == CHILD
         assert not state.consumers
@@ -226,3 +229,43 @@ def test_node_providers_are_read_only(vc):
     assert client.Ok("GET", "/resource_providers/%s" % child)[
         "root_provider_uuid"] == node1
     client.Ok("DELETE", "/resource_providers/%s" % child, status=204)
+
+
+def _Replicated(cluster, node: str, consumers: set[str]) -> bool:
+    """Whether ``node``'s copy of config.data holds those API consumers."""
+    with open(cluster.nodes[node].NodePath(pathutils.CLUSTER_CONF_FILE),
+              encoding="utf-8") as fobj:
+        placement = json.load(fobj).get("placement") or {}
+    return consumers <= {c["uuid"] for c in placement.get("consumers", [])}
+
+
+@pytest.mark.integration
+def test_api_state_is_replicated_and_follows_node_removal(vc):
+    """The API's consumers are in the configuration, so the master
+    candidate NODE2 holds them too; removing a node takes their
+    allocations on it along: GET /allocations/{consumer} answers without
+    the node (it failed with a KeyError), a consumer left with none is
+    unknown. Runs last in the module: it removes NODE2."""
+    cluster, client = vc
+    uuids = _NodeUuids(cluster)
+    both, only2 = "77777777-7777-4777-8777-777777777777", \
+        "88888888-8888-4888-8888-888888888888"
+    for consumer, nodes_used in ((both, (NODE1, NODE2)), (only2, (NODE2, ))):
+        client.Ok("PUT", "/allocations/%s" % consumer, {
+            "allocations": {uuids[name]: {"resources": {"VCPU": 1}}
+                            for name in nodes_used},
+            "project_id": "p", "user_id": "u",
+            "consumer_generation": None, "consumer_type": "TEST"},
+            status=204)
+    deadline = time.monotonic() + 30
+    while not _Replicated(cluster, NODE2, {both, only2}):
+        assert time.monotonic() < deadline, "not replicated to " + NODE2
+        time.sleep(0.2)
+    cluster.Run("gnt-node", "remove", NODE2)
+    answer = client.Ok("GET", "/allocations/%s" % both)
+    assert {rp: a["resources"] for rp, a in answer["allocations"].items()} \
+        == {uuids[NODE1]: {"VCPU": 1}}
+    assert answer["consumer_generation"] == 2
+    assert client.Ok("GET", "/allocations/%s" % only2) == {"allocations": {}}
+    assert client.Ok("GET", "/usages?project_id=p")["usages"] == {"VCPU": 1}
+    client.Ok("DELETE", "/allocations/%s" % both, status=204)

@@ -507,3 +507,21 @@ def test_annotate_disks_drbd_addresses_per_node():
     with pytest.raises(errors.ProgrammerError, match="holds no side"):
         rpc_node.AnnotateDisks(drbd_disk, "u3",
                                lambda node: ("u3", "203.0.113.3"))
+
+
+def test_annotate_disks_fills_group_disk_parameters():
+    """Each disk gets its template's disk parameters in its primary node's
+    group, under its own overrides; children too, without addresses."""
+    per_node = {"u1": {constants.DT_DRBD8: {"resync-rate": 100,
+                                            "protocol": "C"},
+                       constants.DT_FILE: {}},
+                "u2": {constants.DT_DRBD8: {"resync-rate": 999}}}
+    disk = {"dev_type": constants.DT_DRBD8, "nodes": ["u1", "u2"],
+            "params": {"protocol": "B"},
+            "children": [{"dev_type": constants.DT_FILE, "params": {}}]}
+    on_secondary = rpc_node.AnnotateDisks(disk, "u2", None,
+                                          per_node.__getitem__)
+    assert on_secondary["params"] == {"resync-rate": 100, "protocol": "B"}
+    assert on_secondary["children"][0]["params"] == {}
+    assert "dynamic_params" not in on_secondary
+    assert disk["params"] == {"protocol": "B"}

@@ -10,11 +10,12 @@ from ganeti import (backend, bootstrap, cli, constants, errors, objects,
                     opcodes, pathutils, serializer, ssconf, vcluster)
 from ganeti.cli_opts import (
     ARGS_MANY_INSTANCES, ArgChoice, ArgCommand, ArgFile, ArgHost, ArgSuggest,
-    ArgUnknown, CONFIRM_OPT, FORCE_OPT, NODE_LIST_OPT, VERBOSE_OPT,
-    OpcodeOption, ParamsOption, SplitKeyVal,
+    ArgUnknown, CONFIRM_OPT, FORCE_OPT, INSTANCE_POLICY_OPTS,
+    IPOLICY_BOUNDS_OPT, IPOLICY_STD_OPT, NODE_LIST_OPT, VERBOSE_OPT,
+    OpcodeOption, ParamsOption,
     PRIORITY_OPT, DRY_RUN_OPT, SUBMIT_OPT, PRINT_JOBID_OPT, TAG_SRC_OPT,
     YES_DOIT_OPT, cli_option)
-from ganeti.client import _cluster_crypto, hbal, hspace
+from ganeti.client import _cluster_crypto, _cluster_epo, hbal, hspace
 from ganeti.rpc import node as rpc_node
 
 _SetParams = opcodes.OpClusterSetParams
@@ -52,33 +53,13 @@ DEFAULT_IALLOCATOR_PARAMS_OPT = OpcodeOption(
     type="keyval", metavar="PARAM=VALUE,...")
 NICPARAMS_OPT = ParamsOption(_SetParams, "nicparams", "nic")
 NDPARAMS_OPT = ParamsOption(_SetParams, "ndparams", "node")
+DISKPARAMS_OPT = ParamsOption(_SetParams, "diskparams", "disk")
 DEFAULT_HV_OPT = OpcodeOption(_SetParams, "default_hypervisor",
                               "--default-hypervisor")
 # --hypervisor-defaults and --defaults are design-2.0's names
 HVPARAMS_OPT = ParamsOption(_SetParams, "hvparams", "hypervisor",
                             "--hypervisor-defaults")
 BEPARAMS_OPT = ParamsOption(_SetParams, "beparams", "backend", "--defaults")
-IPOLICY_BOUNDS_OPT = cli_option(
-    "--ipolicy-bounds-specs", dest="ipolicy_bounds_specs", default=None,
-    metavar="min:SPEC=N,...//max:SPEC=N,...",
-    help="Allowed ranges of instance specs (%s), min and max pairs"
-    " separated by //" % ", ".join(sorted(objects.ISPEC_PARAMETERS)))
-IPOLICY_STD_OPT = cli_option(
-    "--ipolicy-std-specs", dest="ipolicy_std_specs", type="keyval",
-    default=None, metavar="SPEC=N,...", help="Standard instance specs")
-IPOLICY_DT_OPT = cli_option(
-    "--ipolicy-disk-templates", dest="ipolicy_disk_templates", type="list",
-    default=None, metavar="TEMPLATE,...",
-    help="Disk templates instances may use")
-IPOLICY_VCPU_RATIO_OPT = cli_option(
-    "--ipolicy-vcpu-ratio", dest="ipolicy_vcpu_ratio", type="float",
-    default=None, help="Maximum virtual to physical CPU ratio")
-IPOLICY_SPINDLE_RATIO_OPT = cli_option(
-    "--ipolicy-spindle-ratio", dest="ipolicy_spindle_ratio", type="float",
-    default=None,
-    help="Maximum instance spindle use per physical spindle")
-IPOLICY_OPTS = [IPOLICY_BOUNDS_OPT, IPOLICY_STD_OPT, IPOLICY_DT_OPT,
-                IPOLICY_VCPU_RATIO_OPT, IPOLICY_SPINDLE_RATIO_OPT]
 ENABLED_DATA_COLLECTORS_OPT = cli_option(
     "--enabled-data-collectors", dest="enabled_data_collectors",
     type="keyval", default={}, metavar="COLLECTOR=BOOL,...",
@@ -92,6 +73,15 @@ DATA_COLLECTOR_INTERVAL_OPT = cli_option(
 DIAGNOSE_DATA_COLLECTOR_FILENAME_OPT = OpcodeOption(
     _SetParams, "diagnose_data_collector_filename",
     "--diagnose-data-collector-filename", metavar="FILENAME")
+MAINT_INTERVAL_OPT = OpcodeOption(_SetParams, "maint_round_delay",
+                                  "--maintenance-interval",
+                                  metavar="SECONDS")
+MAINT_BALANCE_OPT = OpcodeOption(_SetParams, "maint_balance",
+                                 "--auto-balance-cluster", type="bool",
+                                 action="store", metavar="yes|no")
+MAINT_BALANCE_THRESHOLD_OPT = OpcodeOption(
+    _SetParams, "maint_balance_threshold", "--auto-balance-threshold",
+    metavar="CLUSTERSCORE")
 NOVOTING_OPT = cli_option("--no-voting", dest="no_voting", default=False,
                           action="store_true",
                           help="Skip node agreement check (dangerous)")
@@ -104,45 +94,7 @@ _PARAM_OPTS = [CANDIDATE_POOL_SIZE_OPT, MAX_RUNNING_JOBS_OPT,
                ENABLED_HV_OPT, ENABLED_DISK_TEMPLATES_OPT,
                FILE_STORAGE_DIR_OPT, SHARED_FILE_STORAGE_DIR_OPT,
                BEPARAMS_OPT, HVPARAMS_OPT, NICPARAMS_OPT,
-               NDPARAMS_OPT] + IPOLICY_OPTS
-
-
-def _ISpecs(opt: str, text: str) -> dict:
-    try:
-        values = SplitKeyVal(opt, text, False)
-        return {key: int(value) for key, value in values.items()}
-    except (errors.ParameterError, ValueError) as err:
-        raise errors.OpPrereqError("Invalid %s value %r: %s" %
-                                   (opt, text, err), errors.ECODE_INVAL)
-
-
-def BuildIPolicy(opts: Any) -> dict | None:
-    """The instance policy changes given by the --ipolicy-* options."""
-    ipolicy: dict[str, Any] = {}
-    if opts.ipolicy_bounds_specs:
-        minmax = []
-        for pair in opts.ipolicy_bounds_specs.split("//"):
-            bounds = {}
-            for part in pair.split("/"):
-                kind, _, specs = part.partition(":")
-                if kind not in (objects.ISPECS_MIN, objects.ISPECS_MAX):
-                    raise errors.OpPrereqError(
-                        "Invalid --ipolicy-bounds-specs part %r, expected"
-                        " min:... or max:..." % part, errors.ECODE_INVAL)
-                bounds[kind] = _ISpecs("--ipolicy-bounds-specs", specs)
-            minmax.append(bounds)
-        ipolicy[objects.ISPECS_MINMAX] = minmax
-    if opts.ipolicy_std_specs:
-        ipolicy[objects.ISPECS_STD] = {
-            key: int(value) if str(value).isdigit() else value
-            for key, value in opts.ipolicy_std_specs.items()}
-    if opts.ipolicy_disk_templates is not None:
-        ipolicy[objects.IPOLICY_DTS] = opts.ipolicy_disk_templates
-    if opts.ipolicy_vcpu_ratio is not None:
-        ipolicy[objects.IPOLICY_VCPU_RATIO] = opts.ipolicy_vcpu_ratio
-    if opts.ipolicy_spindle_ratio is not None:
-        ipolicy[objects.IPOLICY_SPINDLE_RATIO] = opts.ipolicy_spindle_ratio
-    return ipolicy or None
+               NDPARAMS_OPT, IPOLICY_STD_OPT] + INSTANCE_POLICY_OPTS
 
 
 def _FormatSpecs(specs: dict) -> str:
@@ -189,7 +141,7 @@ def InitCluster(opts: Any, args: list[str]) -> int:
         candidate_pool_size=opts.candidate_pool_size,
         mac_prefix=opts.mac_prefix,
         max_running_jobs=opts.max_running_jobs,
-        ipolicy=BuildIPolicy(opts))
+        ipolicy=cli.BuildIPolicy(opts))
     op = opcodes.OpClusterPostInit()
     cli.SubmitOpCode(op, opts=opts)
     if opts.default_iallocator is not None or \
@@ -368,6 +320,11 @@ def ShowClusterConfig(opts: Any, args: list[str]) -> int:
         # Not in Ganeti 3.0, whose data collectors are all built in
         ("Diagnose data collector filename",
          info["diagnose_data_collector_filename"] or "(built-in)"),
+        ("Maintenance daemon", [
+            ("maintenance interval", info["maint_round_delay"]),
+            ("auto balancing", info["maint_balance"]),
+            ("auto balancing threshold", info["maint_balance_threshold"]),
+        ]),
     ])
     return constants.EXIT_SUCCESS
 
@@ -415,13 +372,17 @@ def SetClusterParams(opts: Any, args: list[str]) -> int:
         "default_hypervisor": opts.default_hypervisor,
         "hvparams": _HvParams(opts) or None,
         "beparams": opts.beparams or None,
-        "ipolicy": BuildIPolicy(opts),
+        "ipolicy": cli.BuildIPolicy(opts),
         "nicparams": opts.nicparams or None,
         "ndparams": opts.ndparams or None,
+        "diskparams": dict(opts.diskparams) or None,
         "enabled_data_collectors": enabled_collectors,
         "data_collector_interval": collector_intervals,
         "diagnose_data_collector_filename":
             opts.diagnose_data_collector_filename,
+        "maint_round_delay": opts.maint_round_delay,
+        "maint_balance": opts.maint_balance,
+        "maint_balance_threshold": opts.maint_balance_threshold,
     }
     params = {key: value for key, value in params.items()
               if value is not None}
@@ -919,11 +880,13 @@ commands = {
                   " to"),
     "modify": (SetClusterParams, [],
                _PARAM_OPTS + [MAX_TRACKED_JOBS_OPT, MAINTAIN_NODE_HEALTH_OPT,
-                              DEFAULT_IALLOCATOR_OPT,
+                              DISKPARAMS_OPT, DEFAULT_IALLOCATOR_OPT,
                               DEFAULT_IALLOCATOR_PARAMS_OPT, DEFAULT_HV_OPT,
                               ENABLED_DATA_COLLECTORS_OPT,
                               DATA_COLLECTOR_INTERVAL_OPT,
-                              DIAGNOSE_DATA_COLLECTOR_FILENAME_OPT] +
+                              DIAGNOSE_DATA_COLLECTOR_FILENAME_OPT,
+                              MAINT_INTERVAL_OPT, MAINT_BALANCE_OPT,
+                              MAINT_BALANCE_THRESHOLD_OPT] +
                _JOB_OPTS,
                "[<opts>...]", "Alters the parameters of the cluster"),
     "rename": (RenameCluster, [ArgHost(min=1, max=1)],
@@ -950,6 +913,9 @@ commands = {
     "copyfile": (ClusterCopyFile, [ArgFile(min=1, max=1)], [NODE_LIST_OPT],
                  "[-n node...] <filename>",
                  "Copies a file to all (or only some) nodes"),
+    "epo": (_cluster_epo.Epo, [ArgUnknown()], _cluster_epo.EPO_OPTS,
+            "[<opts>...] [args]",
+            "Performs an emergency power-off on given args"),
     "renew-crypto": (_cluster_crypto.RenewCrypto, [],
                      _cluster_crypto.RENEW_CRYPTO_OPTS, "[<opts>...]",
                      "Renews cluster certificates, keys and secrets"),

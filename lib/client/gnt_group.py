@@ -7,9 +7,9 @@ from ganeti import cli, constants, opcodes
 from ganeti.cli_opts import (
     ARGS_MANY_GROUPS, ARGS_ONE_GROUP, ArgGroup, ArgNode, ArgUnknown,
     DRY_RUN_OPT, EARLY_RELEASE_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT,
-    IALLOCATOR_OPT, NOHDR_OPT, OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT,
-    ParamsOption, SEP_OPT, SUBMIT_OPT, TAG_SRC_OPT, TO_GROUP_OPT,
-    VERBOSE_OPT)
+    IALLOCATOR_OPT, INSTANCE_POLICY_OPTS, NOHDR_OPT, OpcodeOption,
+    PRINT_JOBID_OPT, PRIORITY_OPT, ParamsOption, SEP_OPT, SUBMIT_OPT,
+    TAG_SRC_OPT, TO_GROUP_OPT, VERBOSE_OPT)
 
 _SetParams = opcodes.OpGroupSetParams
 
@@ -42,7 +42,8 @@ def _DiskParams(opts: Any) -> dict | None:
 def AddGroup(opts: Any, args: list[str]) -> int:
     op = opcodes.OpGroupAdd(group_name=args[0], alloc_policy=opts.alloc_policy,
                             ndparams=opts.ndparams or None,
-                            diskparams=_DiskParams(opts))
+                            diskparams=_DiskParams(opts),
+                            ipolicy=cli.BuildIPolicy(opts))
     cli.SubmitOrSend(op, opts)
     return constants.EXIT_SUCCESS
 
@@ -80,14 +81,16 @@ def ListGroupFields(opts: Any, args: list[str]) -> int:
 
 def SetGroupParams(opts: Any, args: list[str]) -> int:
     """Change a group's parameters; print what changed."""
+    ipolicy = cli.BuildIPolicy(opts, allow_reset=True)
     if opts.alloc_policy is None and not opts.ndparams and \
-            not opts.diskparams:
+            not opts.diskparams and ipolicy is None:
         cli.ToStderr("Please give at least one of the parameters.")
         return constants.EXIT_FAILURE
     op = opcodes.OpGroupSetParams(group_name=args[0],
                                   alloc_policy=opts.alloc_policy,
                                   ndparams=opts.ndparams or None,
-                                  diskparams=_DiskParams(opts))
+                                  diskparams=_DiskParams(opts),
+                                  ipolicy=ipolicy)
     result = cli.SubmitOrSend(op, opts)
     if result:
         cli.ToStdout("Modified node group %s", args[0])
@@ -147,7 +150,8 @@ def GroupInfo(opts: Any, args: list[str]) -> int:
 
 commands = {
     "add": (AddGroup, ARGS_ONE_GROUP,
-            [ALLOC_POLICY_OPT, NDPARAMS_OPT, DISKPARAMS_OPT] + _JOB_OPTS,
+            [ALLOC_POLICY_OPT, NDPARAMS_OPT, DISKPARAMS_OPT] + _JOB_OPTS +
+            INSTANCE_POLICY_OPTS,
             "<group_name>", "Add a new node group to the cluster"),
     "assign-nodes": (AssignNodes, [ArgGroup(min=1, max=1), ArgNode(min=1)],
                      [FORCE_OPT] + _JOB_OPTS, "<group_name> <node>...",
@@ -163,7 +167,8 @@ commands = {
                     "[fields...]",
                     "Lists all available fields for node groups"),
     "modify": (SetGroupParams, ARGS_ONE_GROUP,
-               [ALLOC_POLICY_OPT, NDPARAMS_OPT, DISKPARAMS_OPT] + _JOB_OPTS,
+               [ALLOC_POLICY_OPT, NDPARAMS_OPT, DISKPARAMS_OPT] + _JOB_OPTS +
+               INSTANCE_POLICY_OPTS,
                "<group_name>", "Alters the parameters of a node group"),
     "remove": (RemoveGroup, ARGS_ONE_GROUP, _JOB_OPTS,
                "[--dry-run] <group-name>",

@@ -614,7 +614,8 @@ def FailoverInstance(opts: Any, args: list[str]) -> int:
     op = opcodes.OpInstanceFailover(
         instance_name=name, ignore_consistency=opts.ignore_consistency,
         shutdown_timeout=opts.shutdown_timeout, iallocator=opts.iallocator,
-        target_node=opts.dst_node, ignore_ipolicy=opts.ignore_ipolicy)
+        target_node=opts.dst_node, ignore_ipolicy=opts.ignore_ipolicy,
+        member_of=opts.member_of)
     cli.SubmitOrSend(op, opts)
     return constants.EXIT_SUCCESS
 
@@ -643,7 +644,7 @@ def MigrateInstance(opts: Any, args: list[str]) -> int:
         allow_failover=opts.allow_failover,
         allow_runtime_changes=opts.allow_runtime_chgs,
         ignore_ipolicy=opts.ignore_ipolicy,
-        ignore_hvversions=opts.ignore_hvversions)
+        ignore_hvversions=opts.ignore_hvversions, member_of=opts.member_of)
     cli.SubmitOrSend(op, opts)
     return constants.EXIT_SUCCESS
 
@@ -664,7 +665,7 @@ def MoveInstance(opts: Any, args: list[str]) -> int:
         instance_name=name, target_node=opts.node, compress=opts.compress,
         shutdown_timeout=opts.shutdown_timeout,
         ignore_consistency=opts.ignore_consistency,
-        ignore_ipolicy=opts.ignore_ipolicy)
+        ignore_ipolicy=opts.ignore_ipolicy, member_of=opts.member_of)
     cli.SubmitOrSend(op, opts)
     return constants.EXIT_SUCCESS
 
@@ -948,8 +949,8 @@ commands = {
                 " command to run)"),
     "failover": (FailoverInstance, ARGS_ONE_INSTANCE,
                  [FORCE_OPT, IGNORE_CONSIST_OPT, SHUTDOWN_TIMEOUT_OPT,
-                  DST_NODE_OPT, IALLOCATOR_OPT, IGNORE_IPOLICY_OPT] +
-                 _JOB_OPTS,
+                  DST_NODE_OPT, IALLOCATOR_OPT, IGNORE_IPOLICY_OPT,
+                  MEMBER_OF_OPT] + _JOB_OPTS,
                  "[-f] [-n <target-node>] <instance-name>",
                  "Stops the instance, changes its primary node and (if it"
                  " was originally running) starts it on the new node (any"
@@ -958,13 +959,14 @@ commands = {
                 [FORCE_OPT, NONLIVE_OPT, MIGRATION_MODE_OPT, CLEANUP_OPT,
                  DST_NODE_OPT, IALLOCATOR_OPT, ALLOW_FAILOVER_OPT,
                  IGNORE_IPOLICY_OPT, IGNORE_HVVERSIONS_OPT,
-                 NORUNTIME_CHGS_OPT] + _JOB_OPTS,
+                 NORUNTIME_CHGS_OPT, MEMBER_OF_OPT] + _JOB_OPTS,
                 "[-f] [-n <target-node>] <instance-name>",
                 "Migrate instance to another node (only for mirrored"
                 " instances)"),
     "move": (MoveInstance, ARGS_ONE_INSTANCE,
              [FORCE_OPT, SINGLE_NODE_OPT, COMPRESS_OPT, SHUTDOWN_TIMEOUT_OPT,
-              IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT] + _JOB_OPTS,
+              IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT, MEMBER_OF_OPT] +
+             _JOB_OPTS,
              "[-f] -n <node> <instance-name>",
              "Move instance to an arbitrary node (only for instances of"
              " type file and lv)"),

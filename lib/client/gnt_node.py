@@ -4,12 +4,13 @@ from typing import Any
 
 from ganeti import cli, config, constants, errors, opcodes
 from ganeti.cli_opts import (
-    ARGS_MANY_NODES, ARGS_ONE_NODE, ArgHost, ArgNode, ArgUnknown,
+    ARGS_MANY_NODES, ARGS_ONE_NODE, ArgChoice, ArgHost, ArgNode, ArgUnknown,
     DRY_RUN_OPT, DST_NODE_OPT, EARLY_RELEASE_OPT, FIELDS_OPT,
     FORCE_FILTER_OPT, FORCE_OPT,
     IALLOCATOR_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
     MigrationModeFromOpts, NOHDR_OPT, NONLIVE_OPT, NORUNTIME_CHGS_OPT,
-    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, ParamsOption, SEP_OPT,
+    OOB_TIMEOUT_OPT, OpcodeOption, POWER_DELAY_OPT, PRINT_JOBID_OPT,
+    PRIORITY_OPT, ParamsOption, SEP_OPT,
     SUBMIT_OPT, TAG_SRC_OPT, UNITS_OPT, VERBOSE_OPT, cli_option)
 
 _Add = opcodes.OpNodeAdd
@@ -55,6 +56,9 @@ ADD_AGGREGATES_OPT = OpcodeOption(_SetParams, "add_aggregates",
                                   "--add-aggregates", metavar="AGG,...")
 REMOVE_AGGREGATES_OPT = OpcodeOption(_SetParams, "remove_aggregates",
                                      "--remove-aggregates", metavar="AGG,...")
+EVAC_MEMBER_OF_OPT = OpcodeOption(opcodes.OpNodeEvacuate, "member_of",
+                                  "--member-of", action="append",
+                                  metavar="VALUE")
 EVAC_NODE_OPT = OpcodeOption(opcodes.OpNodeEvacuate, "remote_node", "-n",
                              "--new-secondary", dest="dst_node",
                              metavar="NODE")
@@ -212,6 +216,88 @@ def ListStorage(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
+_POWER_COMMANDS = ["on", "off", "cycle", "status"]
+# Power commands that ask first (unless -f) and need nodes named
+_OOB_COMMAND_ASK = frozenset([constants.OOB_POWER_OFF,
+                              constants.OOB_POWER_CYCLE])
+_OOB_HEADERS = {"node": "Node", "status": "Status"}
+
+IGNORE_STATUS_OPT = OpcodeOption(opcodes.OpOobCommand, "ignore_status",
+                                 "--ignore-status",
+                                 help="Ignore the Node(s) offline status"
+                                 " (potentially DANGEROUS)")
+
+
+def _PrintOobTable(opts: Any, rows: list[list[str]]) -> None:
+    headers = None if opts.no_headers else _OOB_HEADERS
+    for line in cli.GenerateTable(headers, ["node", "status"],
+                                  opts.separator, rows):
+        cli.ToStdout(line)
+
+
+def PowerNode(opts: Any, args: list[str]) -> int:
+    """Power nodes on, off or cycle, or show their power state, through
+    their out-of-band program; powering off marks them offline first
+    (unless --ignore-status)."""
+    command, nodes = args[0], args[1:]
+    if command not in _POWER_COMMANDS:
+        cli.ToStderr("power subcommand %s not supported." % command)
+        return constants.EXIT_FAILURE
+    oob_command = "power-%s" % command
+    if oob_command in _OOB_COMMAND_ASK:
+        if not nodes:
+            cli.ToStderr("Please provide at least one node for this command")
+            return constants.EXIT_FAILURE
+        if not opts.force and not cli.ConfirmOperation(
+                nodes, "nodes", "power %s" % command, skip_option=FORCE_OPT):
+            return constants.EXIT_FAILURE
+    ops: list[opcodes.OpCode] = []
+    if not opts.ignore_status and oob_command == constants.OOB_POWER_OFF:
+        ops.extend(opcodes.OpNodeSetParams(node_name=node, offline=True,
+                                           auto_promote=opts.auto_promote)
+                   for node in nodes)
+    ops.append(opcodes.OpOobCommand(node_names=nodes, command=oob_command,
+                                    ignore_status=opts.ignore_status,
+                                    timeout=opts.oob_timeout,
+                                    power_delay=opts.power_delay))
+    cli.SetGenericOpcodeOpts(ops, opts)
+    result = cli.PollJob(cli.SendJob(ops))[-1]
+    errs = 0
+    rows = []
+    for (_, node_name), (status, payload) in result:
+        if status != constants.RS_NORMAL:
+            errs += 1
+            rows.append([node_name, cli.FormatResultError(status, True)])
+        elif oob_command == constants.OOB_POWER_STATUS:
+            rows.append([node_name,
+                         "powered" if payload[
+                             constants.OOB_POWER_STATUS_POWERED]
+                         else "unpowered"])
+        else:
+            rows.append([node_name, "invoked"])
+    _PrintOobTable(opts, rows)
+    return constants.EXIT_FAILURE if errs else constants.EXIT_SUCCESS
+
+
+def Health(opts: Any, args: list[str]) -> int:
+    """Show the health items the nodes' out-of-band programs report."""
+    op = opcodes.OpOobCommand(node_names=args, command=constants.OOB_HEALTH,
+                              timeout=opts.oob_timeout)
+    result = cli.SubmitOpCode(op, opts=opts)
+    errs = 0
+    rows = []
+    for (_, node_name), (status, payload) in result:
+        if status != constants.RS_NORMAL:
+            errs += 1
+            rows.append([node_name, cli.FormatResultError(status, True)])
+            continue
+        for idx, (item, item_status) in enumerate(payload):
+            rows.append([node_name if idx == 0 else "",
+                         "%s=%s" % (item, item_status)])
+    _PrintOobTable(opts, rows)
+    return constants.EXIT_FAILURE if errs else constants.EXIT_SUCCESS
+
+
 def ListVolumes(opts: Any, args: list[str]) -> int:
     """List the LVM logical volumes of nodes, as Ganeti's table.
 
@@ -295,7 +381,8 @@ def EvacuateNode(opts: Any, args: list[str]) -> int:
                                 remote_node=opts.dst_node,
                                 iallocator=opts.iallocator,
                                 early_release=opts.early_release,
-                                ignore_soft_errors=opts.ignore_soft_errors)
+                                ignore_soft_errors=opts.ignore_soft_errors,
+                                member_of=opts.member_of)
     return cli.FollowUpJobsExit(
         op, opts, cl, "There were %s errors during the evacuation.",
         "All instances evacuated successfully.")
@@ -390,7 +477,7 @@ commands = {
     "evacuate": (EvacuateNode, ARGS_ONE_NODE,
                  [FORCE_OPT, IALLOCATOR_OPT, IGNORE_SOFT_ERRORS_OPT,
                   EVAC_NODE_OPT, EARLY_RELEASE_OPT, PRIMARY_ONLY_OPT,
-                  SECONDARY_ONLY_OPT] + _JOB_OPTS,
+                  SECONDARY_ONLY_OPT, EVAC_MEMBER_OF_OPT] + _JOB_OPTS,
                  "[-f] {-I <iallocator> | -n <dst>} [-p | -s] [options...]"
                  " <node>",
                  "Relocate the primary and/or secondary instances from a"
@@ -408,6 +495,17 @@ commands = {
                      "List physical volumes on node(s). The available"
                      " fields are (see the man page for details): %s." %
                      ", ".join(_LIST_STOR_DEF_FIELDS)),
+    "power": (PowerNode,
+              [ArgChoice(min=1, max=1, choices=_POWER_COMMANDS), ArgNode()],
+              [SUBMIT_OPT, PRINT_JOBID_OPT, AUTO_PROMOTE_OPT, PRIORITY_OPT,
+               IGNORE_STATUS_OPT, FORCE_OPT, NOHDR_OPT, SEP_OPT,
+               OOB_TIMEOUT_OPT, POWER_DELAY_OPT],
+              "on|off|cycle|status [<node_name>...]",
+              "Change power state of node by calling out-of-band helper."),
+    "health": (Health, ARGS_MANY_NODES,
+               [NOHDR_OPT, SEP_OPT, PRIORITY_OPT, OOB_TIMEOUT_OPT],
+               "[<node_name>...]",
+               "List health of node(s) using out-of-band"),
     "list-tags": (cli.ListTags, ARGS_ONE_NODE, [], "<node_name>",
                   "List the tags of the given node"),
     "add-tags": (cli.AddTags, [ArgNode(min=1, max=1), ArgUnknown()],

@@ -11,6 +11,7 @@ from ganeti.cmdlib.base import LogicalUnit, NoHooksLU, RunPostHook
 from ganeti.cmdlib.node import AdjustCandidatePool
 from ganeti.hypervisor import hv_base
 from ganeti.parameters.base import GetUpdatedParams
+from ganeti.parameters.families import UpdatedDiskParams
 from ganeti.parameters.hypervisors import UpdatedHvParams
 
 # QueryClusterInfo keys taken verbatim from the cluster object
@@ -67,6 +68,10 @@ def BuildClusterInfo(cfg: Any) -> dict:
     result["data_collector_interval"] = {
         name: value[constants.DATA_COLLECTOR_PARAMETER_INTERVAL]
         for name, value in collectors.items()}
+    maintenance = cfg.GetMaintenance()
+    result["maint_round_delay"] = maintenance.roundDelay
+    result["maint_balance"] = maintenance.balance
+    result["maint_balance_threshold"] = maintenance.balanceThreshold
     for attr in _CLUSTER_ATTRS:
         value = getattr(cluster, attr, None)
         if isinstance(value, (set, frozenset)):
@@ -202,6 +207,10 @@ _SIMPLE_PARAMS = ["candidate_pool_size", "max_running_jobs",
                   "default_iallocator", "default_iallocator_params",
                   "enabled_disk_templates", "compression_tools",
                   "diagnose_data_collector_filename"]
+# Opcode parameter -> field of the configuration's maintenance section
+_MAINT_PARAMS = {"maint_round_delay": "roundDelay",
+                 "maint_balance": "balance",
+                 "maint_balance_threshold": "balanceThreshold"}
 # Opcode parameter -> cluster attribute of the static resource states
 _STATIC_STATES = {"hv_state": "hv_state_static",
                   "disk_state": "disk_state_static"}
@@ -365,6 +374,13 @@ class LUClusterSetParams(LogicalUnit):
                 old, changes, table, "cluster %s" % name))
             new[name] = (dict(current, **{group: updated}) if group
                          else updated)
+        if self.op.diskparams:
+            # Complete per template, like the other cluster-level dicts
+            updated = UpdatedDiskParams(cluster.diskparams or {},
+                                        self.op.diskparams)
+            new["diskparams"] = {
+                template: objects.FillDict(defaults, updated.get(template))
+                for template, defaults in objects.DISK_DT_DEFAULTS.items()}
         if self.op.ipolicy:
             ipolicy = objects.FillIPolicy(objects.IPOLICY_DEFAULTS, {
                 key: value for key, value in objects.FillDict(
@@ -465,6 +481,11 @@ class LUClusterSetParams(LogicalUnit):
             if getattr(self.op, name):
                 setattr(cluster, attr, getattr(self.op, name))
         self.cfg.Update(cluster, feedback_fn)
+        maint = {field: getattr(self.op, param)
+                 for param, field in _MAINT_PARAMS.items()
+                 if getattr(self.op, param) is not None}
+        if maint:
+            self.cfg.UpdateMaintenance(maint, feedback_fn)
         if self.op.candidate_pool_size is not None:
             # A bigger pool is filled now; a smaller one only reports the
             # surplus (candidates are never demoted automatically)

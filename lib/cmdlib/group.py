@@ -13,6 +13,7 @@ from ganeti.cmdlib.base import (ExpandNodeUuidAndName, LogicalUnit,
                                 NoHooksLU, ResultWithJobs)
 from ganeti.masterd import iallocator
 from ganeti.parameters.base import ForceParamDict, GetUpdatedParams
+from ganeti.parameters.families import UpdatedDiskParams
 
 
 def _LookupGroup(cfg: Any, name: str) -> str | None:
@@ -38,22 +39,6 @@ def _CheckIPolicy(cluster: objects.Cluster, ipolicy: dict) -> None:
     except errors.TypeEnforcementError as err:
         raise errors.OpPrereqError("Invalid instance policy: %s" % err,
                                    errors.ECODE_INVAL)
-
-
-def _UpdatedDiskParams(old: dict, changes: dict) -> dict:
-    """Per-template disk parameters with each template's changes applied."""
-    result = {template: dict(params) for template, params in old.items()}
-    for template, params in changes.items():
-        if template not in objects.DISK_PARAMETERS:
-            raise errors.OpPrereqError("Unknown disk template %r in disk"
-                                       " parameters" % template,
-                                       errors.ECODE_INVAL)
-        result[template] = GetUpdatedParams(
-            old.get(template), params, objects.DISK_PARAMETERS[template],
-            "%s disk" % template)
-        if not result[template]:
-            del result[template]
-    return result
 
 
 def _UpdatedIPolicy(old: dict, changes: dict) -> dict:
@@ -106,7 +91,7 @@ class LUGroupAdd(_GroupLU):
             self.op.ndparams = ForceParamDict(objects.ND_PARAMETERS,
                                               self.op.ndparams, "group node")
         if self.op.diskparams:
-            self.op.diskparams = _UpdatedDiskParams({}, self.op.diskparams)
+            self.op.diskparams = UpdatedDiskParams({}, self.op.diskparams)
             _CheckDiskParams(self.op.diskparams)
 
     def ExpandNames(self) -> None:
@@ -247,7 +232,7 @@ class LUGroupSetParams(_GroupLU):
                 self.group.ndparams, self.op.ndparams,
                 objects.ND_PARAMETERS, "group node")
         if self.op.diskparams:
-            self.new_diskparams = _UpdatedDiskParams(
+            self.new_diskparams = UpdatedDiskParams(
                 self.group.diskparams or {}, self.op.diskparams)
             _CheckDiskParams(self.new_diskparams)
         if self.op.ipolicy:

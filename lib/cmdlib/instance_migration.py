@@ -43,13 +43,13 @@ from typing import Any, Callable
 
 from ganeti import constants, errors, locking, objects, opcodes
 from ganeti.cmdlib.allocator import (
-    CheckIAllocatorOrNode, LoadNodeEvacResult, RunAllocator)
+    CheckIAllocatorOrNode, CheckNodesMemberOf, LoadNodeEvacResult,
+    ResolveMemberOf, RunAllocator)
 from ganeti.cmdlib.base import (
     ExpandNodeUuidAndName, LogicalUnit, ResultWithJobs)
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
 from ganeti.cmdlib.instance_policy import (
-    CalculateGroupIPolicy, CheckTargetNodeIPolicy,
-    ComputeIPolicyInstanceViolation)
+    CalculateGroupIPolicy, CheckTargetNodeIPolicy)
 from ganeti.cmdlib.instance_utils import (
     AssembleInstanceDisks, CheckNodeFreeDisk, CheckNodeFreeMemory,
     CheckNodeNotDrained, CheckNodeOnline, CheckNodeVmCapable,
@@ -154,6 +154,7 @@ class TLMigrateInstance:
                 self._RunAllocator()
             target = op.target_node_uuid
         self.target_node_uuid = target
+        CheckNodesMemberOf(lu, op.member_of, [target])
         if target == instance.primary_node:
             raise errors.OpPrereqError(
                 "Cannot migrate instance %s to its primary (%s)" %
@@ -226,7 +227,8 @@ class TLMigrateInstance:
         the locks of the source and the target are kept)."""
         lu = self.lu
         req = iallocator.IAReqRelocate(
-            self.instance.uuid, [self.instance.primary_node])
+            self.instance.uuid, [self.instance.primary_node],
+            member_of=ResolveMemberOf(lu, lu.op.member_of))
         ial = RunAllocator(lu, req, lu.op.iallocator)
         lu.op.target_node_uuid, lu.op.target_node = ExpandNodeUuidAndName(
             self.cfg, None, ial.result[0])
@@ -833,12 +835,10 @@ class LUInstanceMigrate(_MigrationLU):
 class LUInstanceChangeGroup(InstanceLU):
     """Move an instance to a node of another node group.
 
-    With an instance allocator its ``change-group`` answer gives the
-    follow-up jobs. Without one the target is simply the node of the
-    target groups with the most free memory that can take the instance,
-    and the move a follow-up job: a migration (falling back to a failover
-    for a stopped instance) for externally mirrored disks, an instance
-    move (copying the disks) for the ``file`` template.
+    The instance allocator's (``-I``, else the cluster's default)
+    ``change-group`` answer gives the follow-up jobs: a migration (falling
+    back to a failover for a stopped instance) for externally mirrored
+    disks, an instance move (copying the disks) for plain and file ones.
     """
 
     HPATH = "instance-change-group"
@@ -908,100 +908,11 @@ class LUInstanceChangeGroup(InstanceLU):
             raise errors.OpPrereqError(
                 "Instance's disk layout '%s' does not allow changing the"
                 " node group" % self.template, errors.ECODE_STATE)
-        if not self.op.iallocator:
-            self.target_node_uuid = self._ChooseNode()
+        # no node can be named: -I, "-I ." or neither is the default
+        CheckIAllocatorOrNode(self, "iallocator", "target_node")
 
     def _GroupNames(self, uuids: Any) -> list[str]:
         return sorted(self.cfg.GetNodeGroup(uuid).name for uuid in uuids)
-
-    def _ChooseNode(self) -> str:
-        """The usable node of the target groups with the most free memory.
-
-        Usable: online, not drained, vm_capable, in a group whose policy
-        the instance meets, and with the memory a running instance needs
-        (and the disk space the copy of a ``file`` instance needs).
-        """
-        instance = self.instance
-        cluster = self.cfg.GetClusterInfo()
-        problems = []
-        candidates = []
-        owned_nodes = self.glm.list_owned(locking.LEVEL_NODE)
-        for group_uuid in self.target_uuids:
-            group = self.cfg.GetNodeGroup(group_uuid)
-            violations = ComputeIPolicyInstanceViolation(
-                CalculateGroupIPolicy(cluster, group), instance, self.cfg)
-            if violations:
-                problems.append("group %s: instance policy violated (%s)" %
-                                (group.name, ", ".join(violations)))
-                continue
-            for node_uuid in group.members:
-                node = self.cfg.GetNodeInfo(node_uuid)
-                if node_uuid not in owned_nodes:
-                    continue
-                if node.offline or node.drained or not node.vm_capable:
-                    problems.append("node %s: %s" % (node.name,
-                                                     "offline" if node.offline
-                                                     else "drained"
-                                                     if node.drained else
-                                                     "not vm_capable"))
-                    continue
-                candidates.append(node_uuid)
-        filled_be = cluster.FillBE(instance)
-        mem_needed = (filled_be[objects.BE_MAXMEM]
-                      if instance.admin_state == objects.ADMINST_UP else 0)
-        disk_needed = 0
-        storage_dirs = []
-        if self.template in constants.DTS_COPYABLE:
-            disk_needed = sum(disk.size for disk in
-                              self.cfg.GetInstanceDisks(instance.uuid))
-            storage_dirs = [cluster.file_storage_dir]
-        free = {}
-        if candidates:
-            results = self.rpc.call_node_info(candidates, storage_dirs,
-                                              [instance.hypervisor])
-            for node_uuid in candidates:
-                free_mem, free_disk, error = self._NodeFree(
-                    results[node_uuid], instance.hypervisor,
-                    bool(storage_dirs))
-                name = self.cfg.GetNodeNames([node_uuid])[0]
-                if error:
-                    problems.append("node %s: %s" % (name, error))
-                elif free_mem < mem_needed:
-                    problems.append("node %s: not enough memory (needed %s"
-                                    " MiB, available %s MiB)" %
-                                    (name, mem_needed, free_mem))
-                elif free_disk < disk_needed:
-                    problems.append("node %s: not enough disk space (needed"
-                                    " %s MiB, available %s MiB)" %
-                                    (name, disk_needed, free_disk))
-                else:
-                    free[node_uuid] = free_mem
-        if not free:
-            raise errors.OpPrereqError(
-                "No node of group(s) %s can take instance %s: %s" %
-                (", ".join(self._GroupNames(self.target_uuids)),
-                 instance.name, "; ".join(problems) or "no nodes"),
-                errors.ECODE_NORES)
-        return max(sorted(free), key=lambda uuid: free[uuid])
-
-    @staticmethod
-    def _NodeFree(result: Any, hv_name: str,
-                  with_storage: bool) -> tuple[int, int, str | None]:
-        """(free memory, free file storage, error) of a node_info answer."""
-        if result.fail_msg:
-            return 0, 0, result.fail_msg
-        payload = result.payload or {}
-        free_mem = payload.get("hv", {}).get(hv_name, {}).get("memory_free")
-        if not isinstance(free_mem, int):
-            return 0, 0, "can't compute free memory"
-        if not with_storage:
-            return free_mem, 0, None
-        storage = (payload.get("storage") or [{}])[0]
-        free_disk = storage.get("storage_free")
-        if not isinstance(free_disk, int):
-            return 0, 0, "can't compute free disk space: %s" % \
-                storage.get("error", "no data")
-        return free_mem, free_disk, None
 
     def _ExtraHookEnv(self) -> dict[str, Any]:
         return {"TARGET_GROUPS": " ".join(self.target_uuids)}
@@ -1011,26 +922,11 @@ class LUInstanceChangeGroup(InstanceLU):
         return [master], [master]
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
-        instance = self.instance
-        if self.op.iallocator:
-            req = iallocator.IAReqGroupChange([instance.name],
-                                              self.target_uuids)
-            ial = RunAllocator(self, req, self.op.iallocator)
-            return ResultWithJobs(LoadNodeEvacResult(
-                self, ial.result, self.op.early_release, False))
-        target = self.cfg.GetNodeInfo(self.target_node_uuid)
-        feedback_fn("Moving instance %s to node %s (group %s)" %
-                    (instance.name, target.name,
-                     self.cfg.GetNodeGroup(target.group).name))
-        op: opcodes.OpCode
-        if self.template in constants.DTS_EXT_MIRROR:
-            op = opcodes.OpInstanceMigrate(instance_name=instance.name,
-                                           target_node=target.name,
-                                           allow_failover=True)
-        else:
-            op = opcodes.OpInstanceMove(instance_name=instance.name,
-                                        target_node=target.name)
-        return ResultWithJobs([[op]])
+        req = iallocator.IAReqGroupChange([self.instance.name],
+                                          self.target_uuids)
+        ial = RunAllocator(self, req, self.op.iallocator)
+        return ResultWithJobs(LoadNodeEvacResult(
+            self, ial.result, self.op.early_release, False))
 
 
 # Migration of a node's primary instances -------------------------------------
@@ -1166,6 +1062,7 @@ class LUNodeEvacuate(LogicalUnit):
             # The allocator's answer says what can move where
             return
         target = op.remote_node_uuid
+        CheckNodesMemberOf(self, op.member_of, [target])
         CheckNodeOnline(self, target)
         CheckNodeNotDrained(self, target)
         CheckNodeVmCapable(self, target)
@@ -1234,7 +1131,8 @@ class LUNodeEvacuate(LogicalUnit):
         req = iallocator.IAReqNodeEvac(
             [self.cfg.GetInstanceInfo(uuid).name
              for uuid in self.instance_uuids], op.mode,
-            ignore_soft_errors=bool(op.ignore_soft_errors))
+            ignore_soft_errors=bool(op.ignore_soft_errors),
+            member_of=ResolveMemberOf(self, op.member_of))
         ial = RunAllocator(self, req, op.iallocator)
         return ResultWithJobs(LoadNodeEvacResult(self, ial.result,
                                                  op.early_release, True))

@@ -13,6 +13,7 @@ the instance stays as it was.
 from typing import Any, Callable
 
 from ganeti import constants, errors, impexp, locking, objects
+from ganeti.cmdlib.allocator import CheckNodesMemberOf
 from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.instance_policy import (CalculateGroupIPolicy,
                                            CheckTargetNodeIPolicy)
@@ -70,6 +71,7 @@ class LUInstanceMove(InstanceLU):
             raise errors.OpPrereqError("Instance %s is already on the node"
                                        " %s" % (instance.name, target.name),
                                        errors.ECODE_STATE)
+        CheckNodesMemberOf(self, self.op.member_of, [target.uuid])
         CheckNodeOnline(self, target.uuid)
         CheckNodeNotDrained(self, target.uuid)
         CheckNodeVmCapable(self, target.uuid)

@@ -30,15 +30,9 @@ class _UnsupportedLU(NoHooksLU):
         raise errors.ProgrammerError("%s must not run" % self.op.OP_ID)
 
 
-_NO_OOB = "nodes have no out-of-band management"
-
-
 class LUNodePowercycle(_UnsupportedLU):
-    REASON = _NO_OOB
-
-
-class LUOobCommand(_UnsupportedLU):
-    REASON = _NO_OOB
+    REASON = ("nodes are not power-cycled through their node daemon;"
+              " use gnt-node power cycle (out-of-band)")
 
 
 class LURestrictedCommand(_UnsupportedLU):

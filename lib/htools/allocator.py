@@ -18,8 +18,9 @@ an iallocator message raises ``errors.ParameterError``.
 
 Our extensions of the message: each node's Placement aggregate UUIDs
 (``aggregates``), their names (top-level ``aggregates``) and, in an
-allocate request, ``member_of`` (Placement's values, ANDed): nodes that
-fail it are no candidates (``FailMemberOf``, ``excluded by member_of``).
+allocate, relocate or node-evacuate request, ``member_of`` (Placement's
+values, ANDed): nodes that fail it are no candidates (``FailMemberOf``,
+``excluded by member_of``).
 """
 
 import sys
@@ -28,7 +29,7 @@ from typing import Any
 from ganeti import constants, errors, serializer
 from ganeti.htools import evacuate, placement
 from ganeti.htools.metrics import STDDEV_COMPONENTS, Score
-from ganeti.htools.model import Cluster, Instance
+from ganeti.htools.model import Cluster, Group, Instance, Node
 from ganeti.placement.search import MemberOf
 
 # Options (``--k=v`` on the command line, default_iallocator_params)
@@ -185,6 +186,18 @@ class _Request:
                                         " node" % name)
         return inst
 
+    def _Admitted(self, group: Group, targets: list[Node], req: dict
+                  ) -> tuple[list[Node], str]:
+        """The targets the request's ``member_of`` admits, and the text
+        naming the constraint that excluded each other one (to append to
+        a refusal)."""
+        result = placement.GroupResult(group)
+        kept = placement.CheckMemberOf(self.cluster, targets,
+                                       self._MemberOf(req), result)
+        excluded = "".join("; %s: %s" % item
+                           for item in sorted(result.details.items()))
+        return kept, excluded
+
     def Relocate(self, req: dict) -> dict:
         inst = self._Instance(req["name"])
         sources = list(req.get("relocate_from") or ())
@@ -200,13 +213,15 @@ class _Request:
                            (expected, inst.name, inst.template), [])
         assert inst.pnode is not None
         group = self.cluster.nodes[inst.pnode].group
-        targets = evacuate.GroupTargets(self.cluster, group, set(sources))
+        targets, excluded = self._Admitted(
+            group, evacuate.GroupTargets(self.cluster, group, set(sources)),
+            req)
         score = Score(self.cluster.GroupNodes(group))
         try:
             plan = evacuate.PlanInstance(self.cluster, inst, mode, targets,
                                          score, self.strict)
         except evacuate.EvacError as err:
-            return _Answer(False, str(err), [])
+            return _Answer(False, str(err) + excluded, [])
         node = plan[-1].target
         return _Answer(True, "relocating %s to %s" % (inst.name, node),
                        [node])
@@ -227,14 +242,15 @@ class _Request:
             group = self.cluster.nodes[inst.pnode].group
             if group.uuid not in scores:
                 scores[group.uuid] = Score(self.cluster.GroupNodes(group))
-            targets = evacuate.GroupTargets(self.cluster, group,
-                                            excluded | {inst.pnode})
+            targets, not_admitted = self._Admitted(
+                group, evacuate.GroupTargets(self.cluster, group,
+                                             excluded | {inst.pnode}), req)
             try:
                 plan = evacuate.PlanInstance(self.cluster, inst, mode,
                                              targets, scores[group.uuid],
                                              self.strict)
             except evacuate.EvacError as err:
-                failed.append((inst.name, str(err)))
+                failed.append((inst.name, str(err) + not_admitted))
                 continue
             evacuate.Execute(self.cluster, plan, scores[group.uuid])
             moved.append((inst, plan))
@@ -286,7 +302,7 @@ class _Request:
         targets = evacuate.GroupTargets(self.cluster, group, set())
         score = Score(self.cluster.GroupNodes(group))
         return evacuate.PlanInstance(self.cluster, inst, evacuate.CHANGE_ALL,
-                                     targets, score, self.strict)
+                                     targets, score, self.strict, copy=True)
 
     def AllocateSecondary(self, req: dict) -> dict:
         inst = self._Instance(req["name"])

@@ -9,7 +9,8 @@ Per instance, by disk template:
 * externally mirrored (shared file, block device, ext, rbd, gluster,
   diskless): a new primary, the best ``failover-to-any`` target; no
   secondary to change;
-* plain and file: cannot be relocated.
+* plain and file: cannot be relocated, except by a group change
+  (``copy``): the best ``copy`` target, the disks copied there.
 
 Targets are the online nodes of the target group, never the nodes being
 evacuated nor the instance's primary; the best target is the one giving
@@ -97,9 +98,11 @@ def _ChangeAll(cluster: Cluster, inst: Instance, targets: list[Node],
 
 def PlanInstance(cluster: Cluster, inst: Instance, mode: str,
                  targets: list[Node], score: Score,
-                 strict: bool = True) -> list[moves.Move]:
+                 strict: bool = True, copy: bool = False) -> list[moves.Move]:
     """The moves taking the instance off its node(s) (``nodeEvacInstance``);
-    raises EvacError with hail's reason when impossible."""
+    raises EvacError with hail's reason when impossible. With ``copy``
+    (a group change) plain and file instances move by copying their
+    disks."""
     if inst.internal_mirror:
         if mode == CHANGE_PRIMARY:
             return [moves.Move(inst.name, moves.FAILOVER, None)]
@@ -113,6 +116,9 @@ def PlanInstance(cluster: Cluster, inst: Instance, mode: str,
                             " change secondary" % inst.template)
         return [_BestMove(cluster, inst, moves.FAILOVER_TO_ANY, targets,
                           score, strict)]
+    if copy and inst.template in constants.DTS_COPYABLE:
+        return [_BestMove(cluster, inst, moves.COPY, targets, score,
+                          strict)]
     raise EvacError("Instances of type %s cannot be relocated" %
                     inst.template)
 

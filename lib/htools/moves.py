@@ -7,6 +7,10 @@ are skipped. The opcodes are those of ``Cluster/Utils.iMoveToJob``,
 serialised as Ganeti's hail emits them: a failover to the secondary is
 ``OP_INSTANCE_MIGRATE`` with ``allow_failover``, a new secondary is
 ``OP_INSTANCE_REPLACE_DISKS`` in ``replace_new_secondary`` mode.
+
+Beyond hbal, ``copy`` moves a plain or file instance to another node by
+copying its disks (``OP_INSTANCE_MOVE``); only change-group plans it,
+the way our ``gnt-instance change-group`` moves such instances.
 """
 
 from typing import NamedTuple
@@ -20,6 +24,7 @@ REPLACE_PRIMARY = "replace-primary"
 REPLACE_SECONDARY = "replace-secondary"
 REPLACE_AND_FAILOVER = "replace-and-failover"
 FAILOVER_AND_REPLACE = "failover-and-replace"
+COPY = "copy"
 
 _STEPS = {
     FAILOVER: ("f", ),
@@ -28,6 +33,7 @@ _STEPS = {
     REPLACE_SECONDARY: ("r", ),
     REPLACE_AND_FAILOVER: ("r", "f"),
     FAILOVER_AND_REPLACE: ("f", "r"),
+    COPY: ("c", ),
 }
 
 
@@ -88,7 +94,8 @@ def _Step(cluster: Cluster, inst: Instance, step: str, target: str | None,
             _Attach(cluster, inst, pname, sname)
             return failure
         _SetNodes(cluster, inst, sname, pname)
-    elif step == "a":
+    elif step in ("a", "c"):
+        # the disks of a copied instance go along: AddPri takes them
         assert target is not None
         tnode = cluster.nodes[target]
         pnode.RemovePri(inst)
@@ -137,7 +144,7 @@ def ApplyMove(cluster: Cluster, move: Move,
     applied = Applied([], inst, inst.pnode, inst.snode)
     touched = {name for name in (inst.pnode, inst.snode) if name}
     for step in _STEPS[move.kind]:
-        target = move.target if step in ("a", "r") else None
+        target = move.target if step in ("a", "c", "r") else None
         failure = _Step(cluster, inst, step, target, strict)
         if failure is not None:
             UndoMove(cluster, applied)
@@ -188,6 +195,14 @@ def MoveOpcodes(move: Move, forthcoming: bool = False) -> list[dict]:
             result.append(failover(None))
         elif step == "a":
             result.append(failover(move.target))
+        elif step == "c":
+            result.append({"OP_ID": "OP_INSTANCE_MOVE",
+                           "instance_name": move.instance,
+                           "target_node": move.target,
+                           "shutdown_timeout":
+                           constants.DEFAULT_SHUTDOWN_TIMEOUT,
+                           "ignore_consistency": False,
+                           "ignore_ipolicy": False})
         else:
             result.append(replace(move.target))
     return result

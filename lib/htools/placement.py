@@ -99,7 +99,7 @@ def _MemberOfText(cluster: Cluster, value: str) -> str:
     return head + sep + ",".join(names)
 
 
-def _CheckMemberOf(cluster: Cluster, targets: list[Node],
+def CheckMemberOf(cluster: Cluster, targets: list[Node],
                    member_of: MemberOf | None, result: "GroupResult"
                    ) -> list[Node]:
     """The targets whose aggregates satisfy ``member_of``; the others
@@ -193,7 +193,7 @@ def TryGroup(cluster: Cluster, score: Score, group: Group, inst: Instance,
     applies. Nodes failing ``member_of`` are no candidates.
     """
     result = GroupResult(group)
-    targets = _CheckMemberOf(cluster,
+    targets = CheckMemberOf(cluster,
                              _Targets(cluster.GroupNodes(group), restrict),
                              member_of, result)
     policy_fail: dict[bool, Failure | None] = {}

@@ -5,8 +5,11 @@ self-diagnose report of each online node, and of each node with an open
 incident (an evacuated node is offline but still reports), keeping only
 what the cluster's HMAC key verifies. Then it follows the jobs of the
 current round, forgets the incidents the admin acknowledged, and, once
-the last round's jobs have all finished and ``maintenance_interval``
-has passed, starts a new round for the noted evacuations.
+the last round's jobs have all finished and the maintenance interval
+(the configuration's ``roundDelay``) has passed, starts a new round for
+the noted evacuations. The state is read from the configuration at the
+first poll and written back through the master daemon after each poll
+that changed it.
 
 An evacuation goes through the phases ``evacuating`` (the node
 evacuation job and the jobs it submitted), ``offlining`` (one job
@@ -23,6 +26,8 @@ from typing import Any
 
 from ganeti import (constants, errors, luxi, netutils, objects, opcodes,
                     pathutils, serializer, ssconf)
+from ganeti.client import hbal
+from ganeti.htools import balance
 from ganeti.maintd import state as mstate
 from ganeti.monitoring import report
 
@@ -75,12 +80,15 @@ def _Reason(incident_id: str) -> list[list[Any]]:
 class Engine:
     """The incidents' observer and the rounds' driver (one thread)."""
 
-    def __init__(self, state: mstate.State, maintenance_interval: float,
+    def __init__(self, state: mstate.State,
                  luxi_address: str | None = None,
                  key_file: str = pathutils.CONFD_HMAC_KEY,
                  store: ssconf.SimpleStore | None = None):
         self.state = state
-        self.maintenance_interval = maintenance_interval
+        self.maintenance_interval = float(constants.MAINTD_DEFAULT_ROUND_DELAY)
+        self.balance = False
+        self.balance_threshold = constants.MAINTD_DEFAULT_BALANCE_THRESHOLD
+        self._last_balance_check = 0.0
         self._luxi_address = luxi_address
         self._key_file = key_file
         self._store = store or ssconf.SimpleStore()
@@ -106,6 +114,7 @@ class Engine:
         """One poll: observe the nodes, follow the jobs, act; a master
         daemon that can't be reached is tried again at the next poll."""
         try:
+            self._LoadSettings()
             nodes = self._Luxi().QueryNodes([], _NODE_FIELDS, False)
             by_uuid = {uuid: {"name": name, "offline": offline, "pip": pip,
                               "tags": set(tags)}
@@ -116,10 +125,29 @@ class Engine:
                 self._Follow()
                 self._Forget(by_uuid, observed)
                 self._StartRound()
-                self.state.Save()
+            self._Save()
         except (errors.LuxiError, errors.OpPrereqError, OSError) as err:
             logging.error("Maintenance step failed: %s", err)
             self._client = None
+
+    def _LoadSettings(self) -> None:
+        """The maintenance section of the configuration: the settings at
+        every poll, the state once."""
+        (maintenance, ) = self._Luxi().QueryConfigValues(["maintenance"])
+        self.maintenance_interval = float(maintenance["roundDelay"])
+        self.balance = maintenance["balance"]
+        self.balance_threshold = maintenance["balanceThreshold"]
+        if not self.state.loaded:
+            self.state.FromConfig(maintenance)
+            logging.info("Loaded %d incidents from the configuration",
+                         len(self.state.incidents))
+
+    def _Save(self) -> None:
+        """Store the state in the configuration if it changed."""
+        changes = self.state.Changes()
+        if changes is not None:
+            self._Luxi().SetMaintenanceState(changes)
+            self.state.Stored(changes)
 
     def _Observe(self, nodes: dict[str, dict[str, Any]]
                  ) -> dict[str, dict[str, Any]]:
@@ -184,10 +212,12 @@ class Engine:
             statuses = []
             for job_id, status, opresult in filter(None, jobs):
                 statuses.append(status)
-                if (status == constants.JOB_STATUS_SUCCESS and
-                        phase == PHASE_EVACUATING and opresult and
-                        isinstance(opresult[0], dict)):
-                    self._AddFollowUps(incident, opresult[0].get("jobs", []))
+                if status == constants.JOB_STATUS_SUCCESS and \
+                        phase == PHASE_EVACUATING:
+                    for result in opresult or []:
+                        if isinstance(result, dict):
+                            self._AddFollowUps(incident,
+                                               result.get("jobs", []))
             if len(statuses) < len(incident["jobs"]) or \
                     not all(status in constants.JOBS_FINALIZED
                             for status in statuses):
@@ -229,6 +259,11 @@ class Engine:
     def _EndRoundIfDone(self) -> None:
         current = self.state.round
         if current is None:
+            return
+        balancing = current.get("balancing")
+        if balancing and any(
+                row and row[0] not in constants.JOBS_FINALIZED
+                for row in self._Luxi().QueryJobs(balancing, ["status"])):
             return
         if not any(self.state.incidents.get(inc_id, {}).get("phase") in
                    (PHASE_EVACUATING, PHASE_OFFLINING, PHASE_FAILING)
@@ -279,18 +314,88 @@ class Engine:
             if incident["phase"] is None and \
                     incident["original"]["status"] in _EVACUATIONS:
                 todo.setdefault(incident["node"], incident)
-        if not todo:
+        balancing = self._BalanceJobs() if not todo else []
+        if not todo and not balancing:
             return
         now = time.time()
         self.state.last_round_start = now
         self.state.round = {"started": now, "incidents": [], "jobs": []}
+        if balancing:
+            job_ids = []
+            for success, value in self._Luxi().SubmitManyJobs(balancing):
+                if success:
+                    job_ids.append(int(value))
+                else:
+                    logging.warning("A balancing job could not be"
+                                    " submitted: %s", value)
+            logging.info("Balancing round: submitted jobs %s",
+                         ", ".join(map(str, job_ids)))
+            self.state.round["balancing"] = job_ids
+            self.state.round["jobs"].extend(job_ids)
+            return
         for incident in todo.values():
             self.state.round["incidents"].append(incident["id"])
             incident["phase"] = PHASE_EVACUATING
             incident["repair-status"] = mstate.PENDING
-            # No iallocator and no node: the cluster's default allocator
-            self._Submit(incident, [opcodes.OpNodeEvacuate(
-                node_name=incident["node-name"],
-                mode=constants.NODE_EVAC_ALL)])
+            self._Submit(incident, self._EvacuationOps(incident))
         logging.info("Round started for incidents %s",
                      ", ".join(self.state.round["incidents"]))
+
+    def _EvacuationOps(self, incident: dict[str, Any]
+                       ) -> list[opcodes.OpCode]:
+        """The job evacuating an incident's node. ``evacuate`` is a node
+        evacuation (live migrations where possible); ``evacuate-failover``
+        must not migrate (design-maintd), so the primary instances are
+        failed over one after the other, as Ganeti's maintd turns the
+        evacuation's migrations into failovers, and then the secondaries
+        are moved (replacing disks never migrates). No allocator and no
+        node: the cluster's default allocator picks the targets."""
+        node = incident["node-name"]
+        if incident["original"]["status"] == constants.DIAGNOSE_EVACUATE:
+            return [opcodes.OpNodeEvacuate(node_name=node,
+                                           mode=constants.NODE_EVAC_ALL)]
+        instances = self._Luxi().QueryInstances([], ["name", "pnode"], False)
+        ops: list[opcodes.OpCode] = [
+            opcodes.OpInstanceFailover(instance_name=name)
+            for name, pnode in instances if pnode == node]
+        ops.append(opcodes.OpNodeEvacuate(node_name=node,
+                                          mode=constants.NODE_EVAC_SEC))
+        return ops
+
+    def _BalanceJobs(self) -> list[list[dict[str, Any]]]:
+        """The first job set of the rebalance planner (gnt-cluster
+        rebalance's) for each node group whose score is above the
+        threshold, leaving out moves touching a node with an incident;
+        nothing unless auto-balancing is on. The cluster is planned at
+        most once per maintenance interval."""
+        now = time.time()
+        if not self.balance or \
+                now - self._last_balance_check < self.maintenance_interval:
+            return []
+        self._last_balance_check = now
+        busy = {inc["node-name"] for inc in self.state.incidents.values()}
+        options = balance.Options(min_score=self.balance_threshold)
+        reason = [constants.OPCODE_REASON_SRC_MAINTD,
+                  "auto-balancing the cluster", time.time_ns()]
+        jobs = []
+        try:
+            message = hbal.ClusterMessage(None, cl=self._Luxi())
+            groups = sorted(info["name"] for info in
+                            message["nodegroups"].values())
+            plans = [balance.PlanBalance(message, group=group, opts=options)
+                     for group in groups]
+        except errors.GenericError as err:
+            logging.warning("Can't plan the balancing: %s", err)
+            return []
+        for group, plan in zip(groups, plans):
+            if not plan.jobsets:
+                continue
+            logging.info("Balancing group %s: score %.8f, threshold %s",
+                         group, plan.initial_score, self.balance_threshold)
+            for step, ops in zip(plan.jobsets[0], plan.Jobs()[0]):
+                if step.nodes & busy:
+                    continue
+                for op in ops:
+                    op["reason"] = [list(reason)]
+                jobs.append(ops)
+        return jobs

@@ -1,19 +1,18 @@
-"""The incidents ganeti-maintd knows of, kept in a file on the master.
+"""The incidents ganeti-maintd knows of, kept in the configuration.
 
 An incident is one JSON object a node's self-diagnose collector
 reported (its ``original``); the same object again is the same
-incident, a different one a new incident with a new id. The file is
-replaced atomically after every change, so a restarted maintd carries
-on where it stopped.
+incident, a different one a new incident with a new id. The state lives
+in the configuration's maintenance section (objects.Maintenance),
+written through the master daemon whenever it changed, so that a
+restarted maintd, or the maintd of a new master after a failover,
+carries on where the last one stopped.
 """
 
+import copy
 import threading
 import uuid
 from typing import Any
-
-from ganeti import errors, pathutils, serializer, utils
-
-STATE_FILE = pathutils.DATA_DIR + "/maintd-state.json"
 
 NOTED = "noted"
 PENDING = "pending"
@@ -46,40 +45,55 @@ def NewIncident(node_uuid: str, node_name: str,
 
 
 class State:
-    """The incidents, the current round and the last ones; thread-safe,
-    saved to ``path`` at every Save()."""
+    """The incidents, the current round and the last ones; thread-safe.
 
-    def __init__(self, path: str = STATE_FILE):
-        self._path = path
+    ``loaded`` tells whether the state was read from the configuration
+    yet (maintd acts only then, so that it never overwrites the state of
+    an earlier maintd).
+    """
+
+    def __init__(self) -> None:
         self.lock = threading.RLock()
+        self.loaded = False
         self.incidents: dict[str, dict[str, Any]] = {}
         # {"started": time, "incidents": [ids], "jobs": [ids]} or None
         self.round: dict[str, Any] | None = None
         self.last_rounds: list[dict[str, Any]] = []
         self.last_round_start = 0.0
+        # What the configuration holds (ToConfig's last stored result)
+        self._stored: dict[str, Any] | None = None
 
-    def Load(self) -> None:
-        """Read the file (a missing one is an empty state)."""
-        try:
-            data = serializer.LoadJson(utils.ReadFile(self._path))
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError) as err:
-            raise errors.ConfigurationError("Can't read the maintd state %s:"
-                                            " %s" % (self._path, err)) from err
+    def FromConfig(self, maintenance: dict[str, Any]) -> None:
+        """Take over the state of the configuration's maintenance section
+        (its serialized form)."""
         with self.lock:
-            self.incidents = {inc["id"]: inc for inc in data["incidents"]}
-            self.round = data.get("round")
-            self.last_rounds = data.get("last_rounds", [])
-            self.last_round_start = data.get("last_round_start", 0.0)
+            self.incidents = {inc["id"]: inc
+                              for inc in maintenance.get("incidents", [])}
+            self.round = maintenance.get("round")
+            self.last_rounds = maintenance.get("lastRounds", [])
+            self.last_round_start = maintenance.get("lastRoundStart", 0.0)
+            self._stored = self.ToConfig()
+            self.loaded = True
 
-    def Save(self) -> None:
+    def ToConfig(self) -> dict[str, Any]:
+        """The state as the maintenance section's fields (a copy)."""
         with self.lock:
-            data = {"incidents": list(self.incidents.values()),
-                    "round": self.round, "last_rounds": self.last_rounds,
-                    "last_round_start": self.last_round_start}
-            utils.WriteFile(self._path, data=serializer.DumpJson(data),
-                            mode=0o600, mkdir=True)
+            return copy.deepcopy({
+                "incidents": list(self.incidents.values()),
+                "jobs": self.Jobs(), "evacuated": self.Evacuated(),
+                "round": self.round, "lastRounds": self.last_rounds,
+                "lastRoundStart": self.last_round_start})
+
+    def Changes(self) -> dict[str, Any] | None:
+        """The state to store, None if the configuration holds it."""
+        with self.lock:
+            current = self.ToConfig()
+            return None if current == self._stored else current
+
+    def Stored(self, state: dict[str, Any]) -> None:
+        """``state`` (from Changes) is now in the configuration."""
+        with self.lock:
+            self._stored = state
 
     def EndRound(self) -> None:
         """The current round is over; remember it among the last ones."""

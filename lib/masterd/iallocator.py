@@ -133,9 +133,7 @@ class IAReqInstanceAlloc(IARequest):
         }
         if self.node_whitelist is not None:
             request["restrict-to-nodes"] = list(self.node_whitelist)
-        if self.member_of:
-            # Our extension: Placement member_of values, ANDed
-            request["member_of"] = list(self.member_of)
+        _WithMemberOf(request, self.member_of)
         return request
 
     def ValidateResult(self, ia: "IAllocator", result: Any) -> None:
@@ -206,15 +204,26 @@ class IAReqMultiInstanceAlloc(IARequest):
             ia.CheckUsableNodes(nodes, req.node_whitelist, req.group_name)
 
 
+def _WithMemberOf(request: dict, member_of: list[str] | None) -> dict:
+    """Our extension of allocate, relocate and node-evacuate requests:
+    Placement ``member_of`` values (aggregate UUIDs), ANDed, that the
+    chosen nodes must satisfy."""
+    if member_of:
+        request["member_of"] = list(member_of)
+    return request
+
+
 class IAReqRelocate(IARequest):
     """A new secondary node for a mirrored instance (``relocate``)."""
 
     MODE = constants.IALLOCATOR_MODE_RELOC
     RESULT_CHECK = ht.TListOf(ht.TNonEmptyString)
 
-    def __init__(self, inst_uuid: str, relocate_from_node_uuids: list[str]):
+    def __init__(self, inst_uuid: str, relocate_from_node_uuids: list[str],
+                 member_of: list[str] | None = None):
         self.inst_uuid = inst_uuid
         self.relocate_from_node_uuids = relocate_from_node_uuids
+        self.member_of = member_of
 
     def Hypervisor(self, cfg: Any) -> str:
         return cfg.GetInstanceInfo(self.inst_uuid).hypervisor
@@ -230,7 +239,7 @@ class IAReqRelocate(IARequest):
                for disk in disks):
             raise errors.OpPrereqError("Can't relocate non-mirrored"
                                        " instances", errors.ECODE_INVAL)
-        return {
+        request = {
             "name": instance.name,
             "disk_space_total": DiskSpaceTotal(
                 [{"size": disk.size} for disk in disks],
@@ -238,6 +247,7 @@ class IAReqRelocate(IARequest):
             "required_nodes": 1,
             "relocate_from": cfg.GetNodeNames(self.relocate_from_node_uuids),
         }
+        return _WithMemberOf(request, self.member_of)
 
     def ValidateResult(self, ia: "IAllocator", result: Any) -> None:
         super().ValidateResult(ia, result)
@@ -257,6 +267,8 @@ class _IAReqEvacBase(IARequest):
     """Answers are ``[moved, failed, jobs]`` with jobs of opcodes."""
 
     RESULT_CHECK = _TNevacResult
+    # The opcodes its jobs may contain
+    OPCODES = _EVAC_OPCODES
 
     def ValidateResult(self, ia: "IAllocator", result: Any) -> None:
         super().ValidateResult(ia, result)
@@ -269,10 +281,10 @@ class _IAReqEvacBase(IARequest):
         for job in jobs:
             for op_data in job:
                 op_id = op_data.get("OP_ID")
-                if op_id not in _EVAC_OPCODES:
+                if op_id not in self.OPCODES:
                     raise ValueError("opcode %r is not one of %s" %
                                      (op_id, ", ".join(sorted(
-                                         _EVAC_OPCODES))))
+                                         self.OPCODES))))
                 try:
                     opcodes.OpCode.LoadOpCode(op_data).Validate(False)
                 except (errors.GenericError, TypeError, ValueError) as err:
@@ -286,14 +298,16 @@ class IAReqNodeEvac(_IAReqEvacBase):
     MODE = constants.IALLOCATOR_MODE_NODE_EVAC
 
     def __init__(self, instances: list[str], evac_mode: str,
-                 ignore_soft_errors: bool = False):
+                 ignore_soft_errors: bool = False,
+                 member_of: list[str] | None = None):
         self.instances = instances
         self.evac_mode = evac_mode
         self.ignore_soft_errors = ignore_soft_errors
+        self.member_of = member_of
 
     def GetRequest(self, cfg: Any) -> dict:
-        return {"instances": list(self.instances),
-                "evac_mode": self.evac_mode}
+        return _WithMemberOf({"instances": list(self.instances),
+                              "evac_mode": self.evac_mode}, self.member_of)
 
     def ExtraParams(self) -> dict:
         return {"ignore-soft-errors": None} if self.ignore_soft_errors \
@@ -304,10 +318,26 @@ class IAReqGroupChange(_IAReqEvacBase):
     """Moves of instances to other node groups (``change-group``)."""
 
     MODE = constants.IALLOCATOR_MODE_CHG_GROUP
+    # plain and file instances change group by a copy of their disks
+    OPCODES = _EVAC_OPCODES | {"OP_INSTANCE_MOVE"}
 
     def __init__(self, instances: list[str], target_groups: list[str]):
         self.instances = instances
         self.target_groups = target_groups
+
+    def _First(self, cfg: Any) -> objects.Instance | None:
+        return cfg.GetInstanceInfoByName(self.instances[0]) \
+            if self.instances else None
+
+    def Hypervisor(self, cfg: Any) -> str:
+        inst = self._First(cfg)
+        return inst.hypervisor if inst else super().Hypervisor(cfg)
+
+    def DiskTemplate(self, cfg: Any) -> str:
+        # the storage a copied plain or file instance needs on the target
+        inst = self._First(cfg)
+        return cfg.GetInstanceDiskTemplate(inst.uuid) if inst else \
+            super().DiskTemplate(cfg)
 
     def GetRequest(self, cfg: Any) -> dict:
         return {"instances": list(self.instances),

@@ -11,7 +11,8 @@ from typing import Any
 
 from ganeti import constants, errors, ht
 from ganeti.parameters.base import (CheckParamDict, DeepCopy, FillDict,
-                                    ParamDefaults, ParamSpec, ParamTable)
+                                    GetUpdatedParams, ParamDefaults,
+                                    ParamSpec, ParamTable)
 
 PP_DEFAULT = constants.PP_DEFAULT
 
@@ -258,6 +259,25 @@ def CheckDiskParams(diskparams: Any, what: str = "disk") -> None:
                                               " parameters" %
                                               (template, what))
         CheckParamDict(table, params, "%s %s" % (template, what))
+
+
+def UpdatedDiskParams(old: dict, changes: dict) -> dict:
+    """Per-template disk parameter overrides with each template's changes
+    applied (values converted from text and checked; None or "default"
+    resets a parameter); a template left without overrides is dropped.
+    OpPrereqError for an unknown template or a bad value."""
+    result = {template: dict(params) for template, params in old.items()}
+    for template, params in changes.items():
+        if template not in DISK_PARAMETERS:
+            raise errors.OpPrereqError("Unknown disk template %r in disk"
+                                       " parameters" % template,
+                                       errors.ECODE_INVAL)
+        result[template] = GetUpdatedParams(
+            old.get(template), params, DISK_PARAMETERS[template],
+            "%s disk" % template)
+        if not result[template]:
+            del result[template]
+    return result
 
 
 def CheckIPolicy(ipolicy: Any, complete: bool) -> None:

@@ -113,6 +113,34 @@ class Consumer:
         return cls(**data)
 
 
+def WithoutProvider(data: dict, uuid: str) -> dict | None:
+    """A stored state (``State.ToDict``) without the allocations against
+    the provider ``uuid`` of a node leaving the cluster; None if it has
+    none.
+
+    Placement never lists an allocation against a provider that is gone
+    (it refuses to delete one that has allocations); a node is removed by
+    the cluster, not the API, so its allocations go with it, as Nova
+    deletes a compute node's allocations with its provider. A consumer
+    left without allocations is gone, as in Placement; the others' and
+    their generations change.
+    """
+    consumers = data.get("consumers", [])
+    if not any(uuid in c["allocations"] for c in consumers):
+        return None
+    kept = []
+    for consumer in consumers:
+        if uuid in consumer["allocations"]:
+            allocations = {rp: resources for rp, resources
+                           in consumer["allocations"].items() if rp != uuid}
+            if not allocations:
+                continue
+            consumer = dict(consumer, allocations=allocations,
+                            generation=consumer["generation"] + 1)
+        kept.append(consumer)
+    return dict(data, consumers=kept)
+
+
 class State:
     """All of Placement's data, with the operations that change it.
 

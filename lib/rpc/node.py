@@ -25,6 +25,9 @@ Resolver = Callable[[list[str]], list[tuple[str, str | None, bool]]]
 # A node id -> (node UUID, its replication address: secondary IP, else
 # primary IP); what drbd disks are told of their two nodes
 ReplicationAddress = Callable[[str], tuple[str, str]]
+# A node id -> the disk parameters per template in effect on it (the
+# cluster's with its group's overrides)
+DiskParamsOf = Callable[[str], dict[str, dict[str, Any]]]
 
 # Content shorter than this is sent as is; compressing it gains nothing
 _COMPRESS_THRESHOLD = 512
@@ -78,22 +81,35 @@ def _EncodeValue(value: Any) -> Any:
 
 
 def AnnotateDisks(value: Any, node: str,
-                  address_fn: ReplicationAddress) -> Any:
-    """Encoded disk(s) with the dynamic parameters for ``node`` filled in.
+                  address_fn: ReplicationAddress | None,
+                  diskparams_fn: DiskParamsOf | None = None,
+                  _primary: str | None = None) -> Any:
+    """Encoded disk(s) with what ``node`` must know of them filled in.
 
     Ganeti's AnnotateDiskParams/UpdateDynamicDiskParams: a drbd disk's
     node learns its own and its peer's replication address only from
-    here (``local-ip``/``remote-ip``), children included. ``value`` is an
+    here (``local-ip``/``remote-ip``), children included; with
+    ``diskparams_fn``, each disk's ``params`` are its template's disk
+    parameters in its primary node's group (the configuration keeps only
+    a disk's own overrides), so the storage code reads e.g. drbd's
+    ``resync-rate`` as the cluster or group sets it. ``value`` is an
     encoded disk dict or list of them; it is not changed.
     """
     if isinstance(value, list):
-        return [AnnotateDisks(item, node, address_fn) for item in value]
+        return [AnnotateDisks(item, node, address_fn, diskparams_fn,
+                              _primary) for item in value]
     if not isinstance(value, dict):
         return value
     disk = dict(value)
+    primary = _primary or (disk.get("nodes") or [node])[0]
     if disk.get("children"):
-        disk["children"] = AnnotateDisks(disk["children"], node, address_fn)
-    if disk.get("dev_type") != constants.DT_DRBD8:
+        disk["children"] = AnnotateDisks(disk["children"], node, address_fn,
+                                         diskparams_fn, primary)
+    if diskparams_fn is not None:
+        defaults = diskparams_fn(primary).get(disk.get("dev_type") or "",
+                                              {})
+        disk["params"] = dict(defaults, **(disk.get("params") or {}))
+    if disk.get("dev_type") != constants.DT_DRBD8 or address_fn is None:
         return disk
     node_uuid, local_ip = address_fn(node)
     pnode, snode = (disk.get("logical_id") or [None, None])[:2]
@@ -136,8 +152,8 @@ class RpcRunner:
     """Calls node procedures; one instance may be shared by many threads.
 
     Without ``port``, noded's cluster-wide port (netutils.GetDaemonPort).
-    With ``address_fn`` (the master's), disk arguments are annotated per
-    node (AnnotateDisks).
+    With ``address_fn`` or ``diskparams_fn`` (the master's), disk
+    arguments are annotated per node (AnnotateDisks).
     """
 
     if TYPE_CHECKING:
@@ -147,9 +163,11 @@ class RpcRunner:
     def __init__(self, resolver: Resolver,
                  cert_file: str = pathutils.NODED_CERT_FILE,
                  port: int | None = None,
-                 address_fn: ReplicationAddress | None = None):
+                 address_fn: ReplicationAddress | None = None,
+                 diskparams_fn: DiskParamsOf | None = None):
         self._resolver = resolver
         self._address_fn = address_fn
+        self._diskparams_fn = diskparams_fn
         self._port = port or netutils.GetDaemonPort(constants.NODED)
         self._client = RpcClient(cert_file)
 
@@ -193,7 +211,9 @@ class RpcRunner:
                    for key, (name, ip, offline) in zip(keys, resolved)]
         disk_args = [arg.encoding == rpc_defs.ENC_DISKS for arg in call.args]
         address_fn = self._address_fn
-        if address_fn is None or not any(disk_args):
+        diskparams_fn = self._diskparams_fn
+        if (address_fn is None and diskparams_fn is None) or \
+                not any(disk_args):
             return self._client.Call(procedure, targets, self._port,
                                      serializer.DumpJsonBytes(encoded),
                                      read_timeout, repeatable=call.repeatable)
@@ -201,7 +221,8 @@ class RpcRunner:
         results = {}
         for target in targets:
             body = serializer.DumpJsonBytes([
-                AnnotateDisks(value, target[0], address_fn) if is_disk
+                AnnotateDisks(value, target[0], address_fn, diskparams_fn)
+                if is_disk
                 else value for is_disk, value in zip(disk_args, encoded)])
             results.update(self._client.Call(
                 procedure, [target], self._port, body, read_timeout,

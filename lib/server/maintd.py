@@ -23,7 +23,6 @@ from ganeti.server import masterd
 
 API_VERSION = 1
 DEFAULT_MAX_CLIENTS = 20
-DEFAULT_MAINTENANCE_INTERVAL = 300.0
 _JSON_HEADERS = {ghttp.HTTP_CONTENT_TYPE: ghttp.HTTP_APP_JSON}
 
 
@@ -57,10 +56,6 @@ class MaintdHandler:
 def CheckMaintd(options: optparse.Values, args: list[str]) -> None:
     """Start only on the master (exit code 11 elsewhere), as masterd."""
     daemon.CheckServerArgs(options, args)
-    if options.maintenance_interval < 0:
-        raise errors.GenericError("Invalid --maintenance-interval %s: must"
-                                  " not be negative" %
-                                  options.maintenance_interval)
     try:
         master, myself = ssconf.GetMasterAndMyself()
     except errors.ConfigurationError as err:
@@ -74,15 +69,14 @@ def CheckMaintd(options: optparse.Values, args: list[str]) -> None:
 
 def PrepMaintd(options: optparse.Values, _args: list[str]
                ) -> tuple[server.HttpServer, engine.Engine]:
-    """Load the state and bind the socket."""
+    """Bind the socket (the state is read from the configuration by the
+    engine's first poll)."""
     maint_state = mstate.State()
-    maint_state.Load()
     http_server = server.HttpServer(
         options.bind_address, options.port, MaintdHandler(maint_state),
         mode=server.MODE_THREAD, max_clients=options.max_clients,
         max_pending_per_address=options.max_clients)
-    return http_server, engine.Engine(maint_state,
-                                      options.maintenance_interval)
+    return http_server, engine.Engine(maint_state)
 
 
 def _RunEngine(maint: engine.Engine, stop_event: threading.Event) -> None:
@@ -118,23 +112,22 @@ def BuildParser() -> optparse.OptionParser:
         " them maintd:repairready:ID, or maintd:repairfailed:ID when a job"
         " failed) and serves its state over plain HTTP as JSON on the"
         " master address: / (the protocol versions), /1/status (the"
-        " incidents), /1/jobs and /1/evacuated. Removing the repairready"
+        " incidents), /1/jobs and /1/evacuated. Its state is kept in the"
+        " cluster configuration, so the maintenance daemon of a new master"
+        " carries on after a master failover; rounds start at most every"
+        " maintenance interval (gnt-cluster modify --maintenance-interval)."
+        " Removing the repairready"
         " tag of a node that no longer reports the problem forgets the"
         " incident and brings the node back online. It starts only if most"
         " nodes agree that this node is the master (see --no-voting) and"
         " exits with code 11 on other nodes.",
         usage="%prog [-f] [-d] [-b ADDRESS] [-p PORT] [--max-clients N]"
-        " [--maintenance-interval SECONDS] [--no-voting [--yes-do-it]]",
+        " [--no-voting [--yes-do-it]]",
         version="%%prog (ganeti) %s" % constants.RELEASE_VERSION)
     parser.add_option("--max-clients", dest="max_clients", type="int",
                       default=DEFAULT_MAX_CLIENTS, metavar="N",
                       help="Number of connections served at once"
                       " (default: %default)")
-    parser.add_option("--maintenance-interval", dest="maintenance_interval",
-                      type="float", default=DEFAULT_MAINTENANCE_INTERVAL,
-                      metavar="SECONDS",
-                      help="Minimum time between the starts of two repair"
-                      " rounds (default: %default)")
     parser.add_option("--no-voting", dest="no_voting", action="store_true",
                       default=False,
                       help="Do not check that the nodes agree on this node"

@@ -22,6 +22,7 @@ from ganeti.cmdlib import cluster as cmdlib_cluster
 from ganeti.cmdlib import creation_intents
 from ganeti.jqueue import filters as jqueue_filters
 from ganeti.masterd import replication
+from ganeti.placement import store as placement_store
 from ganeti.rpc import node as rpc_node
 
 
@@ -35,7 +36,8 @@ class GanetiContext:
             cfg.GetNodeList(), list(cfg.GetAllNodeGroupsInfo()),
             cfg.GetInstanceList(), list(cfg.GetAllNetworksInfo()))
         self.rpc = rpc_node.RpcRunner(self._ResolveNodes,
-                                      address_fn=self._ReplicationAddress)
+                                      address_fn=self._ReplicationAddress,
+                                      diskparams_fn=self._DiskParams)
         self.replicator = replication.Replicator(
             cfg, self.rpc, cfg.GetMasterNode(), queue_dir=queue_dir,
             is_drained=lambda: self.jobqueue.IsDrained())
@@ -64,6 +66,14 @@ class GanetiContext:
             raise errors.OpPrereqError("Node '%s' not known" % name,
                                        errors.ECODE_NOENT)
         return node.uuid, node.secondary_ip or node.primary_ip
+
+    def _DiskParams(self, name: str) -> dict[str, dict]:
+        """The disk parameters per template in a node's group."""
+        uuid = self.cfg.ExpandNodeName(name)
+        node = self.cfg.GetNodeInfo(uuid) if uuid else None
+        group = self.cfg.GetNodeGroup(node.group) if node else None
+        return self.cfg.GetClusterInfo().SimpleFillDP(
+            group.diskparams if group else None)
 
     # Node membership (called by the node LUs, which hold the BGL) ---------
     def AddNode(self, node: objects.Node) -> None:
@@ -132,6 +142,7 @@ class LuxiHandler:
             luxi.REQ_QUERY_NETWORKS:
                 functools.partial(self._ClassicQuery, constants.QR_NETWORK),
             luxi.REQ_SET_WATCHER_PAUSE: self._SetWatcherPause,
+            luxi.REQ_SET_MAINTENANCE_STATE: self._SetMaintenanceState,
             luxi.REQ_PICKUP_JOB: self._PickupJob,
             # Filter changes bypass the queue, so they work when it is
             # blocked (design-optables)
@@ -144,6 +155,12 @@ class LuxiHandler:
                                              reason),
             luxi.REQ_DELETE_FILTER: lambda uuid:
                 jqueue_filters.DeleteFilter(context.cfg, self.queue, uuid),
+            # The Placement API's writes bypass the queue too: they are
+            # requests answered at once, checked by compare and set
+            luxi.REQ_QUERY_PLACEMENT_STATE: lambda known_serial:
+                placement_store.ConfigSource(context.cfg).Load(known_serial),
+            luxi.REQ_SET_PLACEMENT_STATE: lambda serial, data:
+                placement_store.ConfigSource(context.cfg).Save(serial, data),
         }
 
     def Dispatch(self, method: str, args: list) -> Any:
@@ -187,6 +204,7 @@ class LuxiHandler:
                 lambda: cfg.GetClusterInfo().modify_ssh_setup,
             "ssh_key_type": lambda: cfg.GetClusterInfo().ssh_key_type,
             "ssh_key_bits": lambda: cfg.GetClusterInfo().ssh_key_bits,
+            "maintenance": lambda: cfg.GetMaintenance().ToDict(),
         }
         return [values[f]() if f in values else None for f in fields]
 
@@ -207,6 +225,23 @@ class LuxiHandler:
                 logging.warning("Could not set the watcher pause on node"
                                 " %s: %s", result.node, result.fail_msg)
         return until
+
+    def _SetMaintenanceState(self, state: Any) -> bool:
+        """Store ganeti-maintd's state in the configuration (replicated
+        with it); like filters, this bypasses the job queue, so maintd's
+        bookkeeping never waits behind the jobs it follows."""
+        if not isinstance(state, dict) or \
+                not set(state) <= set(objects.Maintenance.STATE_FIELDS):
+            raise errors.OpPrereqError(
+                "Maintenance state must be a dictionary with keys among %s"
+                % ", ".join(objects.Maintenance.STATE_FIELDS),
+                errors.ECODE_INVAL)
+        try:
+            self.context.cfg.UpdateMaintenance(state)
+        except errors.ConfigurationError as err:
+            raise errors.OpPrereqError("Invalid maintenance state: %s" % err,
+                                       errors.ECODE_INVAL) from err
+        return True
 
     def _QueryTags(self, kind: str, name: str) -> list:
         op = opcodes.OpTagsGet(kind=kind, name=name or None)

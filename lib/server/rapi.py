@@ -159,7 +159,7 @@ class RemoteApiHandler:
         self._pool = client_pool
         self._mapper = mapper or connector.Mapper()
         self._placement = placement_api or placement.PlacementApi(
-            placement_store.Store(pathutils.PLACEMENT_STATE_FILE))
+            placement_store.Store())
 
     def _Authenticate(self, resource: type[baserlib.AccessControlled],
                       method: str, headers) -> None:

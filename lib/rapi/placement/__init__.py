@@ -170,7 +170,8 @@ class PlacementApi:
             if not resource.IsAvailable(method, version):
                 raise errors.PlacementError(
                     404, "The resource could not be found.")
-            view = store.View(self._store, cluster.Snapshotter(get_client))
+            view = store.View(self._store, cluster.LuxiSource(get_client),
+                              cluster.Snapshotter(get_client))
             handler = resource(items, query, self._ParseBody(method, headers,
                                                              body),
                                version, view)

@@ -1,8 +1,8 @@
-"""The cluster's nodes and instances for the Placement API, read from the
-master daemon through LUXI (as the rest of RAPI reads them) once per
-request that needs the state."""
+"""What the Placement API reads from and writes to the master daemon
+through LUXI: the cluster's nodes and instances (as the rest of RAPI reads
+them) once per request that needs the state, and the API's own state."""
 
-from typing import Callable
+from typing import Any, Callable
 
 from ganeti import constants, errors, luxi, objects
 from ganeti.parameters import families
@@ -38,3 +38,27 @@ def Snapshotter(get_client: Callable[[], luxi.Client]
                 ) -> Callable[[], store.ClusterSnapshot]:
     """A snapshot taker for ``store.View`` using the request's client."""
     return lambda: TakeSnapshot(get_client())
+
+
+class LuxiSource:
+    """The stored state (``store.ConfigSource`` in the master daemon),
+    through the request's client."""
+
+    def __init__(self, get_client: Callable[[], luxi.Client]):
+        self._get_client = get_client
+
+    def Load(self, known_serial: int | None) -> dict | None:
+        return self._Call(lambda c: c.QueryPlacementState(known_serial))
+
+    def Save(self, serial: int, data: dict) -> int:
+        return self._Call(lambda c: c.SetPlacementState(serial, data))
+
+    def _Call(self, fn: Callable[[luxi.Client], Any]) -> Any:
+        try:
+            return fn(self._get_client())
+        except errors.PlacementError:
+            raise
+        except errors.GenericError as err:
+            raise errors.PlacementError(
+                503, "Unable to reach the Placement state in the master"
+                " daemon: %s" % err) from err

@@ -1,0 +1,246 @@
+"""Disk parameters, node group policies, out-of-band management and the
+emergency power-off, through the gnt-* commands on a real two-node
+virtual cluster.
+
+The out-of-band program is a small shell script written by the test,
+speaking Ganeti's OOB protocol (``<program> <command> <node>``, JSON
+answers for power-status and health); it records its calls and keeps
+each node's "power" as a file, so nothing is really powered off.
+"""
+
+import os
+import stat
+import tempfile
+
+import pytest
+
+from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from testutils_instance import (CHECKS, NODE1, NODE2, Config, Fail, Field,
+                                InstanceCluster, RemoveInstances)
+
+pytestmark = pytest.mark.integration
+
+SMALL = ("-B", "maxmem=32,minmem=32")
+
+_OOB_SCRIPT = """#!/bin/sh
+# Ganeti's OOB protocol: $1 the command, $2 the node name
+dir=$(dirname "$0")
+echo "$1 $2" >> "$dir/calls"
+case "$1" in
+  power-status)
+    if [ -e "$dir/off-$2" ]; then echo '{"powered": false}'
+    else echo '{"powered": true}'; fi ;;
+  power-off) touch "$dir/off-$2" ;;
+  power-on) rm -f "$dir/off-$2" ;;
+  power-cycle) echo "not json" ;;
+  health) echo '[["disk0", "OK"], ["fan", "WARNING"]]' ;;
+esac
+"""
+
+
+@pytest.fixture(scope="module")
+def vc():
+    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
+                         nodes=(NODE2, )) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def oob(vc):
+    """NODE2 with the test's OOB program; the program's directory."""
+    path = tempfile.mkdtemp(prefix="oob", dir=vc.base)
+    program = os.path.join(path, "oob-program")
+    with open(program, "w", encoding="ascii") as fobj:
+        fobj.write(_OOB_SCRIPT)
+    os.chmod(program, stat.S_IRWXU)
+    vc.Run("gnt-node", "modify", "--node-parameters",
+           "oob_program=" + program, NODE2)
+    try:
+        yield path
+    finally:
+        vc.Run("gnt-node", "modify", "--node-parameters", "-oob_program",
+               NODE2)
+
+
+def _Calls(path):
+    with open(os.path.join(path, "calls"), encoding="ascii") as fobj:
+        return fobj.read().splitlines()
+
+
+def _Lines(result):
+    return [line.split() for line in result.stdout.splitlines()]
+
+
+def _ClusterDp(vc, template):
+    return Config(vc)["cluster"]["diskparams"][template]
+
+
+def _Group(vc, name):
+    (group, ) = [group for group in Config(vc)["nodegroups"].values()
+                 if group["name"] == name]
+    return group
+
+
+# Disk parameters -------------------------------------------------------------
+
+def test_cluster_disk_parameters(vc):
+    vc.Run("gnt-cluster", "modify", "-D",
+           "drbd:resync-rate=1000,c-max-rate=2000", "-D", "plain:stripes=2")
+    try:
+        drbd = _ClusterDp(vc, "drbd")
+        assert (drbd["resync-rate"], drbd["c-max-rate"]) == (1000, 2000)
+        # The other parameters keep their defaults
+        assert drbd["protocol"] == "C" and drbd["c-min-rate"] == 4096
+        assert _ClusterDp(vc, "plain") == {"stripes": 2}
+        info = vc.Run("gnt-cluster", "info").stdout
+        section = info[info.index("Default disk parameters:"):]
+        assert "  drbd:\n" in section
+        assert "    resync-rate: 1000\n" in section
+        assert "    stripes: 2\n" in section
+        # Typed and checked per template
+        assert "resync-rate" in Fail(vc, "gnt-cluster", "modify", "-D",
+                                     "drbd:resync-rate=fast")
+        assert "Unknown drbd disk parameter 'bogus'" in Fail(
+            vc, "gnt-cluster", "modify", "-D", "drbd:bogus=1")
+        assert "Unknown disk template 'nosuch'" in Fail(
+            vc, "gnt-cluster", "modify", "-D", "nosuch:stripes=1")
+        assert "protocol" in Fail(vc, "gnt-cluster", "modify", "-D",
+                                  "drbd:protocol=D")
+        assert _ClusterDp(vc, "drbd")["resync-rate"] == 1000
+    finally:
+        vc.Run("gnt-cluster", "modify", "-D",
+               "drbd:resync-rate=default,c-max-rate=default",
+               "-D", "plain:stripes=default")
+    assert _ClusterDp(vc, "drbd")["resync-rate"] == 61440
+    assert _ClusterDp(vc, "plain") == {"stripes": 1}
+
+
+def test_group_disk_parameters(vc):
+    vc.Run("gnt-group", "add", "-D", "drbd:resync-rate=700", "dpg")
+    try:
+        assert _Group(vc, "dpg")["diskparams"] == {
+            "drbd": {"resync-rate": 700}}
+        vc.Run("gnt-group", "modify", "-D", "drbd:protocol=B", "dpg")
+        assert _Group(vc, "dpg")["diskparams"] == {
+            "drbd": {"resync-rate": 700, "protocol": "B"}}
+        info = vc.Run("gnt-group", "info", "dpg").stdout
+        assert "resync-rate: 700" in info
+        assert "c-max-rate: default (61440)" in info
+        assert "Unknown drbd disk parameter" in Fail(
+            vc, "gnt-group", "modify", "-D", "drbd:nosuch=1", "dpg")
+    finally:
+        vc.Run("gnt-group", "remove", "dpg")
+
+
+# Node group instance policy --------------------------------------------------
+
+def test_group_ipolicy_options(vc):
+    bounds = ("min:memory-size=64,cpu-count=1,disk-count=1,disk-size=512,"
+              "nic-count=1,spindle-use=1/max:memory-size=4096,cpu-count=4,"
+              "disk-count=4,disk-size=8192,nic-count=4,spindle-use=4")
+    vc.Run("gnt-group", "add", "--ipolicy-vcpu-ratio", "2.5",
+           "--ipolicy-disk-templates", "file,diskless",
+           "--ipolicy-bounds-specs", bounds, "ipg")
+    try:
+        policy = _Group(vc, "ipg")["ipolicy"]
+        assert policy["vcpu-ratio"] == 2.5
+        assert policy["disk-templates"] == ["file", "diskless"]
+        assert policy["minmax"][0]["max"]["memory-size"] == 4096
+        vc.Run("gnt-group", "modify", "--ipolicy-spindle-ratio", "8",
+               "--ipolicy-bounds-specs", "default", "ipg")
+        policy = _Group(vc, "ipg")["ipolicy"]
+        assert policy["spindle-ratio"] == 8.0 and "minmax" not in policy
+        info = vc.Run("gnt-group", "info", "ipg").stdout
+        assert "spindle-ratio: 8.0" in info
+        assert "vcpu-ratio: 2.5" in info
+        # Groups have no standard specs, as in Ganeti
+        assert "no such option: --ipolicy-std-specs" in Fail(
+            vc, "gnt-group", "modify", "--ipolicy-std-specs",
+            "cpu-count=2", "ipg")
+        assert "Invalid instance policy" in Fail(
+            vc, "gnt-group", "modify", "--ipolicy-disk-templates", "nosuch",
+            "ipg")
+    finally:
+        vc.Run("gnt-group", "remove", "ipg")
+
+
+# Out-of-band management ------------------------------------------------------
+
+def test_power_and_health_without_oob(vc):
+    result = vc.Run("gnt-node", "power", "status", NODE2, check=False)
+    assert result.returncode == 1
+    assert _Lines(result) == [["Node", "Status"], [NODE2, "(unavail)"]]
+    assert "Operating on the master node %s is not allowed for power-off;" \
+        " it does not support out-of-band operations" % NODE1 in Fail(
+            vc, "gnt-node", "power", "off", "-f", "--ignore-status", NODE1)
+    assert "power subcommand up not supported." in Fail(
+        vc, "gnt-node", "power", "up", NODE2)
+
+
+def test_power_status_and_health(vc, oob):
+    result = vc.Run("gnt-node", "power", "status", NODE2)
+    assert _Lines(result) == [["Node", "Status"], [NODE2, "powered"]]
+    assert _Calls(oob) == ["power-status " + NODE2]
+    result = vc.Run("gnt-node", "health", "--no-headers", NODE2)
+    # The job log warns of the unhealthy item, then the table
+    assert "WARNING: Item 'fan' on node '%s' has status 'WARNING'" % NODE2 \
+        in result.stdout
+    assert _Lines(result)[-2:] == [[NODE2, "disk0=OK"], ["fan=WARNING"]]
+    # The program's answer must follow the protocol
+    result = vc.Run("gnt-node", "power", "cycle", "-f", NODE2, check=False)
+    assert result.returncode == 1
+    assert _Lines(result)[-1] == [NODE2, "(nodata)"]
+    assert "invalid JSON" in result.stdout + result.stderr
+
+
+def test_power_off_and_on(vc, oob):
+    # Asked first; without a terminal the answer is no
+    Fail(vc, "gnt-node", "power", "off", NODE2)
+    assert not os.path.exists(os.path.join(oob, "calls"))
+    try:
+        result = vc.Run("gnt-node", "power", "off", "-f", NODE2)
+        assert _Lines(result)[-1] == [NODE2, "invoked"]
+        row = vc.Run("gnt-node", "list", "--no-headers", "--separator=|",
+                     "-o", "offline,powered", NODE2).stdout.strip()
+        assert row == "Y|N"
+        result = vc.Run("gnt-node", "power", "status", NODE2)
+        assert _Lines(result)[-1] == [NODE2, "unpowered"]
+        # An offline node powered off cannot be put online
+        assert "needs to be turned on" in Fail(vc, "gnt-node", "modify",
+                                               "-O", "no", NODE2)
+        result = vc.Run("gnt-node", "power", "on", NODE2)
+        assert _Lines(result)[-1] == [NODE2, "invoked"]
+        assert _Calls(oob) == ["power-off " + NODE2, "power-status " + NODE2,
+                               "power-on " + NODE2]
+    finally:
+        vc.Run("gnt-node", "modify", "-O", "no", NODE2)
+    row = vc.Run("gnt-node", "list", "--no-headers", "--separator=|",
+                 "-o", "offline,powered", NODE2).stdout.strip()
+    assert row == "N|Y"
+
+
+# Emergency power-off ---------------------------------------------------------
+
+def test_epo_off_and_on(vc, oob):
+    assert "Only one of --groups or --all are allowed" in Fail(
+        vc, "gnt-cluster", "epo", "--groups", "--all")
+    assert "%s is the master node" % NODE1 in Fail(vc, "gnt-cluster", "epo",
+                                                   "-f")
+    vc.Run("gnt-instance", "add", "-t", "diskless", "--no-install",
+           "-n", NODE2, *SMALL, *CHECKS, "epo1")
+    try:
+        assert Field(vc, "epo1", "admin_state,oper_state") == "up|Y"
+        result = vc.Run("gnt-cluster", "epo", "-f", NODE2)
+        assert "Submit shutdown of instance epo1" in result.stdout
+        # Stopped without remembering it: --on starts it again
+        assert Field(vc, "epo1", "admin_state,oper_state") == "up|N"
+        assert _Calls(oob) == ["power-off " + NODE2]
+        assert vc.Run("gnt-node", "list", "--no-headers", "-o", "powered",
+                      NODE2).stdout.strip() == "N"
+        result = vc.Run("gnt-cluster", "epo", "-f", "--on", NODE2)
+        assert "Node %s became available" % NODE2 in result.stdout
+        assert "Submit startup of instance epo1" in result.stdout
+        assert _Calls(oob) == ["power-off " + NODE2, "power-on " + NODE2]
+        assert Field(vc, "epo1", "admin_state,oper_state") == "up|Y"
+    finally:
+        RemoveInstances(vc, "epo1")
