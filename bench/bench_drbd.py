@@ -6,7 +6,8 @@ test/test_storage_drbd.py with real qemu-storage-daemon processes):
 
 * sequential writes (64 MiB in 1 MiB writes, one fsync at the end) and
   random 4 KiB writes through the primary's device and into a plain file
-  of the same size, the throughput of each and the ratio (target: the
+  of the same size, in ``--rounds`` alternating rounds: the median
+  throughput of each and the median of the rounds' ratios (target: the
   mirror at least 50% of the file's sequential throughput). Random
   writes use O_DIRECT where the device takes it, else an fsync every
   ``--sync-every`` writes; the output says which;
@@ -19,7 +20,7 @@ test/test_storage_drbd.py with real qemu-storage-daemon processes):
   --ignore-consistency`` until it runs on the former secondary.
 
 Usage: bench/bench_drbd.py [--seq-mib 64] [--random-writes 2000]
-                           [--sync-every 64] [--resync-mib 1024]
+                           [--sync-every 64] [--rounds 5] [--resync-mib 1024]
                            [--failover] [--seed 1]
 """
 
@@ -33,6 +34,7 @@ import signal
 import sys
 import tempfile
 import time
+from statistics import median
 
 import pytest
 
@@ -128,6 +130,9 @@ def _Stop(pair: Pair) -> None:
 
 
 def Throughput(base: str, args: argparse.Namespace) -> None:
+    """Rounds of the file disk then the mirror, back to back: the load of
+    a shared machine changes from second to second, so each round's ratio
+    compares like with like; the medians are printed."""
     size = max(args.seq_mib, 64)
     plain = os.path.join(base, "plain.img")
     with open(plain, "wb") as fobj:
@@ -135,17 +140,27 @@ def Throughput(base: str, args: argparse.Namespace) -> None:
     pair = _NewPair(base, size)
     try:
         device = pair.Dev("pnode").device
-        results = {}
-        for name, path in (("file", plain), ("drbd", device)):
-            seq = SequentialWrite(path, args.seq_mib)
-            rnd, mode = RandomWrite(path, args.random_writes,
-                                    args.sync_every, size, args.seed)
-            results[name] = (seq, rnd)
+        rounds: list[dict[str, tuple[float, float]]] = []
+        modes = {}
+        for _ in range(args.rounds):
+            results = {}
+            for name, path in (("file", plain), ("drbd", device)):
+                seq = SequentialWrite(path, args.seq_mib)
+                rnd, modes[name] = RandomWrite(
+                    path, args.random_writes, args.sync_every, size,
+                    args.seed)
+                results[name] = (seq, rnd)
+            rounds.append(results)
+        for name in ("file", "drbd"):
             print("%-4s sequential %7.1f MiB/s, random 4 KiB %7.0f"
-                  " writes/s (%s)" % (name, seq, rnd, mode))
-        print("drbd/file: sequential %.0f%%, random %.0f%%" % (
-            100 * results["drbd"][0] / results["file"][0],
-            100 * results["drbd"][1] / results["file"][1]))
+                  " writes/s (%s; medians of %d rounds)" % (
+                      name, median(r[name][0] for r in rounds),
+                      median(r[name][1] for r in rounds), modes[name],
+                      len(rounds)))
+        print("drbd/file (median of the rounds' ratios): sequential %.0f%%,"
+              " random %.0f%%" % tuple(
+                  100 * median(r["drbd"][i] / r["file"][i] for r in rounds)
+                  for i in (0, 1)))
     finally:
         _Stop(pair)
 
@@ -214,6 +229,8 @@ def main() -> None:
     parser.add_argument("--seq-mib", type=int, default=64)
     parser.add_argument("--random-writes", type=int, default=2000)
     parser.add_argument("--sync-every", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="file/drbd throughput rounds (medians)")
     parser.add_argument("--resync-mib", type=int, default=1024)
     parser.add_argument("--failover", action="store_true",
                         help="also time a failover on a virtual cluster")

@@ -32,6 +32,7 @@ from ganeti import (constants, errors, hypervisor, impexp, netutils,
                     objects, pathutils, serializer, ssconf, vcluster)
 from ganeti.hypervisor import hv_base
 from ganeti.impexp import node as impexp_node
+from ganeti.monitoring import diagnose
 from ganeti import storage
 from ganeti.storage import filestorage
 from ganeti.utils import io, process
@@ -362,7 +363,8 @@ def master_info() -> dict[str, Any]:
 
 
 def node_stop_master() -> None:
-    """Stop the master daemons, RAPI then masterd (either may be stopped)."""
+    """Stop the master daemons, in reverse start order (any may be
+    stopped already)."""
     for name in constants.MASTER_DAEMONS[::-1]:
         result = process.RunCmd([pathutils.DAEMON_UTIL, "stop", name])
         if result.failed:
@@ -683,6 +685,15 @@ def run_command(command: str) -> list:
     if result.signal is not None:
         return [128 + result.signal, result.output]
     return [result.exit_code, result.output]
+
+
+def repair_command(command: str, input_data: str | None) -> str:
+    """Run a white-listed live-repair command with ``input_data`` on its
+    standard input (design-maintd); its output."""
+    try:
+        return diagnose.RunRepairCommand(command, input_data)
+    except errors.CommandError as err:
+        _Fail("%s", err)
 
 
 def run_oob(oob_program: str, command: str, remote_node: str,

@@ -7,6 +7,7 @@ import time
 from ganeti import (backend, config, constants, errors, netutils, objects,
                     pathutils, serializer, ssconf, utils, vcluster)
 from ganeti.parameters.base import ForceParamDict
+from ganeti.parameters.families import UpdatedDiskParams
 from ganeti.parameters.hypervisors import UpdatedHvParams
 from ganeti.rpc import client as rpc_client
 from ganeti.rpc import node as rpc_node
@@ -47,6 +48,7 @@ def InitCluster(cluster_name: str, master_netdev: str,
                 shared_file_storage_dir: str | None = None,
                 hvparams: dict | None = None, beparams: dict | None = None,
                 nicparams: dict | None = None, ndparams: dict | None = None,
+                diskparams: dict | None = None,
                 candidate_pool_size: int | None = None,
                 mac_prefix: str | None = None,
                 max_running_jobs: int | None = None,
@@ -99,6 +101,8 @@ def InitCluster(cluster_name: str, master_netdev: str,
             ("beparams", beparams, objects.BE_PARAMETERS),
             ("nicparams", nicparams, objects.NIC_PARAMETERS),
             ("ndparams", ndparams, objects.ND_PARAMETERS))]
+    # Per-template overrides; the configuration's upgrade completes them
+    diskparams = UpdatedDiskParams({}, diskparams or {})
     # The configuration holds paths as every node sees them (virtual
     # paths on a virtual cluster, see vcluster)
     file_storage_dir = rpc_node.EncodeVirtualPath(
@@ -115,7 +119,7 @@ def InitCluster(cluster_name: str, master_netdev: str,
         _InitFiles(cluster_name, master_ip, master_netdev, master_netmask,
                    hostname, secondary_ip, hypervisors, templates,
                    file_storage_dir, shared_file_storage_dir, hvparams,
-                   beparams, nicparams, ndparams, ipolicy,
+                   beparams, nicparams, ndparams, diskparams, ipolicy,
                    candidate_pool_size, mac_prefix, max_running_jobs)
     except BaseException:
         logging.error("Cluster init failed, removing what it wrote")
@@ -153,7 +157,8 @@ def _InitFiles(cluster_name: str, master_ip: str, master_netdev: str,
                templates: list[str], file_storage_dir: str,
                shared_file_storage_dir: str, hvparams: dict,
                beparams: dict, nicparams: dict, ndparams: dict,
-               ipolicy: dict | None, candidate_pool_size: int | None,
+               diskparams: dict, ipolicy: dict | None,
+               candidate_pool_size: int | None,
                mac_prefix: str | None,
                max_running_jobs: int | None) -> None:
     """Write the cluster's files and start its daemons (checks done)."""
@@ -174,7 +179,8 @@ def _InitFiles(cluster_name: str, master_ip: str, master_netdev: str,
         master_netmask=master_netmask or constants.DEFAULT_MASTER_NETMASK,
         enabled_hypervisors=hypervisors,
         enabled_disk_templates=templates, file_storage_dir=file_storage_dir,
-        shared_file_storage_dir=shared_file_storage_dir)
+        shared_file_storage_dir=shared_file_storage_dir,
+        diskparams=diskparams)
     cluster.UpgradeConfig()
     cluster.hvparams.update(hvparams)
     if ipolicy:
@@ -450,6 +456,12 @@ def MasterFailover(no_voting: bool = False,
     args = ["--no-voting", "--yes-do-it"] if no_voting else []
     RunDaemonUtil("start", constants.MASTERD, *args)
     RunDaemonUtil("start", constants.RAPI)
+    # The master works without maintd (the watcher starts it later): an
+    # old master that is gone may still hold its port on the master IP
+    try:
+        RunDaemonUtil("start", constants.MAINTD, *args)
+    except errors.OpExecError as err:
+        feedback_fn("Warning: %s" % err)
 
 
 def CheckTakeover(cfg: config.ConfigWriter, my_name: str) -> None:

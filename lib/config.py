@@ -1409,6 +1409,25 @@ class ConfigWriter:
 
         self._Modify(prepare, feedback_fn)
 
+    def CancelMaintenanceIncident(self, incident_id: str,
+                                  feedback_fn: FeedbackFn = None) -> None:
+        """Note that the admin canceled one of maintd's incidents; the
+        canceled ids of incidents maintd already forgot are dropped."""
+
+        def prepare(snap: _Snapshot, now: float) -> tuple[dict, Any]:
+            new = snap.data.maintenance.Copy()
+            known = [inc.get("id") for inc in new.incidents]
+            if incident_id not in known:
+                raise errors.ConfigurationError("Unknown incident %s" %
+                                                incident_id)
+            new.canceled = [inc_id for inc_id in known
+                            if inc_id in new.canceled or
+                            inc_id == incident_id]
+            _Stamp(new, now, new=False)
+            return {}, new
+
+        self._Modify(prepare, feedback_fn)
+
     def _Modify(self, prepare: Callable[[_Snapshot, float], tuple[dict, Any]],
                 feedback_fn: FeedbackFn) -> None:
         """Run one write: prepare changes, validate, write, publish, hooks.

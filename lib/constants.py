@@ -36,10 +36,11 @@ RAPI = "ganeti-rapi"
 MAINTD = "ganeti-maintd"
 MOND = "ganeti-mond"
 DAEMONS = frozenset([MASTERD, NODED, RAPI, MAINTD, MOND])
-# What the master runs, started by init and master-failover, in start order
-MASTER_DAEMONS = (MASTERD, RAPI)
-# What refuses to run elsewhere (maintd is started by daemon-util only)
-MASTER_ONLY_DAEMONS = frozenset(MASTER_DAEMONS + (MAINTD, ))
+# What the master runs, started by init and master-failover (stopped on
+# the old master), in start order: rapi and maintd talk to masterd
+MASTER_DAEMONS = (MASTERD, RAPI, MAINTD)
+# What refuses to run elsewhere
+MASTER_ONLY_DAEMONS = frozenset(MASTER_DAEMONS)
 
 DEFAULT_NODED_PORT = 1811
 DEFAULT_MOND_PORT = 1815
@@ -366,10 +367,11 @@ DATA_COLLECTOR_INST_STATUS_KVM = "inst-status-kvm"
 DATA_COLLECTOR_INST_STATUS_FAKE = "inst-status-fake"
 DATA_COLLECTOR_NODE_LOAD = "node-load"
 DATA_COLLECTOR_DIAGNOSE = "diagnose"
+DATA_COLLECTOR_DRBD = "drbd"
 DATA_COLLECTOR_NAMES = frozenset([
     DATA_COLLECTOR_CPU_LOAD, DATA_COLLECTOR_DISK_STATS,
     DATA_COLLECTOR_INST_STATUS_KVM, DATA_COLLECTOR_INST_STATUS_FAKE,
-    DATA_COLLECTOR_NODE_LOAD, DATA_COLLECTOR_DIAGNOSE])
+    DATA_COLLECTOR_NODE_LOAD, DATA_COLLECTOR_DIAGNOSE, DATA_COLLECTOR_DRBD])
 # Keys of a collector's entry in the cluster's data_collectors
 DATA_COLLECTOR_STATE_ACTIVE = "active"
 DATA_COLLECTOR_PARAMETER_INTERVAL = "interval"
@@ -387,6 +389,9 @@ DIAGNOSE_EVACUATE = "evacuate"
 DIAGNOSE_EVACUATE_FAILOVER = "evacuate-failover"
 DIAGNOSE_STATUSES = frozenset([DIAGNOSE_OK, DIAGNOSE_LIVE_REPAIR,
                                DIAGNOSE_EVACUATE, DIAGNOSE_EVACUATE_FAILOVER])
+# The longest a live-repair command may run on its node, seconds (the
+# repair_command RPC waits a little longer)
+REPAIR_COMMAND_TIMEOUT = 30 * 60
 
 # RPC -------------------------------------------------------------------------
 RPC_CONNECT_TIMEOUT = 5
@@ -603,8 +608,16 @@ VALID_STORAGE_FIELDS = frozenset([SF_NAME, SF_SIZE, SF_USED, SF_FREE,
 ST_DISKLESS = "diskless"
 ST_LVM_VG = "lvm-vg"
 ST_LVM_PV = "lvm-pv"
+ST_GLUSTER = "gluster"
+ST_RADOS = "rados"
 STORAGE_TYPES = frozenset([ST_FILE, ST_SHARED_FILE, ST_BLOCK, ST_EXT,
-                           ST_DISKLESS, ST_LVM_VG, ST_LVM_PV])
+                           ST_DISKLESS, ST_LVM_VG, ST_LVM_PV, ST_GLUSTER,
+                           ST_RADOS])
+# What gnt-node modify-storage may change and repair-storage may do, per
+# storage type (Ganeti's: only LVM, which these nodes do not have)
+MODIFIABLE_STORAGE_FIELDS = {ST_LVM_PV: frozenset([SF_ALLOCATABLE])}
+SO_FIX_CONSISTENCY = "fix-consistency"
+VALID_STORAGE_OPERATIONS = {ST_LVM_VG: frozenset([SO_FIX_CONSISTENCY])}
 # Storage types whose units gnt-node list-storage reports
 STS_REPORT_NODE_STORAGE = frozenset([ST_FILE, ST_SHARED_FILE])
 MAP_DISK_TEMPLATE_STORAGE_TYPE = {

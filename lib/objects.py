@@ -856,6 +856,10 @@ class Cluster(TaggableObject):
     diagnose_data_collector_filename: str
     # The named aggregates: UUID -> {"name", "metadata"} (unset when none)
     aggregates: dict[str, dict[str, Any]] | None
+    # The deployer flow of Placement's forbidden aggregates ("": off), see
+    # placement.cluster.ReservationMemberOf
+    placement_required_prefix: str
+    placement_default_forbidden_prefix: str
     ctime: float
     mtime: float
     uuid: str
@@ -920,6 +924,8 @@ class Cluster(TaggableObject):
         "data_collectors": _TDictOfDicts,
         "diagnose_data_collector_filename": ht.TString,
         "aggregates": ht.TDictOf(ht.TNonEmptyString, _TAggregate),
+        "placement_required_prefix": ht.TString,
+        "placement_default_forbidden_prefix": ht.TString,
     })
     _FIELD_DEFAULTS = {
         "rsahostkeypub": "",
@@ -967,6 +973,8 @@ class Cluster(TaggableObject):
         "enabled_user_shutdown": False,
         "data_collectors": {},
         "diagnose_data_collector_filename": "",
+        "placement_required_prefix": "",
+        "placement_default_forbidden_prefix": "",
     }
     _REQUIRED = frozenset(["cluster_name", "master_node", "master_ip",
                            "enabled_hypervisors", "enabled_disk_templates"])
@@ -1188,11 +1196,12 @@ class Maintenance(ConfigObject):
     It lives in the configuration, as design-maintd asks, so that it is
     replicated with it and a maintd on a new master carries on after a
     failover. The settings (``roundDelay``, ``balance``,
-    ``balanceThreshold``) are changed by OpClusterSetParams; the rest is
-    maintd's state, written through the master daemon: the incidents
-    (dicts as ``/1/status`` reports them, plus maintd's own keys), the
-    jobs of the current round, the evacuated nodes, the current round and
-    the last ones.
+    ``balanceThreshold``) are changed by OpClusterSetParams, ``canceled``
+    (the incidents the admin canceled, which maintd never writes) by
+    OpClusterRepairCancel; the rest is maintd's state, written through
+    the master daemon: the incidents (dicts as ``/1/status`` reports
+    them, plus maintd's own keys), the jobs of the current round, the
+    evacuated nodes, the current round and the last ones.
     """
 
     roundDelay: int
@@ -1204,6 +1213,7 @@ class Maintenance(ConfigObject):
     round: dict[str, Any] | None
     lastRounds: list[dict[str, Any]]
     lastRoundStart: float
+    canceled: list[str]
     serial_no: int
     ctime: float
     mtime: float
@@ -1217,6 +1227,7 @@ class Maintenance(ConfigObject):
         "round": ht.TMaybe(ht.TDict),
         "lastRounds": ht.TListOf(ht.TDict),
         "lastRoundStart": ht.TNonNegativeNumber,
+        "canceled": ht.TListOf(ht.TString),
         "serial_no": _TSerial, "ctime": _TTimestamp, "mtime": _TTimestamp,
     }
     _FIELD_DEFAULTS = {
@@ -1224,7 +1235,7 @@ class Maintenance(ConfigObject):
         "balance": False,
         "balanceThreshold": constants.MAINTD_DEFAULT_BALANCE_THRESHOLD,
         "jobs": [], "evacuated": [], "incidents": [], "lastRounds": [],
-        "lastRoundStart": 0.0, "serial_no": 1,
+        "lastRoundStart": 0.0, "canceled": [], "serial_no": 1,
     }
 
     # The fields maintd writes (the others are cluster parameters)

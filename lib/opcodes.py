@@ -44,6 +44,18 @@ class OpClusterRedistConf(OpCode):
     OP_RESULT = ht.TNone
 
 
+class OpClusterRepairCancel(OpCode):
+    """Cancel a repair incident of ganeti-maintd: it takes no action for
+    it any more and forgets it once the node no longer reports it."""
+    OP_DSC_FIELD = "incident_id"
+    OP_PARAMS = [
+        ("incident_id", ht.NoDefault, ht.TNonEmptyString,
+         "Identifier of the incident (as ganeti-maintd's /1/status lists"
+         " it)"),
+    ]
+    OP_RESULT = ht.TNone
+
+
 class OpClusterSetParams(OpCode):
     """Change cluster-wide parameters."""
     OP_PARAMS = [
@@ -121,6 +133,14 @@ class OpClusterSetParams(OpCode):
         ("compression_tools", None, ht.TMaybeListOf(ht.TNonEmptyString),
          "Compression tools allowed for instance moves, exports and imports"
          " (must include gzip)"),
+        ("placement_required_prefix", None, ht.TMaybe(ht.TString),
+         "Aggregate metadata prefix (e.g. reservation:): an instance tag"
+         " starting with it requires an aggregate with that metadata key"
+         " (\"\": off)"),
+        ("placement_default_forbidden_prefix", None, ht.TMaybe(ht.TString),
+         "Aggregate metadata prefix (e.g. reservation:): aggregates with a"
+         " metadata key starting with it are forbidden to instances with"
+         " no tag starting with it (\"\": off)"),
         _PUnsupported("vg_name", None, ht.TMaybe(ht.TString),
                       "Volume group of LVM-based disks", inactive=("", )),
         _PUnsupported("reserved_lvs", None,
@@ -529,6 +549,22 @@ class OpOobCommand(OpCode):
          "Delay between powering on successive nodes (seconds)"),
     ]
     OP_RESULT = ht.TListOf(ht.TListOf(ht.TTupleOf(ht.TInt, ht.TAny)))
+
+
+class OpRepairCommand(OpCode):
+    """Run a node's white-listed repair command (ganeti-maintd's
+    live-repair) with an input on its standard input."""
+    OP_DSC_FIELD = "node_name"
+    OP_PARAMS = [
+        ("node_name", ht.NoDefault, ht.TNonEmptyString,
+         "Node to run the command on"),
+        ("command", ht.NoDefault, ht.TNonEmptyString,
+         "Command name (a file in the node's node-repair-commands"
+         " directory; no parameters)"),
+        ("input", None, ht.TMaybe(ht.TString),
+         "Input to be redirected to the standard input of the command"),
+    ]
+    OP_RESULT = ht.TString
 
 
 class OpRestrictedCommand(OpCode):

@@ -86,6 +86,8 @@ COPYFILE_PATHS_FILE = CONF_DIR + "/copyfile-paths"
 HOOKS_BASE_DIR = CONF_DIR + "/hooks"
 # The commands the self-diagnose data collector may run (white-list)
 NODE_DIAGNOSE_COMMANDS_DIR = CONF_DIR + "/node-diagnose-commands"
+# The repair commands of live-repair incidents noded may run (white-list)
+NODE_REPAIR_COMMANDS_DIR = CONF_DIR + "/node-repair-commands"
 # Executables the watcher runs on every run (run-parts rules)
 WATCHER_HOOKS_DIR = HOOKS_BASE_DIR + "/watcher"
 DEFAULT_FILE_STORAGE_DIR = _P("/srv/ganeti/file-storage")

@@ -173,6 +173,11 @@ CALLS: tuple[RpcCall, ...] = (
             CALL_MULTI,
             "Run a shell command on the node (gnt-cluster command); returns"
             " [exit code, output]"),
+    RpcCall("repair_command", (_A("command"), _A("input_data")),
+            constants.RPC_TMO_SLOW, CALL_SINGLE,
+            "Run a white-listed live-repair command of the node (in"
+            " node-repair-commands) with input_data on its standard input;"
+            " returns its output"),
     RpcCall("run_oob",
             (_A("oob_program"), _A("command"), _A("remote_node"),
              _A("timeout")),

@@ -13,6 +13,8 @@ module-level marker (``pytestmark``), registered below:
 * ``small_tmpfs``: mounts small tmpfs file systems (full-disk tests).
 * ``placement_cfg``: a one-node configuration (a ConfigWriter) for the
   Placement state.
+* ``headless_browser``: Chromium without a display, loading real pages
+  (skips the test where it is not installed).
 """
 
 import errno
@@ -277,3 +279,37 @@ def mond_cluster():
         yield cluster
     finally:
         cluster.Cleanup()
+
+
+class HeadlessBrowser:
+    """Chromium in headless mode, one process per page load, with a
+    profile of its own (root needs --no-sandbox)."""
+
+    def __init__(self, program: str, profile: str):
+        self._cmd = [program, "--headless", "--no-sandbox", "--disable-gpu",
+                     "--no-first-run", "--user-data-dir=%s" % profile,
+                     "--window-size=1280,1024"]
+
+    def _Run(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(self._cmd + list(args), capture_output=True,
+                              text=True, timeout=120, check=True)
+
+    def DumpDom(self, url: str) -> str:
+        """The DOM of the loaded page, serialized."""
+        return self._Run("--dump-dom", url).stdout
+
+    def Screenshot(self, url: str, path: str) -> None:
+        """A PNG of the loaded page."""
+        self._Run("--screenshot=%s" % path, url)
+
+
+@pytest.fixture
+def headless_browser(tmp_path):
+    """A HeadlessBrowser; tools/run-tests installs chromium where apt can
+    run."""
+    program = shutil.which("chromium")
+    if program is None:
+        pytest.skip("chromium is not installed (package chromium)")
+    profile = tmp_path / "chromium-profile"
+    profile.mkdir()
+    return HeadlessBrowser(program, str(profile))

@@ -10,6 +10,7 @@ of its output, and the effect through our own tools.
 
 import os
 import re
+import tempfile
 
 import pytest
 
@@ -19,7 +20,7 @@ from testutils_cluster import SMALL_IPOLICY_BOUNDS
 from testutils_ganeti3 import FieldDefinitions, Ganeti3
 from testutils_instance import (CHECKS, FILE_VDIR, NODE1, NODE2, Config,
                                 FakeState, Field, InstanceCluster,
-                                PrimaryNode)
+                                PrimaryNode, WriteOobProgram)
 
 pytestmark = pytest.mark.integration
 
@@ -79,6 +80,12 @@ _QUERIES = [
      r"Master node: node1\.example\.test\n(.*\n)*"
      r"  enabled disk templates: file, sharedfile, diskless\n"),
     (("gnt-job", "list"), r"success +INSTANCE_CREATE\(g3shared\)"),
+    (("gnt-node", "list-storage"),
+     r"Node +Type Name +Size +Used +Free +Allocatable\n"
+     r"node1\.example\.test file /srv/ganeti/file-storage +[\d.]+[MGT]"
+     r" +[\d.]+[MGT] +[\d.]+[MGT] Y\n"),
+    (("gnt-node", "list-storage", "-t", "sharedfile", NODE2),
+     r"node2\.example\.test sharedfile /srv/ganeti/shared-file-storage "),
 ]
 
 
@@ -215,12 +222,14 @@ def test_field_definitions_as_ganeti(ganeti3_tree):
 
 # Lines that differ by installation (search paths), or that Ganeti 3.0
 # does not have (its data collectors are all built in, and it has no
-# maintenance daemon)
+# maintenance daemon and no Placement)
 _INSTALLATION_LINES = ("  OS search path: ",
                        "  ExtStorage Providers search path: ",
                        "Diagnose data collector filename: ",
                        "Maintenance daemon:", "  maintenance interval: ",
-                       "  auto balancing: ", "  auto balancing threshold: ")
+                       "  auto balancing: ", "  auto balancing threshold: ",
+                       "Placement:", "  required aggregate metadata prefix: ",
+                       "  default forbidden aggregate metadata prefix: ")
 # (command, a fragment of our output, exactly)
 _SAME_OUTPUT = [
     (("gnt-cluster", "info"),
@@ -269,6 +278,10 @@ _SAME_OUTPUT = [
      " node parameter\n"),
     (("gnt-instance", "list", "-o", "name,be/memory,be/vcpus", SHARED_INST),
      "Instance ConfigMaxMem ConfigVCPUs\ng3shared          64M           1"),
+    (("gnt-node", "list-storage", "-t", "sharedfile", "--separator=|",
+      "-o", "node,type,name,allocatable"),
+     "Node|Type|Name|Allocatable\n"
+     "node1.example.test|sharedfile|/srv/ganeti/shared-file-storage|Y\n"),
 ]
 
 
@@ -320,3 +333,157 @@ def test_output_as_ganeti(vc, args, fragment):
     theirs = vc.ganeti3.Run(*args).stdout
     assert _Tree(_Lines(ours)) == _Tree(_Lines(theirs))
     assert _WithoutPolicies(_Lines(ours)) == _WithoutPolicies(_Lines(theirs))
+
+
+# Commands added for Ganeti's clients -----------------------------------------
+
+def _Both(cluster, *args: str) -> tuple[int, str]:
+    """Run a command with our client and with Ganeti 3.0's; both must exit
+    with the same code and print the same lines (trailing blanks aside:
+    Ganeti pads a table's last column). The code and our output."""
+    ours = cluster.Run(*args, check=False)
+    theirs = cluster.ganeti3.Run(*args, check=False)
+    assert ours.returncode == theirs.returncode, (args, ours, theirs)
+    for what in ("stdout", "stderr"):
+        # Log lines start with a time stamp that may differ
+        lines = [re.sub(r"^\w{3} \w{3} +\d+ [\d:]+ \d{4} ", "", line)
+                 for line in _Lines(getattr(ours, what))]
+        assert lines == [re.sub(r"^\w{3} \w{3} +\d+ [\d:]+ \d{4} ", "",
+                                line)
+                         for line in _Lines(getattr(theirs, what))], args
+    return ours.returncode, ours.stdout + ours.stderr
+
+
+def test_node_power_and_health(vc):
+    """Through an OOB program on NODE2 (NODE1 has none: "(unavail)", and
+    the exit code says that not all nodes answered)."""
+    program = WriteOobProgram(tempfile.mkdtemp(prefix="oob", dir=vc.base))
+    vc.Run("gnt-node", "modify", "--node-parameters",
+           "oob_program=" + program, NODE2)
+    try:
+        code, out = _Both(vc, "gnt-node", "power", "status")
+        assert code == 1
+        assert re.search(r"node1\.example\.test \(unavail\)\n"
+                         r"node2\.example\.test powered\n", out)
+        code, out = _Both(vc, "gnt-node", "power", "status", NODE2)
+        assert code == 0
+        assert out == "Node               Status\nnode2.example.test powered\n"
+        code, out = _Both(vc, "gnt-node", "health", NODE2)
+        assert code == 0
+        assert "Item 'fan' on node 'node2.example.test' has status" \
+            " 'WARNING'" in out
+        assert "node2.example.test disk0=OK\n                   fan=WARNING" \
+            in out
+    finally:
+        vc.Run("gnt-node", "modify", "--node-parameters", "-oob_program",
+               NODE2)
+
+
+def test_cluster_modify_disk_parameters(vc):
+    _Ganeti3(vc, "gnt-cluster", "modify", "-D",
+             "drbd:resync-rate=1000,c-max-rate=2000", "-D", "plain:stripes=2")
+    try:
+        drbd = Config(vc)["cluster"]["diskparams"]["drbd"]
+        assert (drbd["resync-rate"], drbd["c-max-rate"],
+                drbd["protocol"]) == (1000, 2000, "C")
+        assert "  plain: \n    stripes: 2\n" in \
+            _Ganeti3(vc, "gnt-cluster", "info")
+    finally:
+        # Ganeti's client takes no "default" for an integer
+        vc.Run("gnt-cluster", "modify", "-D",
+               "drbd:resync-rate=default,c-max-rate=default",
+               "-D", "plain:stripes=default")
+
+
+def test_group_modify_vcpu_ratio(vc):
+    out = _Ganeti3(vc, "gnt-group", "modify", "--ipolicy-vcpu-ratio=3.5",
+                   "default")
+    assert "Modified node group default\n - ipolicy -> {'vcpu-ratio': 3.5}" \
+        in out
+    assert "    vcpu-ratio: 3.5\n" in _Ganeti3(vc, "gnt-group", "info",
+                                               "default")
+    _Ganeti3(vc, "gnt-group", "modify", "--ipolicy-vcpu-ratio=default",
+             "default")
+    assert "vcpu-ratio" not in Config(vc)["nodegroups"][
+        _GroupUuid(vc, "default")]["ipolicy"]
+
+
+def _GroupUuid(cluster, name: str) -> str:
+    (uuid, ) = [uuid for uuid, group in Config(cluster)["nodegroups"].items()
+                if group["name"] == name]
+    return uuid
+
+
+# (arguments of gnt-node, exit code, a piece of the output)
+_STORAGE_CHANGES = [
+    (("modify-storage", "--allocatable=no", NODE2, "file", FILE_VDIR), 1,
+     "Storage units of type 'file' can not be modified"),
+    (("modify-storage", NODE2, "sharedfile", SHARED_VDIR), 0,
+     "No changes to perform, exiting."),
+    (("repair-storage", NODE2, "sharedfile", SHARED_VDIR), 1,
+     "Storage units of type 'sharedfile' can not be repaired"),
+    (("repair-storage", NODE2, "lvm-vg", "xenvg"), 1,
+     "No disk template of storage type 'lvm-vg' is enabled in this"
+     " cluster."),
+    (("modify-storage", "--allocatable=yes", NODE2, "lvm-pv", "/dev/sda"),
+     1, "No disk template of storage type 'lvm-vg' is enabled"),
+    (("list-storage", "-t", "gluster"), 1,
+     "No disk template of storage type 'gluster' is enabled"),
+    (("repair-storage", NODE2, "rados", "x"), 1,
+     "Unknown storage type: rados"),
+]
+
+
+@pytest.mark.parametrize("args, code, message", _STORAGE_CHANGES,
+                         ids=[" ".join(args[:2]) for args, _, _
+                              in _STORAGE_CHANGES])
+def test_storage_changes_as_ganeti(vc, args, code, message):
+    """Ganeti's storage commands and ours answer alike: no storage type
+    here can be changed or repaired."""
+    result = _Both(vc, "gnt-node", *args)
+    assert result[0] == code and message in result[1], result
+
+
+def test_instance_change_group(vc):
+    """The allocator moves the instance to the other group's node (a
+    sharedfile instance: by migration)."""
+    _Ganeti3(vc, "gnt-group", "add", "g3move")
+    source = PrimaryNode(vc, SHARED_INST)
+    target = NODE2 if source == NODE1 else NODE1
+    _Ganeti3(vc, "gnt-group", "assign-nodes", "g3move", target)
+    try:
+        out = _Ganeti3(vc, "gnt-instance", "change-group", "--to", "g3move",
+                       SHARED_INST)
+        assert "Instances to be moved: g3shared (to g3move)" in out
+        assert "Instance 'g3shared' changed group successfully." in out
+        assert PrimaryNode(vc, SHARED_INST) == target
+        assert Field(vc, SHARED_INST, "status") == "running"
+    finally:
+        _Ganeti3(vc, "gnt-group", "assign-nodes", "default", target)
+        _Ganeti3(vc, "gnt-group", "remove", "g3move")
+
+
+def test_network_add_connect_list_info(vc):
+    _Ganeti3(vc, "gnt-network", "add", "--network=192.0.2.0/24",
+             "--gateway=192.0.2.1", "--add-reserved-ips=192.0.2.10",
+             "--network6=2001:db8::/64", "--mac-prefix=aa:00:01", "g3net")
+    try:
+        _Ganeti3(vc, "gnt-network", "connect",
+                 "--nic-parameters=mode=bridged,link=br0", "g3net",
+                 "default")
+        _, out = _Both(vc, "gnt-network", "list")
+        assert re.search(r"g3net +192\.0\.2\.0/24 192\.0\.2\.1 +aa:00:01 +"
+                         r"default \(bridged, br0, \)", out)
+        _, out = _Both(vc, "gnt-network", "list", "--no-headers",
+                       "--separator=|", "-o",
+                       "name,free_count,reserved_count,group_cnt")
+        assert out == "g3net|252|4|1\n"
+        _, out = _Both(vc, "gnt-network", "info", "g3net")
+        assert "  Subnet: 192.0.2.0/24\n  Gateway: 192.0.2.1\n" \
+            "  IPv6 Subnet: 2001:db8::/64\n" in out
+        assert "  connected to node groups:\n" \
+            "    default (mode:bridged link:br0 vlan:)\n" in out
+    finally:
+        _Ganeti3(vc, "gnt-network", "disconnect", "g3net", "default")
+        _Ganeti3(vc, "gnt-network", "remove", "g3net")
+    assert "g3net" not in vc.Run("gnt-network", "list").stdout

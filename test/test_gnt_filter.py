@@ -219,7 +219,9 @@ def test_reject_opcode_cancels_queued_and_refuses_new(cluster):
 def test_rate_limit_rule(cluster):
     hold = _AddFilter(cluster, "--priority=0", "--action=PAUSE",
                       "--predicates", _ANY_JOB)
-    jobs = _DelayMany(cluster, 30, 0.5)
+    # One job more than the limit, long enough that the one held back
+    # waits for seconds: a listing under load still sees it waiting
+    jobs = _DelayMany(cluster, 11, 5.0)
     limit = _AddFilter(cluster, "--priority=1", "--action", "RATE_LIMIT 10",
                        "--predicates",
                        '[["opcode", ["==", "OP_ID", "OP_TEST_DELAY"]]]')

@@ -2,45 +2,33 @@
 emergency power-off, through the gnt-* commands on a real two-node
 virtual cluster.
 
-The out-of-band program is a small shell script written by the test,
-speaking Ganeti's OOB protocol (``<program> <command> <node>``, JSON
-answers for power-status and health); it records its calls and keeps
-each node's "power" as a file, so nothing is really powered off.
+The out-of-band program is testutils_instance.OOB_SCRIPT, a small shell
+script speaking Ganeti's OOB protocol.
 """
 
 import os
-import stat
 import tempfile
 
 import pytest
 
-from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from ganeti import pathutils
+
+from testutils_cluster import SMALL_IPOLICY_BOUNDS, VirtualCluster
 from testutils_instance import (CHECKS, NODE1, NODE2, Config, Fail, Field,
-                                InstanceCluster, RemoveInstances)
+                                InstanceCluster, RemoveInstances,
+                                WriteOobProgram)
 
 pytestmark = pytest.mark.integration
 
 SMALL = ("-B", "maxmem=32,minmem=32")
 
-_OOB_SCRIPT = """#!/bin/sh
-# Ganeti's OOB protocol: $1 the command, $2 the node name
-dir=$(dirname "$0")
-echo "$1 $2" >> "$dir/calls"
-case "$1" in
-  power-status)
-    if [ -e "$dir/off-$2" ]; then echo '{"powered": false}'
-    else echo '{"powered": true}'; fi ;;
-  power-off) touch "$dir/off-$2" ;;
-  power-on) rm -f "$dir/off-$2" ;;
-  power-cycle) echo "not json" ;;
-  health) echo '[["disk0", "OK"], ["fan", "WARNING"]]' ;;
-esac
-"""
-
 
 @pytest.fixture(scope="module")
 def vc():
+    # Disk parameters given at init (test_init_disk_parameters)
     with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
+                         "-D", "drbd:metavg=initvg,c-plan-ahead=10",
+                         "--disk-parameters", "plain:stripes=2",
                          nodes=(NODE2, )) as cluster:
         yield cluster
 
@@ -49,10 +37,7 @@ def vc():
 def oob(vc):
     """NODE2 with the test's OOB program; the program's directory."""
     path = tempfile.mkdtemp(prefix="oob", dir=vc.base)
-    program = os.path.join(path, "oob-program")
-    with open(program, "w", encoding="ascii") as fobj:
-        fobj.write(_OOB_SCRIPT)
-    os.chmod(program, stat.S_IRWXU)
+    program = WriteOobProgram(path)
     vc.Run("gnt-node", "modify", "--node-parameters",
            "oob_program=" + program, NODE2)
     try:
@@ -82,6 +67,37 @@ def _Group(vc, name):
 
 
 # Disk parameters -------------------------------------------------------------
+
+def test_init_disk_parameters(vc):
+    """What init's -D gives is kept, per template completed with the
+    defaults, and shown by gnt-cluster info."""
+    drbd = _ClusterDp(vc, "drbd")
+    assert (drbd["metavg"], drbd["c-plan-ahead"]) == ("initvg", 10)
+    assert (drbd["resync-rate"], drbd["protocol"]) == (61440, "C")
+    assert _ClusterDp(vc, "plain") == {"stripes": 2}
+    assert _ClusterDp(vc, "rbd")["pool"] == "rbd"
+    info = vc.Run("gnt-cluster", "info").stdout
+    assert "    metavg: initvg\n" in info
+
+
+@pytest.mark.parametrize("value, message", [
+    ("nosuch:stripes=1", "Unknown disk template 'nosuch'"),
+    ("drbd:bogus=1", "Unknown drbd disk parameter 'bogus'"),
+    ("drbd:resync-rate=fast", "resync-rate")])
+def test_init_refuses_bad_disk_parameters(value, message):
+    """Checked before anything is written: no configuration, no daemon."""
+    cluster = VirtualCluster()
+    try:
+        result = cluster.Run("gnt-cluster", "init", "--master-netdev=lo",
+                             "-D", value, cluster.cluster_name, check=False)
+        assert result.returncode != 0
+        assert message in result.stderr
+        assert not os.path.exists(cluster.NodePath(
+            pathutils.CLUSTER_CONF_FILE))
+        assert not cluster.IsRunning("ganeti-noded")
+    finally:
+        cluster.Cleanup()
+
 
 def test_cluster_disk_parameters(vc):
     vc.Run("gnt-cluster", "modify", "-D",

@@ -4,11 +4,15 @@ A node whose self-diagnose command reports ``evacuate`` has its (fake)
 instances moved by the cluster's allocator, is offlined and tagged
 ``maintd:repairready:<id>``; the incident is forgotten and the node
 brought back once the tag is removed and the node reports Ok.
-``evacuate-failover`` moves the instances without migrating them. With
-auto-balancing on, maintd submits the rebalance planner's moves. A forged
-report is ignored, maintd refuses to run on a non-master node, and its
-state lives in the configuration, so the maintd of a new master carries
-on after a master failover.
+``evacuate-failover`` moves the instances without migrating them.
+``live-repair`` runs the node's white-listed repair command with the
+report on its standard input (a command that is not white-listed fails
+the incident). A job filter pausing maintd's reason holds its round; a
+canceled incident is left alone. With auto-balancing on, maintd submits
+the rebalance planner's moves. A forged report is ignored, maintd
+refuses to run on a non-master node, and its state lives in the
+configuration, so the maintd master-failover starts on the new master
+carries on.
 """
 
 import http.server
@@ -24,7 +28,8 @@ from ganeti import constants, pathutils, serializer
 from ganeti.monitoring import report
 
 from testutils_instance import (CHECKS, NODE1, NODE2, NODE3, FakeState,
-                                Field, InstanceCluster, RemoveInstances)
+                                Field, InstanceCluster, RapiClient,
+                                RemoveInstances)
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +41,7 @@ def vc():
     """Three nodes running mond (diagnose every second) and a maintd with
     no pause between rounds (the cluster's maintenance interval)."""
     with InstanceCluster("--enabled-disk-templates=diskless",
-                         file_paths=()) as cluster:
+                         file_paths=(), rapi_users=True) as cluster:
         cluster.Run("gnt-cluster", "modify", "--data-collector-interval",
                     "diagnose=1")
         for node in cluster.nodes.values():
@@ -50,17 +55,30 @@ def vc():
         yield cluster
 
 
-def _WriteDiagnose(node, status: str) -> None:
-    """The node's white-listed diagnose command reports ``status``."""
-    directory = node.NodePath(pathutils.NODE_DIAGNOSE_COMMANDS_DIR)
+def _WriteCommand(directory: str, name: str, script: str) -> None:
+    """A white-listed command: root's, executable, writable by root only."""
     os.makedirs(directory, mode=0o755, exist_ok=True)
-    path = os.path.join(directory, _DIAG)
-    output = json.dumps({"status": status, "command": "",
-                         "details": {"disk": "sdb"}})
+    path = os.path.join(directory, name)
     with open(path + ".tmp", "w", encoding="utf-8") as fobj:
-        fobj.write("#!/bin/sh\necho '%s'\n" % output)
+        fobj.write("#!/bin/sh\n" + script)
     os.chmod(path + ".tmp", 0o755)
     os.rename(path + ".tmp", path)
+
+
+def _WriteDiagnose(node, status: str, command: str = "") -> None:
+    """The node's white-listed diagnose command reports ``status`` (and
+    the repair ``command``)."""
+    output = json.dumps({"status": status, "command": command,
+                         "details": {"disk": "sdb"}})
+    _WriteCommand(node.NodePath(pathutils.NODE_DIAGNOSE_COMMANDS_DIR),
+                  _DIAG, "echo '%s'\n" % output)
+
+
+def _WriteRepair(node, name: str, marker: str) -> None:
+    """A white-listed repair command copying its standard input to
+    ``marker`` and saying what it did."""
+    _WriteCommand(node.NodePath(pathutils.NODE_REPAIR_COMMANDS_DIR), name,
+                  "cat > '%s'\necho 'swapped sdb'\n" % marker)
 
 
 def _Maintd(cluster, path: str):
@@ -300,23 +318,173 @@ def test_not_master_exits_11(vc):
     assert "not the master" in result.stderr
 
 
+def _Incident(cluster, *statuses: str, node_uuid: str | None = None
+              ) -> dict:
+    """The one incident (of a node) in one of ``statuses``, once there is
+    one."""
+    (incident, ) = _Wait(
+        lambda: [inc for inc in _Maintd(cluster, "/1/status")
+                 if inc["repair-status"] in statuses and
+                 node_uuid in (None, inc["node"])], 60,
+        "a %s incident" % "/".join(statuses))
+    return incident
+
+
+def _RepairOutput(cluster, incident_id: str) -> str:
+    """The outcome of a live repair, as maintd stored it."""
+    return _Wait(lambda: [inc["repair-output"] for inc in
+                          _ConfigMaintenance(cluster)["incidents"]
+                          if inc["id"] == incident_id and
+                          "repair-output" in inc], 30,
+                 "the repair's outcome")[0]
+
+
+def _PauseMaintd(cluster) -> str:
+    """A job filter pausing maintd's jobs; its UUID."""
+    predicates = [["reason", ["==", "source",
+                              constants.OPCODE_REASON_SRC_MAINTD]]]
+    return cluster.Run("gnt-filter", "add", "--predicates",
+                       json.dumps(predicates), "--action",
+                       "PAUSE").stdout.strip()
+
+
+def _JobStatus(cluster, job_id: int) -> str:
+    ((status, ), ) = cluster.Luxi().QueryJobs([job_id], ["status"])
+    return status
+
+
+def test_live_repair_runs_the_repair_command(vc, tmp_path):
+    """The report's white-listed command runs on the node with the report
+    on its standard input; the node stays online and is tagged
+    repairready; the command's output is kept in the incident."""
+    node3 = vc.nodes[NODE3]
+    marker = str(tmp_path / "repair-input")
+    _WriteRepair(node3, "fixdisk", marker)
+    _WriteDiagnose(node3, constants.DIAGNOSE_LIVE_REPAIR, "fixdisk")
+    incident = _Incident(vc, "completed")
+    assert incident["original"] == {"status": "live-repair",
+                                    "command": "fixdisk",
+                                    "details": {"disk": "sdb"}}
+    with open(marker, encoding="utf-8") as fobj:
+        assert json.load(fobj) == incident["original"]
+    assert _RepairOutput(vc, incident["id"]).strip() == "swapped sdb"
+    assert _JobOps(vc, incident["jobs"]) == ["OP_REPAIR_COMMAND",
+                                             "OP_TAGS_SET"]
+    job = vc.Run("gnt-job", "info", str(incident["jobs"][0])).stdout
+    assert "gnt:daemon:maintd" in job and incident["id"] in job, job
+    _, offline, tags = _NodeInfo(vc, NODE3)
+    assert offline == "N"
+    assert incident["tag"] == "maintd:repairready:" + incident["id"]
+    assert incident["tag"] in tags
+    _Acknowledge(vc, node3, incident)
+
+
+def test_live_repair_not_white_listed(vc, tmp_path):
+    """A repair command that is not white-listed (writable by others) is
+    never run: the incident fails and the node is tagged repairfailed;
+    removing that tag forgets the incident."""
+    node3 = vc.nodes[NODE3]
+    marker = str(tmp_path / "repair-input")
+    _WriteRepair(node3, "badfix", marker)
+    os.chmod(os.path.join(node3.NodePath(
+        pathutils.NODE_REPAIR_COMMANDS_DIR), "badfix"), 0o777)
+    _WriteDiagnose(node3, constants.DIAGNOSE_LIVE_REPAIR, "badfix")
+    incident = _Incident(vc, "failed")
+    assert incident["tag"] == "maintd:repairfailed:" + incident["id"]
+    _Wait(lambda: incident["tag"] in _NodeInfo(vc, NODE3)[2], 30,
+          "the repairfailed tag")
+    assert "must be writable by its owner only" in \
+        _RepairOutput(vc, incident["id"])
+    assert not os.path.exists(marker)
+    _WriteDiagnose(node3, constants.DIAGNOSE_OK)
+    vc.Run("gnt-node", "remove-tags", NODE3, incident["tag"])
+    _Wait(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")
+
+
+def test_job_filter_holds_the_round(vc, tmp_path):
+    """A filter pausing the jobs with maintd's reason holds its round
+    (design-optables); the round goes on once the filter is gone."""
+    node3 = vc.nodes[NODE3]
+    marker = str(tmp_path / "repair-input")
+    _WriteRepair(node3, "fixdisk", marker)
+    rule = _PauseMaintd(vc)
+    try:
+        _WriteDiagnose(node3, constants.DIAGNOSE_LIVE_REPAIR, "fixdisk")
+        incident = _Incident(vc, "pending")
+        time.sleep(3)
+        assert _JobStatus(vc, incident["jobs"][0]) == "queued"
+        assert _Maintd(vc, "/1/jobs") == incident["jobs"]
+        assert _Maintd(vc, "/1/status")[0]["repair-status"] == "pending"
+        assert not os.path.exists(marker)
+    finally:
+        vc.Run("gnt-filter", "delete", rule)
+    incident = _Incident(vc, "completed")
+    assert os.path.exists(marker)
+    _Acknowledge(vc, node3, incident)
+
+
+def test_cancel(vc, tmp_path):
+    """Canceled incidents (gnt-cluster repair-cancel, and the RAPI route)
+    get no further action: their held jobs are canceled, nothing runs,
+    no tag; they are forgotten once no longer reported."""
+    markers = {}
+    rule = _PauseMaintd(vc)
+    try:
+        for name in (NODE2, NODE3):
+            markers[name] = str(tmp_path / ("repair-input-" + name))
+            _WriteRepair(vc.nodes[name], "fixdisk", markers[name])
+            _WriteDiagnose(vc.nodes[name], constants.DIAGNOSE_LIVE_REPAIR,
+                           "fixdisk")
+        # The second one may come after the round started: noted then
+        incidents = {name: _Incident(vc, "pending", "noted",
+                                     node_uuid=_NodeInfo(vc, name)[0])
+                     for name in (NODE2, NODE3)}
+        vc.Run("gnt-cluster", "repair-cancel", incidents[NODE2]["id"])
+        client = RapiClient(vc)
+        job_id = client.CancelRepairIncident(incidents[NODE3]["id"])
+        assert client.WaitForJobCompletion(job_id, period=0.5, retries=120)
+        for incident in incidents.values():
+            _Incident(vc, "canceled", node_uuid=incident["node"])
+            for job_id in incident["jobs"]:
+                _Wait(lambda job_id=job_id: _JobStatus(vc, job_id) ==
+                      "canceled", 30, "the held job canceled")
+    finally:
+        vc.Run("gnt-filter", "delete", rule)
+    time.sleep(3)
+    for name, incident in incidents.items():
+        assert not os.path.exists(markers[name])
+        assert incident["tag"] not in _NodeInfo(vc, name)[2]
+    assert sorted(inc["repair-status"] for inc in
+                  _Maintd(vc, "/1/status")) == ["canceled", "canceled"]
+    result = vc.Run("gnt-cluster", "repair-cancel", "no-such-incident",
+                    check=False)
+    assert result.returncode != 0
+    assert "Unknown incident no-such-incident" in result.stderr
+    for name in (NODE2, NODE3):
+        _WriteDiagnose(vc.nodes[name], constants.DIAGNOSE_OK)
+    _Wait(lambda: _Maintd(vc, "/1/status") == [], 60, "the incidents to go")
+
+
 def test_state_survives_master_failover(vc):
-    """The maintd of a new master carries on with the same incidents (the
-    state is in the replicated configuration, not in a file)."""
+    """master-failover stops maintd on the old master and starts it on
+    the new one, which carries on with the same incidents (the state is
+    in the replicated configuration, not in a file)."""
     node2 = vc.nodes[NODE2]
     _WriteDiagnose(node2, constants.DIAGNOSE_EVACUATE)
     (incident, ) = _Wait(
         lambda: [inc for inc in _Maintd(vc, "/1/status")
                  if inc["repair-status"] == "completed"], 120,
         "the evacuation to complete")
-    vc.Run("daemon-util", "stop", "ganeti-maintd")
     _WriteDiagnose(node2, constants.DIAGNOSE_OK)
     vc.Run("gnt-node", "modify", "--offline=no", NODE2)
     node3 = vc.nodes[NODE3]
+    assert vc.IsRunning(constants.MAINTD)
     node3.Run("gnt-cluster", "master-failover")
-    node3.Run("daemon-util", "start", "ganeti-maintd")
-    assert [(inc["id"], inc["repair-status"]) for inc in
-            _Maintd(vc, "/1/status")] == [(incident["id"], "completed")]
+    assert not vc.IsRunning(constants.MAINTD)
+    assert node3.IsRunning(constants.MAINTD)
+    _Wait(lambda: [(inc["id"], inc["repair-status"]) for inc in
+                   _Maintd(vc, "/1/status")] ==
+          [(incident["id"], "completed")], 30, "the incident on node3")
     assert "Loaded 1 incidents from the configuration" in \
         _MaintdLog(node3)
     # The new maintd honours the old incident's acknowledgement

@@ -128,3 +128,57 @@ def test_moves_chosen_by_the_allocator_keep_member_of(vc):
         assert PrimaryNode(vc, "mover") == NODE1
     finally:
         RemoveInstances(vc, "mover")
+
+
+def test_reservation_flow_with_the_cluster_prefixes(vc):
+    """The spec's deployer flow: with both prefixes set to
+    ``reservation:``, node3 is the free pool (metadata ``reservation:``)
+    and node2 is reserved as r1 (``reservation:r1``). Instances tagged
+    ``reservation:r1`` land on node2 only; untagged ones stay off both,
+    although they are the emptiest nodes; a reservation no aggregate has
+    is refused, and so is an explicit node the defaults exclude."""
+    for node in (NODE2, NODE3):
+        vc.Run("gnt-node", "modify", "--remove-aggregates", "licensed",
+               node)
+    vc.Run("gnt-cluster", "modify", "--placement-required-prefix",
+           "reservation:", "--placement-default-forbidden-prefix",
+           "reservation:")
+    vc.Run("gnt-cluster", "aggregate", "add", "--metadata", "reservation:",
+           "freepool")
+    vc.Run("gnt-cluster", "aggregate", "add", "--metadata",
+           "reservation:r1", "res-r1")
+    vc.Run("gnt-node", "modify", "--add-aggregates", "freepool", NODE3)
+    vc.Run("gnt-node", "modify", "--add-aggregates", "res-r1", NODE2)
+    reserved = ["rsv%d" % idx for idx in range(2)]
+    plain = ["free%d" % idx for idx in range(2)]
+    try:
+        info = vc.Run("gnt-cluster", "info").stdout
+        assert "required aggregate metadata prefix: reservation:" in info
+        for name in reserved:
+            vc.Run(*_AddArgs(name, "--tags", "reservation:r1"))
+        assert {PrimaryNode(vc, name) for name in reserved} == {NODE2}
+        for name in plain:
+            vc.Run(*_AddArgs(name))
+        assert {PrimaryNode(vc, name) for name in plain} == {NODE1}
+        out = Fail(vc, *_AddArgs("nores", "--tags", "reservation:r9"))
+        assert "No aggregate has the metadata 'reservation:r9'" in out, out
+        out = Fail(vc, *_AddArgs("pinned", "-n", NODE3))
+        assert "Node %s is excluded by member_of '!in:" % NODE3 in out, out
+        assert "(the cluster's default: no aggregate with metadata" \
+            " 'reservation:...')" in out, out
+        # The instance's own --member-of still holds with the defaults
+        out = Fail(vc, *_AddArgs("both", "--tags", "reservation:r1",
+                                 "--member-of", "!res-r1"))
+        assert "FailMemberOf" in out, out
+    finally:
+        RemoveInstances(vc, *reserved, *plain)
+        vc.Run("gnt-cluster", "modify", "--placement-required-prefix", "",
+               "--placement-default-forbidden-prefix", "")
+        vc.Run("gnt-node", "modify", "--remove-aggregates", "freepool",
+               NODE3)
+        vc.Run("gnt-node", "modify", "--remove-aggregates", "res-r1", NODE2)
+        vc.Run("gnt-cluster", "aggregate", "remove", "freepool")
+        vc.Run("gnt-cluster", "aggregate", "remove", "res-r1")
+        for node in (NODE2, NODE3):
+            vc.Run("gnt-node", "modify", "--add-aggregates", "licensed",
+                   node)

@@ -109,6 +109,7 @@ def test_list_collectors(mond_cluster):
         ["cpu-avg-load", "default", report.KIND_PERFORMANCE],
         ["diagnose", "node", report.KIND_STATUS],
         ["diskstats", "storage", report.KIND_PERFORMANCE],
+        ["drbd", "storage", report.KIND_STATUS],
         # kvm is not enabled on this cluster: no inst-status-kvm
         ["inst-status-fake", "instance", report.KIND_STATUS],
         ["node-load", "node", report.KIND_PERFORMANCE],
@@ -118,7 +119,7 @@ def test_list_collectors(mond_cluster):
 def test_report_all_has_every_active_collector(mond_cluster):
     reports = _GetJson(mond_cluster, "/1/report/all")
     assert [rep["name"] for rep in reports] == [
-        "cpu-avg-load", "diagnose", "diskstats", "inst-status-fake",
+        "cpu-avg-load", "diagnose", "diskstats", "drbd", "inst-status-fake",
         "node-load"]
     now = time.time_ns()
     for rep in reports:

@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
-from ganeti import pathutils
+from ganeti import constants, opcodes, pathutils
 
-from testutils_cluster import VirtualCluster
+from testutils_cluster import VirtualCluster, WaitForJob
 
 pytestmark = pytest.mark.integration
 
@@ -119,9 +119,78 @@ def test_refusals(cluster):
     assert result.returncode != 0
     assert ("No disk template of storage type 'sharedfile' is enabled"
             in result.stderr)
-    result = cluster.Run("gnt-node", "list-storage", "-t", "lvm-vg",
+    # Ganeti's storage types are taken; the master refuses those this
+    # cluster has no template of, with Ganeti's message
+    for stype, checked in (("lvm-vg", "lvm-vg"), ("lvm-pv", "lvm-vg"),
+                           ("gluster", "gluster")):
+        result = cluster.Run("gnt-node", "list-storage", "-t", stype,
+                             check=False)
+        assert result.returncode != 0
+        assert ("No disk template of storage type '%s' is enabled" %
+                checked) in result.stderr
+    result = cluster.Run("gnt-node", "list-storage", "-t", "rados",
                          check=False)
     assert result.returncode != 0 and "invalid choice" in result.stderr
+
+
+# (command and arguments, exit code, message) as Ganeti 3.0 answers them
+_STORAGE_CHANGES = [
+    (("modify-storage", "--allocatable=no", NODE2, "file", FILE_DIR), 1,
+     "Storage units of type 'file' can not be modified"),
+    (("repair-storage", NODE2, "file", FILE_DIR), 1,
+     "Storage units of type 'file' can not be repaired"),
+    (("repair-storage", "--ignore-consistency", NODE2, "sharedfile", "x"), 1,
+     "Storage units of type 'sharedfile' can not be repaired"),
+    (("modify-storage", "--allocatable=yes", NODE2, "lvm-pv", "/dev/sda"),
+     1, "No disk template of storage type 'lvm-vg' is enabled"),
+    (("repair-storage", NODE2, "lvm-vg", "xenvg"), 1,
+     "No disk template of storage type 'lvm-vg' is enabled"),
+    (("modify-storage", NODE2, "bogus", "x"), 1,
+     "Unknown storage type: bogus"),
+    (("repair-storage", "nosuch.example.test", "lvm-vg", "xenvg"), 1,
+     "Node 'nosuch.example.test' not known"),
+    (("modify-storage", NODE2, "file", FILE_DIR), 0,
+     "No changes to perform, exiting."),
+]
+
+
+@pytest.mark.parametrize("args, code, message", _STORAGE_CHANGES,
+                         ids=[" ".join(args[:2]) for args, _, _
+                              in _STORAGE_CHANGES])
+def test_modify_and_repair_storage(cluster, args, code, message):
+    """No storage type here can be changed or repaired (Ganeti changes
+    only LVM PVs and repairs LVM VGs): Ganeti's checks and messages."""
+    result = cluster.Run("gnt-node", *args, check=False)
+    assert result.returncode == code
+    assert message in result.stderr
+
+
+def test_lvm_storage_changes_refused(cluster):
+    """Past Ganeti's checks (a template of LVM's storage type enabled),
+    the change is refused as these nodes have no LVM; a field Ganeti
+    does not change is refused first."""
+    client = cluster.Luxi()
+    job = client.SubmitJob([opcodes.OpNodeModifyStorage(
+        node_name=NODE2, storage_type="lvm-pv", name="/dev/sda",
+        changes={"size": 1, "allocatable": False})])
+    assert WaitForJob(client, job) == constants.JOB_STATUS_ERROR
+    assert "The following fields can not be modified for storage units of" \
+        " type 'lvm-pv': ['size']" in str(client.QueryJobs(
+            [job], ["opresult"])[0][0])
+    cluster.Run("gnt-cluster", "modify",
+                "--enabled-disk-templates=file,diskless,drbd")
+    try:
+        for args, verb in ((("modify-storage", "--allocatable=no", NODE2,
+                             "lvm-pv", "/dev/sda"), "modified"),
+                           (("repair-storage", NODE2, "lvm-vg", "xenvg"),
+                            "repaired")):
+            result = cluster.Run("gnt-node", *args, check=False)
+            assert result.returncode == 1
+            assert "can not be %s on this cluster: its nodes have no LVM" \
+                % verb in result.stderr
+    finally:
+        cluster.Run("gnt-cluster", "modify",
+                    "--enabled-disk-templates=file,diskless")
 
 
 def test_shared_file_storage(cluster):

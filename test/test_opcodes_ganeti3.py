@@ -17,7 +17,10 @@ OWN_PARAMS = {
                               "diagnose_data_collector_filename",
                               # maintd's settings (Ganeti's attic branch)
                               "maint_round_delay", "maint_balance",
-                              "maint_balance_threshold"},
+                              "maint_balance_threshold",
+                              # the deployer flow of Placement's spec
+                              "placement_required_prefix",
+                              "placement_default_forbidden_prefix"},
     "OP_INSTANCE_CREATE": {"explain", "member_of"},
     "OP_INSTANCE_FAILOVER": {"member_of"},
     "OP_INSTANCE_MIGRATE": {"member_of"},
@@ -30,7 +33,9 @@ OWN_PARAMS = {
 # Our opcodes Ganeti 3.0 does not have
 OWN_OPCODES = {"OP_BACKUP_QUERY", "OP_CLUSTER_AGGREGATE_ADD",
                "OP_CLUSTER_AGGREGATE_QUERY", "OP_CLUSTER_AGGREGATE_REMOVE",
-               "OP_CLUSTER_AGGREGATE_RENAME"}
+               "OP_CLUSTER_AGGREGATE_RENAME",
+               # maintd's (OP_REPAIR_COMMAND as in Ganeti's attic branch)
+               "OP_CLUSTER_REPAIR_CANCEL", "OP_REPAIR_COMMAND"}
 # Parameters whose default differs: required in Ganeti but defaulted here,
 # or "no change" given as None rather than an empty dict
 OWN_DEFAULTS = {

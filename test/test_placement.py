@@ -3,6 +3,7 @@
 import pytest
 
 from ganeti import config, errors, objects
+from ganeti.placement import cluster as pcluster
 from ganeti.placement import microversion, model, params, search, store
 
 pytestmark = pytest.mark.unit
@@ -15,6 +16,12 @@ LATEST = microversion.MAX_VERSION
 
 
 def _Refused(fn, *args, status=400) -> str:
+    """The refusal of ``fn(*args)``: a PlacementError with ``status``, or
+    (status None) an OpPrereqError."""
+    if status is None:
+        with pytest.raises(errors.OpPrereqError) as prereq:
+            fn(*args)
+        return str(prereq.value)
     with pytest.raises(errors.PlacementError) as info:
         fn(*args)
     assert info.value.status == status
@@ -88,15 +95,26 @@ def test_request_groups():
      "All member_of parameters must be associated with resources. Found"
      " the following orphaned member_of keys: member_of1"),
     ([("resources1", "VCPU:1"), ("member_of", A), ("member_of3", A)],
-     LATEST, "orphaned member_of keys: member_of, member_of3"),
-    ([("resources1", "VCPU:1"), ("required2", "HW_NIC_SRIOV")], LATEST,
+     (1, 35), "orphaned member_of keys: member_of, member_of3"),
+    ([("resources1", "VCPU:1"), ("required2", "HW_NIC_SRIOV")], (1, 35),
      "orphaned traits keys: required2"),
     ([("resources", "VCPU:1"), ("member_of1", A)], (1, 24),
      "Additional properties are not allowed ('member_of1' was unexpected)"),
     ([("resources_X", "VCPU:1")], (1, 32),
      "'resources_X' does not match any of the regexes"),
     ([("member_of", A)], (1, 21), "'resources' is a required property"),
-    ([("limit", "1")], LATEST, "At least one request group"),
+    ([("limit", "1")], (1, 35), "At least one request group"),
+    ([("limit", "1")], LATEST, "There must be at least one resources or"
+     " resources[$S] parameter."),
+    ([("resources", "VCPU:1"), ("required", "")], LATEST,
+     "Expected 'required' parameter value of the form:"
+     " HW_CPU_X86_VMX,!CUSTOM_MAGIC. Got an empty trait in: "),
+    ([("resources", "VCPU:1"), ("required", "in:HW_NIC_SRIOV")], (1, 38),
+     "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since"
+     " microversion 1.39. Got: in:HW_NIC_SRIOV"),
+    ([("resources", "VCPU:1"), ("required", "!HW_NIC_SRIOV")], (1, 21),
+     "Expected 'required' parameter value of the form:"
+     " HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: !HW_NIC_SRIOV"),
     ([("resources1", "VCPU:1"), ("resources2", "VCPU:1")], LATEST,
      'The "group_policy" parameter is required'),
     ([("resources", "VCPU:0")], LATEST,
@@ -112,6 +130,70 @@ def test_request_groups():
 ])
 def test_request_refusals(query, version, message):
     assert message in _Refused(_Request, query, version)
+
+
+def test_required_before_1_39_is_the_last_value():
+    request = _Request([("resources", "VCPU:1"), ("required", "CUSTOM_X"),
+                        ("required", "HW_NIC_SRIOV")], (1, 38))
+    assert request.groups[0].required == [{"HW_NIC_SRIOV"}]
+
+
+@pytest.mark.parametrize("query,version,message,code", [
+    ([("resources", "VCPU:1"), ("root_required", "HW_NIC_SRIOV")], (1, 34),
+     "'root_required' does not match any of the regexes", None),
+    ([("resources", "VCPU:1"), ("root_required", "HW_NIC_SRIOV"),
+      ("root_required", "!HW_NUMA_ROOT")], LATEST,
+     "Query parameter 'root_required' may be specified only once.",
+     "placement.query.duplicate_key"),
+    ([("resources", "VCPU:1"),
+      ("root_required", "HW_NIC_SRIOV,HW_NUMA_ROOT,!HW_NIC_SRIOV")], LATEST,
+     "Conflicting required and forbidden traits found in root_required:"
+     " HW_NIC_SRIOV", "placement.query.bad_value"),
+    ([("resources", "VCPU:1"), ("root_required", "in:HW_NIC_SRIOV")], LATEST,
+     "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since"
+     " microversion 1.39.", None),
+    ([("resources", "VCPU:1"), ("root_required", "!CUSTOM_NO")], LATEST,
+     "No such trait(s): CUSTOM_NO", None),
+    ([("resources1", "VCPU:1"), ("same_subtree", "1")], (1, 35),
+     "'same_subtree' does not match any of the regexes", None),
+    ([("resources1", "VCPU:1"), ("required2", "HW_NIC_SRIOV"),
+      ("group_policy", "none")], (1, 36),
+     "Resourceless suffixed group request should be specified in"
+     " `same_subtree` query param: bad group(s) - ['2'].",
+     "placement.query.bad_value"),
+    ([("member_of1", A), ("group_policy", "none")], (1, 36),
+     "There must be at least one resources or resources[$S] parameter.",
+     "placement.query.missing_value"),
+    ([("resources_C", "VCPU:1"), ("resources_A", "DISK_GB:1"),
+      ("same_subtree", "C,_A"), ("group_policy", "none")], LATEST,
+     "Real suffixes should be specified in `same_subtree`: ['C'] not found"
+     " in ['_C', '_A'].", "placement.query.bad_value"),
+    ([("resources_C", "VCPU:1"), ("resources_A", "DISK_GB:1"),
+      ("same_subtree", "_C,,_A"), ("group_policy", "none")], LATEST,
+     "Empty string (unsuffixed group) can not be specified in"
+     " `same_subtree` ", "placement.query.bad_value"),
+    ([("required", "HW_NIC_SRIOV"), ("resources1", "VCPU:1")], LATEST,
+     "bad group(s) - [''].", "placement.query.bad_value"),
+])
+def test_request_wide_refusals(query, version, message, code):
+    with pytest.raises(errors.PlacementError) as info:
+        _Request(query, version)
+    assert info.value.status == 400
+    assert message in info.value.detail
+    assert info.value.code == (code or "placement.undefined_code")
+
+
+def test_resourceless_group_named_in_same_subtree():
+    request = _Request([("resources1", "VCPU:1"),
+                        ("required2", "HW_NIC_SRIOV"),
+                        ("same_subtree", "1, 2"), ("same_subtree", "2"),
+                        ("root_required", "HW_NUMA_ROOT,!HW_CPU_X86_VMX"),
+                        ("group_policy", "none")], (1, 36))
+    assert [(g.suffix, g.resources) for g in request.groups] == [
+        ("1", {"VCPU": 1}), ("2", {})]
+    assert request.same_subtrees == [["1", "2"], ["2"]]
+    assert (request.root_required, request.root_forbidden) == (
+        {"HW_NUMA_ROOT"}, {"HW_CPU_X86_VMX"})
 
 
 def test_provider_filter_keys_by_version():
@@ -281,3 +363,30 @@ def test_a_removed_node_takes_the_allocations_against_it(placement_cfg):
     assert model.WithoutProvider(placement_cfg.GetPlacementState(),
                                  node.uuid) is None
     assert store.Serial(placement_cfg.GetPlacementState()) == serial
+
+
+def _ReservationCluster(required="reservation:", forbidden="reservation:"):
+    cluster = objects.Cluster(
+        placement_required_prefix=required,
+        placement_default_forbidden_prefix=forbidden,
+        aggregates={A: {"name": "freepool", "metadata": {"reservation:": ""}},
+                    B: {"name": "res-r1",
+                        "metadata": {"reservation:r1": ""}},
+                    C: {"name": "licensed", "metadata": {}}})
+    return cluster
+
+
+def test_reservation_defaults_of_the_deployer_flow():
+    cluster = _ReservationCluster()
+    reserve = pcluster.ReservationMemberOf
+    # No reservation: every aggregate with reservation: metadata forbidden
+    assert list(reserve(cluster, ["web"])) == ["!in:%s" % ",".join(
+        sorted([A, B]))]
+    # Reservation r1: its aggregate required, the default skipped
+    assert list(reserve(cluster, ["reservation:r1"])) == ["in:%s" % B]
+    assert "'reservation:r9'" in _Refused(
+        reserve, cluster, ["reservation:r9"], status=None)
+    # Off by default
+    assert reserve(_ReservationCluster("", ""), []) == {}
+    assert list(reserve(_ReservationCluster("", "reservation:"),
+                        ["reservation:r1"])) == []

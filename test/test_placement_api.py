@@ -1,9 +1,9 @@
 """The Placement API of ganeti-rapi, driven by the tables in
 test/data/placement/ (in the spirit of Placement's gabbi tests).
 
-Each table names its providers (created through the API before its
-requests) and lists requests with their expected status and fragments of
-the answer. ``$name`` anywhere in a URL, body or expectation is the UUID
+Each table names its custom traits (``traits``) and its providers (created
+through the API before its requests) and lists requests with their
+expected status and fragments of the answer. ``$name`` anywhere in a URL, body or expectation is the UUID
 of that name (providers, aggregates and consumers alike); provider UUIDs
 in answers are compared as names. Expectations:
 
@@ -12,6 +12,7 @@ in answers are compared as names. Expectations:
 - ``json``: dotted path -> value (``#`` is the length of a list);
 - ``providers``: the names GET /resource_providers answers;
 - ``candidates``: the set of provider sets of the allocation requests;
+- ``mappings``: the set of their ``mappings`` (group -> provider names);
 - ``summaries``: the names in ``provider_summaries``.
 
 The cluster's nodes are providers too; answers are checked without them
@@ -122,6 +123,11 @@ class Client:
                         status=204)
                 del left[leaf]
 
+    def CreateTraits(self, names: list[str]) -> None:
+        for name in names:
+            got, _, result = self.Request("PUT", "/traits/" + name)
+            assert got in (201, 204), (name, got, result)
+
     def CreateProviders(self, specs: list[dict]) -> None:
         for spec in specs:
             uuid_ = Uuid(spec["name"])
@@ -210,6 +216,12 @@ def _Check(test: dict, names: dict[str, str], status: int, headers,
         got = {frozenset(names[rp] for rp in request["allocations"])
                for request in result["allocation_requests"]}
         assert got == {frozenset(c) for c in test["candidates"]}, got
+    if "mappings" in test:
+        got = [{suffix: sorted(names[rp] for rp in rps)
+                for suffix, rps in request["mappings"].items()}
+               for request in result["allocation_requests"]]
+        assert sorted(got, key=repr) == sorted(test["mappings"], key=repr), \
+            got
     if "summaries" in test:
         assert sorted(names[rp] for rp in result["provider_summaries"]) \
             == sorted(test["summaries"])
@@ -220,6 +232,7 @@ def test_table(placement, table):
     with open(table, encoding="utf-8") as fobj:
         spec = json.load(fobj)
     placement.Reset()
+    placement.CreateTraits(spec.get("traits", []))
     placement.CreateProviders(spec["providers"])
     names = {Uuid(p["name"]): p["name"] for p in spec["providers"]}
     names.update((Uuid(n), n) for n in ("new1", "new2"))

@@ -361,6 +361,45 @@ def test_node_modify(rapi):
     assert "Body contents" in rapi.Error(400, "POST", path, ["list"])
 
 
+def test_node_storage(rapi):
+    """Ganeti's storage resources: a query job (write access, as it takes
+    locks) and the change and repair jobs, refused here as in Ganeti."""
+    master = rapi.cluster.node
+    path = "/2/nodes/%s/storage" % master
+    rapi.Error(403, "GET", path + "?output_fields=name", user=READER)
+    assert "output_fields" in rapi.Error(400, "GET", path)
+    job = rapi.Job("GET", path + "?storage_type=file"
+                   "&output_fields=name,allocatable")
+    op = job["ops"][0]
+    assert (op["OP_ID"], op["nodes"], op["storage_type"]) == \
+        ("OP_NODE_QUERY_STORAGE", [master], "file")
+    (rows, ) = job["opresult"]
+    assert rows == [[pathutils.DEFAULT_FILE_STORAGE_DIR, True]]
+    assert "Missing the required 'name' parameter" in rapi.Error(
+        400, "PUT", path + "/modify?storage_type=file")
+    job = rapi.Job("PUT", path + "/modify?storage_type=file&name=x"
+                   "&allocatable=0", expected=constants.JOB_STATUS_ERROR)
+    assert job["ops"][0]["changes"] == {"allocatable": False}
+    assert "Storage units of type 'file' can not be modified" in \
+        str(job["opresult"])
+    job = rapi.Job("PUT", path + "/repair?storage_type=lvm-vg&name=xenvg",
+                   expected=constants.JOB_STATUS_ERROR)
+    assert job["ops"][0]["OP_ID"] == "OP_REPAIR_NODE_STORAGE"
+    assert "No disk template of storage type 'lvm-vg' is enabled" in \
+        str(job["opresult"])
+
+
+def test_node_powercycle(rapi):
+    """The route is Ganeti's; the job fails as nodes are power-cycled only
+    out-of-band here."""
+    job = rapi.Job("POST", "/2/nodes/%s/powercycle?force=1" % NODE2,
+                   expected=constants.JOB_STATUS_ERROR)
+    op = job["ops"][0]
+    assert (op["OP_ID"], op["node_name"], op["force"]) == \
+        ("OP_NODE_POWERCYCLE", NODE2, True)
+    assert "gnt-node power cycle" in str(job["opresult"])
+
+
 def test_node_tags(rapi):
     path = "/2/nodes/%s/tags" % NODE2
     tag1, tag2 = _Tag("a"), _Tag("b")

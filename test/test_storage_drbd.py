@@ -242,6 +242,69 @@ def test_restart_primary_copies_only_new_writes(pair):
     assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))
 
 
+def _Cmdline(pid_file):
+    with open("/proc/%d/cmdline" % process.ReadPidFile(pid_file),
+              "rb") as fobj:
+        return fobj.read().decode().replace("\0", " ")
+
+
+def _OpenDirect(pid_file, path):
+    """Whether the daemon of ``pid_file`` has ``path`` open with
+    O_DIRECT."""
+    pid = process.ReadPidFile(pid_file)
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target == path:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd),
+                      encoding="ascii") as fobj:
+                flags = next(line for line in fobj
+                             if line.startswith("flags:")).split()[1]
+            return bool(int(flags, 8) & os.O_DIRECT)
+    raise AssertionError("%s is not open" % path)
+
+
+def _Listens(host, port):
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_device_on_unix_socket_and_roles_in_place(pair):
+    """The primary's device daemon reaches its image daemon on a Unix
+    socket without TLS (nothing listens on the primary's port), the
+    secondary writes its image with O_DIRECT; a migration's role changes
+    in place (Open, Close, ConnectInSync) serve the right way and lose no
+    write."""
+    pair.Create()
+    pair.Call("snode", "AssembleSecondary")
+    pair.Call("pnode", "Assemble")
+    pair.WaitInSync()
+    pdev, sdev = pair.Dev("pnode"), pair.Dev("snode")
+    assert not _Listens(ADDRESSES[0], pdev.port)
+    assert _Listens(ADDRESSES[1], pdev.port)
+    device_args = _Cmdline(pdev.fuse_pid_file)
+    assert pdev.image_socket in device_args and "tls" not in device_args
+    assert _OpenDirect(sdev.pid_file, sdev.image)
+    assert not _OpenDirect(pdev.pid_file, pdev.image)
+    _Write(pdev.device, 0, 4, "before")
+    # The target opens its device over the port it serves the source on
+    pair.Call("snode", "Open")
+    assert "tls-creds" in _Cmdline(sdev.fuse_pid_file)
+    pair.Call("pnode", "Close")
+    assert _Listens(ADDRESSES[0], pdev.port)
+    pair.Call("snode", "ConnectInSync")
+    _Write(sdev.device, 8, 4, "after")
+    assert pair.Call("snode", "GetSyncStatus")[2] is False
+    for name in ("snode", "pnode"):
+        pair.Call(name, "Shutdown")
+    assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))
+
+
 @pytest.mark.skipif(shutil.which("qemu-io") is None,
                     reason="qemu-io not installed")
 def test_interrupted_full_sync_starts_over(pair):

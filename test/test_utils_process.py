@@ -105,6 +105,28 @@ def test_alive_and_kill():
     zombie.wait()
 
 
+def test_alive_while_a_thread_outlives_the_leader():
+    """A leader that ended first is a zombie, the process is not done."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import ctypes, threading, time, sys;"
+         " threading.Thread(target=lambda: (print('ready', flush=True),"
+         " time.sleep(1.5))).start(); time.sleep(0.2);"
+         " ctypes.CDLL(None).pthread_exit(None)"],
+        stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        deadline = time.monotonic() + 5
+        while not open("/proc/%d/stat" % proc.pid).read().rsplit(
+                ")", 1)[1].startswith(" Z"):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert process.IsProcessAlive(proc.pid)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+        proc.stdout.close()
+
+
 _DAEMON_SCRIPT = textwrap.dedent("""
     import os, sys, time
     from ganeti.utils import process

@@ -152,6 +152,25 @@ def test_restarts_killed_daemons(vc):
     assert vc.IsRunning(constants.RAPI)
 
 
+def test_restarts_mond_and_maintd(vc):
+    """mond runs on every node, maintd on the master: the watcher starts
+    them again once killed, and checks that they answer."""
+    node2 = vc.nodes[NODE2]
+    _Watch(node2)
+    assert node2.IsRunning(constants.MOND)
+    old = node2.Pid(constants.MOND)
+    node2.KillDaemon(constants.MOND)
+    _Watch(node2)
+    assert node2.IsRunning(constants.MOND)
+    assert node2.Pid(constants.MOND) != old
+    assert not node2.IsRunning(constants.MAINTD)
+    vc.KillDaemon(constants.MAINTD)
+    vc.KillDaemon(constants.MOND)
+    _Watch(vc)
+    assert vc.IsRunning(constants.MAINTD)
+    assert vc.IsRunning(constants.MOND)
+
+
 def test_restarts_hung_noded(vc):
     """A noded that runs but does not answer is restarted."""
     node2 = vc.nodes[NODE2]

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import ssl
+import stat
 from collections.abc import Collection, Iterator, Mapping
 
 from ganeti import constants, pathutils
@@ -35,6 +36,33 @@ MIB = 1024 * 1024
 ADMIN = ("admin", "s3cret")
 READER = ("reader", "readpw")
 RAPI_PORT = constants.DEFAULT_RAPI_PORT
+
+
+OOB_SCRIPT = """#!/bin/sh
+# Ganeti's OOB protocol: $1 the command, $2 the node name
+dir=$(dirname "$0")
+echo "$1 $2" >> "$dir/calls"
+case "$1" in
+  power-status)
+    if [ -e "$dir/off-$2" ]; then echo '{"powered": false}'
+    else echo '{"powered": true}'; fi ;;
+  power-off) touch "$dir/off-$2" ;;
+  power-on) rm -f "$dir/off-$2" ;;
+  power-cycle) echo "not json" ;;
+  health) echo '[["disk0", "OK"], ["fan", "WARNING"]]' ;;
+esac
+"""
+
+
+def WriteOobProgram(directory: str) -> str:
+    """OOB_SCRIPT as ``directory``/oob-program (executable); its path.
+    The script records its calls in ``directory``/calls and keeps the
+    nodes' power state as files there, so nothing is powered off."""
+    program = os.path.join(directory, "oob-program")
+    with open(program, "w", encoding="ascii") as fobj:
+        fobj.write(OOB_SCRIPT)
+    os.chmod(program, stat.S_IRWXU)
+    return program
 
 
 @dataclasses.dataclass(frozen=True)

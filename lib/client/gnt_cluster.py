@@ -73,6 +73,12 @@ DATA_COLLECTOR_INTERVAL_OPT = cli_option(
 DIAGNOSE_DATA_COLLECTOR_FILENAME_OPT = OpcodeOption(
     _SetParams, "diagnose_data_collector_filename",
     "--diagnose-data-collector-filename", metavar="FILENAME")
+PLACEMENT_REQUIRED_PREFIX_OPT = OpcodeOption(
+    _SetParams, "placement_required_prefix", "--placement-required-prefix",
+    metavar="PREFIX")
+PLACEMENT_FORBIDDEN_PREFIX_OPT = OpcodeOption(
+    _SetParams, "placement_default_forbidden_prefix",
+    "--placement-default-forbidden-prefix", metavar="PREFIX")
 MAINT_INTERVAL_OPT = OpcodeOption(_SetParams, "maint_round_delay",
                                   "--maintenance-interval",
                                   metavar="SECONDS")
@@ -138,6 +144,7 @@ def InitCluster(opts: Any, args: list[str]) -> int:
         shared_file_storage_dir=opts.shared_file_storage_dir,
         hvparams=_HvParams(opts), beparams=opts.beparams,
         nicparams=opts.nicparams, ndparams=opts.ndparams,
+        diskparams=dict(opts.diskparams),
         candidate_pool_size=opts.candidate_pool_size,
         mac_prefix=opts.mac_prefix,
         max_running_jobs=opts.max_running_jobs,
@@ -320,6 +327,12 @@ def ShowClusterConfig(opts: Any, args: list[str]) -> int:
         # Not in Ganeti 3.0, whose data collectors are all built in
         ("Diagnose data collector filename",
          info["diagnose_data_collector_filename"] or "(built-in)"),
+        ("Placement", [
+            ("required aggregate metadata prefix",
+             info["placement_required_prefix"] or "(none)"),
+            ("default forbidden aggregate metadata prefix",
+             info["placement_default_forbidden_prefix"] or "(none)"),
+        ]),
         ("Maintenance daemon", [
             ("maintenance interval", info["maint_round_delay"]),
             ("auto balancing", info["maint_balance"]),
@@ -380,6 +393,9 @@ def SetClusterParams(opts: Any, args: list[str]) -> int:
         "data_collector_interval": collector_intervals,
         "diagnose_data_collector_filename":
             opts.diagnose_data_collector_filename,
+        "placement_required_prefix": opts.placement_required_prefix,
+        "placement_default_forbidden_prefix":
+            opts.placement_default_forbidden_prefix,
         "maint_round_delay": opts.maint_round_delay,
         "maint_balance": opts.maint_balance,
         "maint_balance_threshold": opts.maint_balance_threshold,
@@ -530,6 +546,14 @@ def WatcherOps(opts: Any, args: list[str]) -> int:
 
 def RedistributeConfig(opts: Any, args: list[str]) -> int:
     cli.SubmitOrSend(opcodes.OpClusterRedistConf(), opts)
+    return constants.EXIT_SUCCESS
+
+
+def RepairCancel(opts: Any, args: list[str]) -> int:
+    """Cancel a repair incident of ganeti-maintd (gnt-cluster
+    repair-cancel ID)."""
+    cli.SubmitOrSend(opcodes.OpClusterRepairCancel(incident_id=args[0]),
+                     opts)
     return constants.EXIT_SUCCESS
 
 
@@ -827,7 +851,8 @@ _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
 
 commands = {
     "init": (InitCluster, [ArgUnknown(min=1, max=1)],
-             _PARAM_OPTS + [SECONDARY_IP_OPT, DEFAULT_IALLOCATOR_OPT,
+             _PARAM_OPTS + [SECONDARY_IP_OPT, DISKPARAMS_OPT,
+                            DEFAULT_IALLOCATOR_OPT,
                             DEFAULT_IALLOCATOR_PARAMS_OPT],
              "[<opts>...] <cluster-name>",
              "Initialises a new cluster configuration"),
@@ -835,6 +860,11 @@ commands = {
     "redist-conf": (RedistributeConfig, [], _JOB_OPTS, "",
                     "Forces a push of the configuration file and ssconf"
                     " files to the nodes in the cluster"),
+    "repair-cancel": (RepairCancel, [ArgUnknown(min=1, max=1)], _JOB_OPTS,
+                      "<incident-id>",
+                      "Cancels a repair incident of the maintenance daemon:"
+                      " it takes no further action for it and forgets it"
+                      " once the node no longer reports it"),
     "master-failover": (MasterFailover, [], [NOVOTING_OPT, YES_DOIT_OPT], "",
                         "Makes the current node the master"),
     "master-ping": (MasterPing, [], [], "", "Checks if the master is alive"),
@@ -886,7 +916,9 @@ commands = {
                               DATA_COLLECTOR_INTERVAL_OPT,
                               DIAGNOSE_DATA_COLLECTOR_FILENAME_OPT,
                               MAINT_INTERVAL_OPT, MAINT_BALANCE_OPT,
-                              MAINT_BALANCE_THRESHOLD_OPT] +
+                              MAINT_BALANCE_THRESHOLD_OPT,
+                              PLACEMENT_REQUIRED_PREFIX_OPT,
+                              PLACEMENT_FORBIDDEN_PREFIX_OPT] +
                _JOB_OPTS,
                "[<opts>...]", "Alters the parameters of the cluster"),
     "rename": (RenameCluster, [ArgHost(min=1, max=1)],

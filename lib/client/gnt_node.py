@@ -7,11 +7,12 @@ from ganeti.cli_opts import (
     ARGS_MANY_NODES, ARGS_ONE_NODE, ArgChoice, ArgHost, ArgNode, ArgUnknown,
     DRY_RUN_OPT, DST_NODE_OPT, EARLY_RELEASE_OPT, FIELDS_OPT,
     FORCE_FILTER_OPT, FORCE_OPT,
-    IALLOCATOR_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
+    IALLOCATOR_OPT, IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
     MigrationModeFromOpts, NOHDR_OPT, NONLIVE_OPT, NORUNTIME_CHGS_OPT,
     OOB_TIMEOUT_OPT, OpcodeOption, POWER_DELAY_OPT, PRINT_JOBID_OPT,
     PRIORITY_OPT, ParamsOption, SEP_OPT,
     SUBMIT_OPT, TAG_SRC_OPT, UNITS_OPT, VERBOSE_OPT, cli_option)
+from ganeti.monitoring import drbd
 
 _Add = opcodes.OpNodeAdd
 _SetParams = opcodes.OpNodeSetParams
@@ -97,10 +98,17 @@ _LIST_STOR_DEF_FIELDS = [constants.SF_NODE, constants.SF_TYPE,
                          constants.SF_ALLOCATABLE]
 _STORAGE_SIZE_FIELDS = [constants.SF_SIZE, constants.SF_USED,
                         constants.SF_FREE]
+# The storage types the commands take (Ganeti's); the master refuses
+# those whose disk templates the cluster has not enabled, as Ganeti's does
+_USER_STORAGE_TYPES = [constants.ST_FILE, constants.ST_LVM_PV,
+                       constants.ST_LVM_VG, constants.ST_SHARED_FILE,
+                       constants.ST_GLUSTER]
 STORAGE_TYPE_OPT = OpcodeOption(
     opcodes.OpNodeQueryStorage, "storage_type", "-t", "--storage-type",
-    type="choice", choices=sorted(constants.STS_REPORT_NODE_STORAGE),
-    metavar="STORAGE_TYPE")
+    type="choice", choices=_USER_STORAGE_TYPES, metavar="STORAGE_TYPE")
+ALLOCATABLE_OPT = cli_option("--allocatable", dest="allocatable",
+                             type="bool", default=None, metavar=_YES_NO,
+                             help="Set the allocatable flag on a volume")
 
 
 # Commands --------------------------------------------------------------------
@@ -213,6 +221,41 @@ def ListStorage(opts: Any, args: list[str]) -> int:
                                   unitfields=_STORAGE_SIZE_FIELDS,
                                   units=opts.units):
         cli.ToStdout("%s", line)
+    return constants.EXIT_SUCCESS
+
+
+def _StorageType(name: str) -> str:
+    """A storage type named on the command line, checked as Ganeti's."""
+    if name not in _USER_STORAGE_TYPES:
+        raise errors.OpPrereqError("Unknown storage type: %s" % name,
+                                   errors.ECODE_INVAL)
+    return name
+
+
+def ModifyStorage(opts: Any, args: list[str]) -> int:
+    """Change a storage unit of a node (gnt-node modify-storage NODE TYPE
+    NAME); without a change, nothing is done."""
+    node_name, storage_type, name = args
+    changes = {}
+    if opts.allocatable is not None:
+        changes[constants.SF_ALLOCATABLE] = opts.allocatable
+    op = opcodes.OpNodeModifyStorage(node_name=node_name,
+                                     storage_type=_StorageType(storage_type),
+                                     name=name, changes=changes)
+    if not changes:
+        cli.ToStderr("No changes to perform, exiting.")
+        return constants.EXIT_SUCCESS
+    cli.SubmitOrSend(op, opts)
+    return constants.EXIT_SUCCESS
+
+
+def RepairStorage(opts: Any, args: list[str]) -> int:
+    """Repair a storage unit of a node (gnt-node repair-storage NODE TYPE
+    NAME)."""
+    node_name, storage_type, name = args
+    cli.SubmitOrSend(opcodes.OpRepairNodeStorage(
+        node_name=node_name, storage_type=_StorageType(storage_type),
+        name=name, ignore_consistency=opts.ignore_consistency), opts)
     return constants.EXIT_SUCCESS
 
 
@@ -388,34 +431,6 @@ def EvacuateNode(opts: Any, args: list[str]) -> int:
         "All instances evacuated successfully.")
 
 
-def _NodeDrbdMap(cfg: config.ConfigWriter, node: str) -> list[list]:
-    """``[node, minor, instance, disk, role, peer]`` of each drbd disk
-    side held by ``node`` (Ganeti's confd ``node_drbd`` answer).
-
-    The minor comes from the disk's logical id; the role is the node's
-    role for the instance in the configuration, not a live status.
-    """
-    node_uuid = cfg.ExpandNodeName(node)
-    if node_uuid is None:
-        raise errors.OpPrereqError("Node '%s' not known" % node,
-                                   errors.ECODE_NOENT)
-    (name, ) = cfg.GetNodeNames([node_uuid])
-    rows = []
-    for inst in cfg.GetAllInstancesInfo().values():
-        role = "primary" if inst.primary_node == node_uuid else "secondary"
-        for idx, disk in enumerate(cfg.GetInstanceDisks(inst.uuid)):
-            if disk.dev_type != constants.DT_DRBD8:
-                continue
-            node_a, node_b, _, minor_a, minor_b, _ = disk.logical_id
-            if node_uuid not in (node_a, node_b):
-                continue
-            minor, peer = ((minor_a, node_b) if node_uuid == node_a
-                           else (minor_b, node_a))
-            rows.append([name, minor, inst.name, "disk/%d" % idx, role,
-                         cfg.GetNodeNames([peer])[0]])
-    return sorted(rows)
-
-
 def ListDrbd(opts: Any, args: list[str]) -> int:
     """List the drbd minors of a node, from this node's configuration.
 
@@ -432,7 +447,8 @@ def ListDrbd(opts: Any, args: list[str]) -> int:
         "node": "Node", "minor": "Minor", "instance": "Instance",
         "disk": "Disk", "role": "Role", "peer": "PeerNode"}
     for line in cli.GenerateTable(headers, fields, opts.separator,
-                                  _NodeDrbdMap(cfg, args[0]),
+                                  sorted(drbd.NodeDrbdMap(
+                                      cfg, args[0]).values()),
                                   numfields=["minor"]):
         cli.ToStdout(line)
     return constants.EXIT_SUCCESS
@@ -495,6 +511,22 @@ commands = {
                      "List physical volumes on node(s). The available"
                      " fields are (see the man page for details): %s." %
                      ", ".join(_LIST_STOR_DEF_FIELDS)),
+    "modify-storage": (ModifyStorage,
+                       [ArgNode(min=1, max=1),
+                        ArgChoice(min=1, max=1, choices=sorted(
+                            constants.MODIFIABLE_STORAGE_FIELDS)),
+                        ArgUnknown(min=1, max=1)],
+                       [ALLOCATABLE_OPT] + _JOB_OPTS,
+                       "<node_name> <storage_type> <name>",
+                       "Modify storage volume on a node"),
+    "repair-storage": (RepairStorage,
+                       [ArgNode(min=1, max=1),
+                        ArgChoice(min=1, max=1, choices=sorted(
+                            constants.VALID_STORAGE_OPERATIONS)),
+                        ArgUnknown(min=1, max=1)],
+                       [IGNORE_CONSIST_OPT] + _JOB_OPTS,
+                       "<node_name> <storage_type> <name>",
+                       "Repairs a storage volume on a node"),
     "power": (PowerNode,
               [ArgChoice(min=1, max=1, choices=_POWER_COMMANDS), ArgNode()],
               [SUBMIT_OPT, PRINT_JOBID_OPT, AUTO_PROMOTE_OPT, PRIORITY_OPT,

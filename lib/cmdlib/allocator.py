@@ -5,7 +5,7 @@ module picks the allocator (the opcode's or the cluster's default) and
 reports its explanation to the job.
 """
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ganeti import constants, errors, objects, opcodes
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
@@ -127,29 +127,45 @@ class LUTestAllocator(NoHooksLU):
         return ial.out_text
 
 
-def ResolveMemberOf(lu: LogicalUnit, values: list[str]) -> list[str]:
-    """An opcode's ``member_of`` with aggregate names made UUIDs."""
-    return pcluster.ResolveMemberOf(values, lu.cfg.GetClusterInfo(),
-                                    lu.cfg.GetAllNodeGroupsInfo())
+def _MemberOf(lu: LogicalUnit, values: list[str],
+              tags: Iterable[str] | None) -> dict[str, str]:
+    """An opcode's ``member_of`` with aggregate names made UUIDs, plus the
+    cluster's reservation defaults for an instance with ``tags`` (None:
+    several instances, to which they are not applied); each value with
+    how a refusal names it."""
+    cluster = lu.cfg.GetClusterInfo()
+    resolved = pcluster.ResolveMemberOf(values, cluster,
+                                        lu.cfg.GetAllNodeGroupsInfo())
+    result = {value: "member_of '%s'" % given
+              for value, given in zip(resolved, values)}
+    if tags is not None:
+        result.update(pcluster.ReservationMemberOf(cluster, tags))
+    return result
+
+
+def ResolveMemberOf(lu: LogicalUnit, values: list[str],
+                    tags: Iterable[str] | None) -> list[str]:
+    """The ``member_of`` the allocator is asked for (see _MemberOf)."""
+    return list(_MemberOf(lu, values, tags))
 
 
 def CheckNodesMemberOf(lu: LogicalUnit, values: list[str],
-                       node_uuids: list[str]) -> None:
+                       node_uuids: list[str],
+                       tags: Iterable[str] | None) -> None:
     """Nodes the admin chose must satisfy ``member_of`` too: the
     constraint holds however the nodes are picked. Refusals name the
     value as given."""
-    if not values:
+    given = _MemberOf(lu, values, tags)
+    if not given:
         return
-    resolved = ResolveMemberOf(lu, values)
-    given = dict(zip(resolved, values))
-    member_of = MemberOf(resolved)
+    member_of = MemberOf(list(given))
     for uuid in node_uuids:
         node = lu.cfg.GetNodeInfo(uuid)
         failed = member_of.Failed(pcluster.NodeAggregates(node))
         if failed is not None:
             raise errors.OpPrereqError(
-                "Node %s is excluded by member_of '%s'" %
-                (node.name, given[failed]), errors.ECODE_INVAL)
+                "Node %s is excluded by %s" % (node.name, given[failed]),
+                errors.ECODE_INVAL)
 
 
 def InstanceAllocRequest(lu: LogicalUnit, op: Any, disks: list[dict],
@@ -176,7 +192,7 @@ def InstanceAllocRequest(lu: LogicalUnit, op: Any, disks: list[dict],
                for disk in disks],
         nics=nic_data, os=op.os_type or "", tags=list(op.tags),
         hypervisor=hypervisor, node_whitelist=node_whitelist,
-        member_of=ResolveMemberOf(lu, op.member_of))
+        member_of=ResolveMemberOf(lu, op.member_of, op.tags))
 
 
 def LoadNodeEvacResult(lu: LogicalUnit, result: list, early_release: bool,

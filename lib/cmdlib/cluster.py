@@ -30,6 +30,7 @@ _CLUSTER_ATTRS = [
     "instance_communication_network", "zeroing_image", "compression_tools",
     "enabled_user_shutdown", "modify_ssh_setup", "ssh_key_type",
     "ssh_key_bits", "diagnose_data_collector_filename",
+    "placement_required_prefix", "placement_default_forbidden_prefix",
 ]
 
 
@@ -165,6 +166,25 @@ class LUClusterRedistConf(NoHooksLU):
         self.context.replicator.Redistribute(feedback_fn)
 
 
+class LUClusterRepairCancel(NoHooksLU):
+    """Cancel an incident of ganeti-maintd. The request is kept in the
+    configuration's maintenance section, beside (not in) maintd's state,
+    so that maintd, on this master or the next, picks it up at its next
+    poll however its own writes interleave with this one."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.needed_locks = {}
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> None:
+        try:
+            self.cfg.CancelMaintenanceIncident(self.op.incident_id,
+                                               feedback_fn)
+        except errors.ConfigurationError as err:
+            raise errors.OpPrereqError(str(err), errors.ECODE_NOENT) from err
+
+
 class LUClusterRenewCrypto(NoHooksLU):
     """The opcode part of ``gnt-cluster renew-crypto``.
 
@@ -206,7 +226,9 @@ _SIMPLE_PARAMS = ["candidate_pool_size", "max_running_jobs",
                   "shared_file_storage_dir", "maintain_node_health",
                   "default_iallocator", "default_iallocator_params",
                   "enabled_disk_templates", "compression_tools",
-                  "diagnose_data_collector_filename"]
+                  "diagnose_data_collector_filename",
+                  "placement_required_prefix",
+                  "placement_default_forbidden_prefix"]
 # Opcode parameter -> field of the configuration's maintenance section
 _MAINT_PARAMS = {"maint_round_delay": "roundDelay",
                  "maint_balance": "balance",

@@ -451,7 +451,8 @@ class LUInstanceCreate(LogicalUnit):
         if op.iallocator:
             self._Allocate(cluster)
         else:
-            CheckNodesMemberOf(self, op.member_of, self._DiskNodes())
+            CheckNodesMemberOf(self, op.member_of, self._DiskNodes(),
+                               op.tags)
         for node_uuid in self._DiskNodes():
             CheckNodeOnline(self, node_uuid)
             CheckNodeNotDrained(self, node_uuid)

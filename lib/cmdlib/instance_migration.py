@@ -154,7 +154,7 @@ class TLMigrateInstance:
                 self._RunAllocator()
             target = op.target_node_uuid
         self.target_node_uuid = target
-        CheckNodesMemberOf(lu, op.member_of, [target])
+        CheckNodesMemberOf(lu, op.member_of, [target], instance.GetTags())
         if target == instance.primary_node:
             raise errors.OpPrereqError(
                 "Cannot migrate instance %s to its primary (%s)" %
@@ -228,7 +228,8 @@ class TLMigrateInstance:
         lu = self.lu
         req = iallocator.IAReqRelocate(
             self.instance.uuid, [self.instance.primary_node],
-            member_of=ResolveMemberOf(lu, lu.op.member_of))
+            member_of=ResolveMemberOf(lu, lu.op.member_of,
+                                      self.instance.GetTags()))
         ial = RunAllocator(lu, req, lu.op.iallocator)
         lu.op.target_node_uuid, lu.op.target_node = ExpandNodeUuidAndName(
             self.cfg, None, ial.result[0])
@@ -1062,7 +1063,7 @@ class LUNodeEvacuate(LogicalUnit):
             # The allocator's answer says what can move where
             return
         target = op.remote_node_uuid
-        CheckNodesMemberOf(self, op.member_of, [target])
+        CheckNodesMemberOf(self, op.member_of, [target], None)
         CheckNodeOnline(self, target)
         CheckNodeNotDrained(self, target)
         CheckNodeVmCapable(self, target)
@@ -1132,7 +1133,7 @@ class LUNodeEvacuate(LogicalUnit):
             [self.cfg.GetInstanceInfo(uuid).name
              for uuid in self.instance_uuids], op.mode,
             ignore_soft_errors=bool(op.ignore_soft_errors),
-            member_of=ResolveMemberOf(self, op.member_of))
+            member_of=ResolveMemberOf(self, op.member_of, None))
         ial = RunAllocator(self, req, op.iallocator)
         return ResultWithJobs(LoadNodeEvacResult(self, ial.result,
                                                  op.early_release, True))

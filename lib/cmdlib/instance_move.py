@@ -71,7 +71,8 @@ class LUInstanceMove(InstanceLU):
             raise errors.OpPrereqError("Instance %s is already on the node"
                                        " %s" % (instance.name, target.name),
                                        errors.ECODE_STATE)
-        CheckNodesMemberOf(self, self.op.member_of, [target.uuid])
+        CheckNodesMemberOf(self, self.op.member_of, [target.uuid],
+                           instance.GetTags())
         CheckNodeOnline(self, target.uuid)
         CheckNodeNotDrained(self, target.uuid)
         CheckNodeVmCapable(self, target.uuid)

@@ -142,3 +142,29 @@ class LUTestDummy(NoHooksLU):
         if self.op.submit_jobs:
             return ResultWithJobs(self.op.submit_jobs)
         return self.op.result
+
+
+class LURepairCommand(NoHooksLU):
+    """Run a node's white-listed repair command (ganeti-maintd's
+    live-repair); the command's output is the result."""
+
+    REQ_BGL = False
+
+    def ExpandNames(self) -> None:
+        self.node_uuid, self.op.node_name = ExpandNodeUuidAndName(
+            self.cfg, None, self.op.node_name)
+        self.needed_locks = {locking.LEVEL_NODE: [self.node_uuid]}
+
+    def CheckPrereq(self) -> None:
+        if self.cfg.GetNodeInfo(self.node_uuid).offline:
+            raise errors.OpPrereqError("Node %s is offline" %
+                                       self.op.node_name, errors.ECODE_STATE)
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> str:
+        feedback_fn("Running the repair command %s on %s" %
+                    (self.op.command, self.op.node_name))
+        result = self.rpc.call_repair_command(self.node_uuid, self.op.command,
+                                              self.op.input)
+        result.Raise("Repair command %s failed on node %s" %
+                     (self.op.command, self.op.node_name))
+        return result.payload

@@ -606,7 +606,10 @@ class LUNodeSetParams(LogicalUnit):
 
 def CheckStorageTypeEnabled(cluster: objects.Cluster,
                             storage_type: str) -> None:
-    """Refuse a storage type no enabled disk template uses."""
+    """Refuse a storage type no enabled disk template uses (LVM's physical
+    volumes are those of its volume groups, as in Ganeti)."""
+    if storage_type == constants.ST_LVM_PV:
+        storage_type = constants.ST_LVM_VG
     templates = {template for template, stype
                  in constants.MAP_DISK_TEMPLATE_STORAGE_TYPE.items()
                  if stype == storage_type}

@@ -7,16 +7,26 @@ what the cluster's HMAC key verifies. Then it follows the jobs of the
 current round, forgets the incidents the admin acknowledged, and, once
 the last round's jobs have all finished and the maintenance interval
 (the configuration's ``roundDelay``) has passed, starts a new round for
-the noted evacuations. The state is read from the configuration at the
-first poll and written back through the master daemon after each poll
-that changed it.
+the noted incidents, the most invasive one of each node. The state is
+read from the configuration at the first poll and written back through
+the master daemon after each poll that changed it.
 
 An evacuation goes through the phases ``evacuating`` (the node
 evacuation job and the jobs it submitted), ``offlining`` (one job
 offlining the node and tagging it ``maintd:repairready:<id>``) and
 ``evacuated``; a failed job ends it in ``failed`` after tagging the
-node ``maintd:repairfailed:<id>``. Every job carries the reason
+node ``maintd:repairfailed:<id>``. A live repair goes through
+``repairing`` (one job running the report's white-listed repair command
+on the node, OpRepairCommand with the report on its standard input, and
+tagging the node ``maintd:repairready:<id>``; no command: the tagging
+only) and ``repaired``; the command's output, or the error, is kept in
+the incident's ``repair-output``. Every job carries the reason
 ``gnt:daemon:maintd`` with the incident's id.
+
+An incident the admin canceled (OpClusterRepairCancel, the
+configuration's ``canceled`` list) goes to ``canceled``: its queued jobs
+are canceled, nothing more is done for it, and it is forgotten once its
+node no longer reports it.
 """
 
 import logging
@@ -44,6 +54,20 @@ PHASE_OFFLINING = "offlining"
 PHASE_EVACUATED = "evacuated"
 PHASE_FAILING = "failing"
 PHASE_FAILED = "failed"
+PHASE_REPAIRING = "repairing"
+PHASE_REPAIRED = "repaired"
+PHASE_CANCELED = "canceled"
+# The phases waiting for jobs
+_IN_FLIGHT = frozenset([PHASE_EVACUATING, PHASE_OFFLINING, PHASE_FAILING,
+                        PHASE_REPAIRING])
+# How invasive each action is: a round handles each node's most
+# invasive noted incident
+_INVASIVENESS = {constants.DIAGNOSE_LIVE_REPAIR: 1,
+                 constants.DIAGNOSE_EVACUATE: 2,
+                 constants.DIAGNOSE_EVACUATE_FAILOVER: 3}
+# The job states in which canceling a job needs no cooperation
+_CANCELABLE = frozenset([constants.JOB_STATUS_QUEUED,
+                         constants.JOB_STATUS_WAITING])
 
 
 def FetchDiagnose(address: str, key: bytes, port: int | None = None
@@ -72,6 +96,21 @@ def FetchDiagnose(address: str, key: bytes, port: int | None = None
     return data
 
 
+def _RepairOutput(incident: dict[str, Any], opresult: list[Any] | None
+                  ) -> str:
+    """What the repair job of a live repair gave: the command's output,
+    or the error that ended the job."""
+    if not incident["original"].get("command"):
+        return ""
+    result = (opresult or [None])[0]
+    if isinstance(result, str):
+        return result
+    error = errors.GetEncodedError(result)
+    if error is not None:
+        return "%s: %s" % (error.__class__.__name__, error.args[0])
+    return "no result (%r)" % (result, )
+
+
 def _Reason(incident_id: str) -> list[list[Any]]:
     return [[constants.OPCODE_REASON_SRC_MAINTD, incident_id,
              time.time_ns()]]
@@ -93,6 +132,8 @@ class Engine:
         self._key_file = key_file
         self._store = store or ssconf.SimpleStore()
         self._client: luxi.Client | None = None
+        # The incidents the admin canceled (the configuration's list)
+        self._canceled: frozenset[str] = frozenset()
 
     def PollInterval(self) -> float:
         """Seconds between polls: the diagnose collector's interval."""
@@ -120,8 +161,10 @@ class Engine:
                               "tags": set(tags)}
                        for name, uuid, offline, pip, tags in nodes}
             observed = self._Observe(by_uuid)
+            self.state.NotePoll(by_uuid, observed)
             with self.state.lock:
                 self._Note(by_uuid, observed)
+                self._Cancel()
                 self._Follow()
                 self._Forget(by_uuid, observed)
                 self._StartRound()
@@ -137,6 +180,7 @@ class Engine:
         self.maintenance_interval = float(maintenance["roundDelay"])
         self.balance = maintenance["balance"]
         self.balance_threshold = maintenance["balanceThreshold"]
+        self._canceled = frozenset(maintenance.get("canceled", []))
         if not self.state.loaded:
             self.state.FromConfig(maintenance)
             logging.info("Loaded %d incidents from the configuration",
@@ -204,14 +248,18 @@ class Engine:
         """Advance the incidents whose jobs finished."""
         for incident in list(self.state.incidents.values()):
             phase = incident["phase"]
-            if phase not in (PHASE_EVACUATING, PHASE_OFFLINING,
-                             PHASE_FAILING):
+            if phase not in _IN_FLIGHT:
                 continue
             jobs = self._Luxi().QueryJobs(incident["jobs"],
                                           ["id", "status", "opresult"])
             statuses = []
             for job_id, status, opresult in filter(None, jobs):
                 statuses.append(status)
+                if phase == PHASE_REPAIRING and \
+                        job_id == incident["jobs"][0] and \
+                        status in constants.JOBS_FINALIZED:
+                    incident["repair-output"] = _RepairOutput(incident,
+                                                              opresult)
                 if status == constants.JOB_STATUS_SUCCESS and \
                         phase == PHASE_EVACUATING:
                     for result in opresult or []:
@@ -228,6 +276,11 @@ class Engine:
                 incident["phase"] = PHASE_FAILED
             elif failed:
                 self._Fail(incident, "a job of the repair failed")
+            elif phase == PHASE_REPAIRING:
+                incident["phase"] = PHASE_REPAIRED
+                incident["repair-status"] = mstate.COMPLETED
+                logging.info("Incident %s completed: node %s repaired",
+                             incident["id"], incident["node-name"])
             elif phase == PHASE_EVACUATING:
                 incident["phase"] = PHASE_OFFLINING
                 self._Submit(incident, [
@@ -266,8 +319,7 @@ class Engine:
                 for row in self._Luxi().QueryJobs(balancing, ["status"])):
             return
         if not any(self.state.incidents.get(inc_id, {}).get("phase") in
-                   (PHASE_EVACUATING, PHASE_OFFLINING, PHASE_FAILING)
-                   for inc_id in current["incidents"]):
+                   _IN_FLIGHT for inc_id in current["incidents"]):
             current["finished"] = time.time()
             self.state.EndRound()
 
@@ -288,8 +340,10 @@ class Engine:
                 forget = gone_node or not still_seen
             elif phase == PHASE_FAILED:
                 forget = tag_gone
-            elif phase == PHASE_EVACUATED:
+            elif phase in (PHASE_EVACUATED, PHASE_REPAIRED):
                 forget = tag_gone and not still_seen
+            elif phase == PHASE_CANCELED:
+                forget = gone_node or not still_seen
             else:
                 forget = gone_node
             if not forget:
@@ -303,17 +357,22 @@ class Engine:
                     node_name=incident["node-name"], offline=False)])
 
     def _StartRound(self) -> None:
-        """Evacuate the nodes of the noted evacuation incidents, if the last
-        round is over and the maintenance interval has passed."""
+        """Handle the most invasive noted incident of each node (evacuate
+        or repair it), if the last round is over and the maintenance
+        interval has passed; with none, balance if asked to."""
         if self.state.round is not None or \
                 time.time() - self.state.last_round_start < \
                 self.maintenance_interval:
             return
         todo: dict[str, dict[str, Any]] = {}
         for incident in self.state.incidents.values():
-            if incident["phase"] is None and \
-                    incident["original"]["status"] in _EVACUATIONS:
-                todo.setdefault(incident["node"], incident)
+            rank = _INVASIVENESS.get(incident["original"]["status"])
+            if incident["phase"] is not None or rank is None:
+                continue
+            chosen = todo.get(incident["node"])
+            if chosen is None or \
+                    rank > _INVASIVENESS[chosen["original"]["status"]]:
+                todo[incident["node"]] = incident
         balancing = self._BalanceJobs() if not todo else []
         if not todo and not balancing:
             return
@@ -335,11 +394,49 @@ class Engine:
             return
         for incident in todo.values():
             self.state.round["incidents"].append(incident["id"])
-            incident["phase"] = PHASE_EVACUATING
             incident["repair-status"] = mstate.PENDING
-            self._Submit(incident, self._EvacuationOps(incident))
+            if incident["original"]["status"] in _EVACUATIONS:
+                incident["phase"] = PHASE_EVACUATING
+                self._Submit(incident, self._EvacuationOps(incident))
+            else:
+                incident["phase"] = PHASE_REPAIRING
+                self._Submit(incident, self._LiveRepairOps(incident))
         logging.info("Round started for incidents %s",
                      ", ".join(self.state.round["incidents"]))
+
+    @staticmethod
+    def _LiveRepairOps(incident: dict[str, Any]) -> list[opcodes.OpCode]:
+        """The job of a live repair: the report's repair command, if it
+        names one, with the report on its standard input; then the
+        repairready tag (a failed command fails the job before it)."""
+        node = incident["node-name"]
+        ops: list[opcodes.OpCode] = []
+        command = incident["original"].get("command")
+        if command:
+            ops.append(opcodes.OpRepairCommand(
+                node_name=node, command=command,
+                input=serializer.DumpJson(incident["original"])))
+        ops.append(opcodes.OpTagsSet(kind=constants.TAG_NODE, name=node,
+                                     tags=[incident["tag"]]))
+        return ops
+
+    def _Cancel(self) -> None:
+        """Stop acting on the incidents the admin canceled: their jobs
+        still waiting to run are canceled, their phase ends."""
+        for inc_id in self._canceled:
+            incident = self.state.incidents.get(inc_id)
+            if incident is None or incident["phase"] == PHASE_CANCELED:
+                continue
+            logging.info("Incident %s of node %s canceled", inc_id,
+                         incident["node-name"])
+            if incident["phase"] in _IN_FLIGHT:
+                jobs = self._Luxi().QueryJobs(incident["jobs"],
+                                              ["id", "status"])
+                for job_id, status in filter(None, jobs):
+                    if status in _CANCELABLE:
+                        self._Luxi().CancelJob(job_id)
+            incident["phase"] = PHASE_CANCELED
+            incident["repair-status"] = mstate.CANCELED
 
     def _EvacuationOps(self, incident: dict[str, Any]
                        ) -> list[opcodes.OpCode]:

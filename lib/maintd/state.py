@@ -11,6 +11,7 @@ carries on where the last one stopped.
 
 import copy
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -60,6 +61,11 @@ class State:
         self.round: dict[str, Any] | None = None
         self.last_rounds: list[dict[str, Any]] = []
         self.last_round_start = 0.0
+        # The last poll (not kept in the configuration): when, and each
+        # node's uuid, name, offline flag and verified diagnose data
+        # (None: no valid report, or not polled)
+        self.last_poll = 0.0
+        self.nodes: list[dict[str, Any]] = []
         # What the configuration holds (ToConfig's last stored result)
         self._stored: dict[str, Any] | None = None
 
@@ -94,6 +100,17 @@ class State:
         """``state`` (from Changes) is now in the configuration."""
         with self.lock:
             self._stored = state
+
+    def NotePoll(self, nodes: dict[str, dict[str, Any]],
+                 observed: dict[str, dict[str, Any]]) -> None:
+        """Remember a poll's nodes (UUID -> name, offline, ...) and the
+        diagnose data they reported, for the status page."""
+        with self.lock:
+            self.last_poll = time.time()
+            self.nodes = [{"uuid": node_uuid, "name": node["name"],
+                           "offline": node["offline"],
+                           "diagnose": observed.get(node_uuid)}
+                          for node_uuid, node in nodes.items()]
 
     def EndRound(self) -> None:
         """The current round is over; remember it among the last ones."""

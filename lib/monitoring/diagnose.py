@@ -18,6 +18,10 @@ prints anything but such an object) gives a failed report: status "Ok",
 so that nobody repairs anything because of it, ``failed`` true and the
 reason in ``details``. The report is signed with the cluster's HMAC key,
 as ganeti-maintd acts on it.
+
+The repair commands of ``live-repair`` (RunRepairCommand, run by noded
+for maintd's OpRepairCommand) follow the same white-list rules in their
+own directory, NODE_REPAIR_COMMANDS_DIR.
 """
 
 import logging
@@ -46,20 +50,21 @@ def _CheckOwnedByRoot(path: str, info: os.stat_result, what: str) -> None:
 
 
 def WhiteListedCommand(filename: str,
-                       directory: str = pathutils.NODE_DIAGNOSE_COMMANDS_DIR
-                       ) -> str:
-    """The path of a white-listed diagnose command; DataCollectorError
-    saying why if ``filename`` is none."""
+                       directory: str = pathutils.NODE_DIAGNOSE_COMMANDS_DIR,
+                       what: str = "diagnose") -> str:
+    """The path of a white-listed ``what`` command (diagnose or repair,
+    each with its directory); DataCollectorError saying why if
+    ``filename`` is none."""
     if filename in (".", "..") or "/" in filename or "\0" in filename:
         raise errors.DataCollectorError(
-            "Invalid filename %r for the diagnose data collector: only"
-            " file names in %s are allowed" % (filename, directory))
+            "Invalid filename %r for the %s command: only file names in %s"
+            " are allowed" % (filename, what, directory))
     try:
         dir_info = os.stat(directory)
     except OSError as err:
         raise errors.DataCollectorError(
-            "The white-list directory %s of diagnose commands is"
-            " missing: %s" % (directory, err.strerror)) from None
+            "The white-list directory %s of %s commands is missing: %s" %
+            (directory, what, err.strerror)) from None
     if not stat.S_ISDIR(dir_info.st_mode):
         raise errors.DataCollectorError("%s is not a directory" % directory)
     _CheckOwnedByRoot(directory, dir_info, "The directory")
@@ -68,15 +73,16 @@ def WhiteListedCommand(filename: str,
         info = os.stat(path)
     except OSError:
         raise errors.DataCollectorError(
-            "The diagnose command %s is not white-listed: no such file in"
-            " %s" % (filename, directory)) from None
+            "The %s command %s is not white-listed: no such file in %s" %
+            (what, filename, directory)) from None
+    label = "The %s command" % what
     if not stat.S_ISREG(info.st_mode):
-        raise errors.DataCollectorError(
-            "The diagnose command %s must be a regular file" % path)
-    _CheckOwnedByRoot(path, info, "The diagnose command")
+        raise errors.DataCollectorError("%s %s must be a regular file" %
+                                        (label, path))
+    _CheckOwnedByRoot(path, info, label)
     if not info.st_mode & stat.S_IXUSR:
         raise errors.DataCollectorError(
-            "The diagnose command %s must be executable by its owner" % path)
+            "%s %s must be executable by its owner" % (label, path))
     return path
 
 
@@ -132,6 +138,29 @@ def RunDiagnose(filename: str, timeout: float) -> dict[str, Any]:
             "The diagnose command %s %s: %s" %
             (filename, result.fail_reason, _Quote(result.output)))
     return ParseDiagnoseOutput(result.stdout)
+
+
+def RunRepairCommand(command: str, input_data: str | None,
+                     timeout: float = constants.REPAIR_COMMAND_TIMEOUT
+                     ) -> str:
+    """Run a live-repair command (design-maintd): white-listed in
+    NODE_REPAIR_COMMANDS_DIR under the rules of the diagnose commands,
+    no arguments, the diagnose object on its standard input. Its output
+    is the result; CommandError (with the output) if it is not
+    white-listed, fails or outlives ``timeout``."""
+    try:
+        path = WhiteListedCommand(command, pathutils.NODE_REPAIR_COMMANDS_DIR,
+                                  what="repair")
+    except errors.DataCollectorError as err:
+        raise errors.CommandError(str(err)) from None
+    logging.info("Running the repair command %s", path)
+    result = process.RunCmd([path], cwd="/", timeout=timeout,
+                            input_data=input_data or "")
+    if result.failed:
+        raise errors.CommandError("The repair command %s %s: %s" %
+                                  (command, result.fail_reason,
+                                   _Quote(result.output)))
+    return result.output
 
 
 def FailedData(message: str) -> dict[str, Any]:

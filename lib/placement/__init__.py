@@ -18,6 +18,7 @@ ERR_PROVIDER_CANNOT_DELETE_PARENT = \
     "placement.resource_provider.cannot_delete_parent"
 ERR_QUERY_MISSING_VALUE = "placement.query.missing_value"
 ERR_QUERY_BAD_VALUE = "placement.query.bad_value"
+ERR_QUERY_DUPLICATE_KEY = "placement.query.duplicate_key"
 
 # The trait marking a provider whose inventory serves every tree it shares
 # an aggregate with

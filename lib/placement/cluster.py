@@ -76,6 +76,53 @@ def LookupAggregate(cluster: Cluster,
     raise _Unknown(name)
 
 
+def _MetadataAggregates(cluster: Cluster, matches) -> list[str]:
+    """The named aggregates with a metadata key ``matches`` accepts."""
+    return sorted(uuid for uuid, agg in NamedAggregates(cluster).items()
+                  if any(matches(key) for key in agg["metadata"]))
+
+
+def ReservationMemberOf(cluster: Cluster, tags: Iterable[str]
+                        ) -> dict[str, str]:
+    """The ``member_of`` values the cluster adds to the allocation of an
+    instance with ``tags``, each with what it stands for (for refusals).
+
+    This is the deployer flow of the forbidden-aggregates spec, with the
+    instance's tags in the role of the flavor's extra specs and the named
+    aggregates' metadata keys in the role of Nova's aggregate metadata:
+
+    - tags starting with the required prefix (``reservation:r1``) require
+      an aggregate having one of them as a metadata key; naming one that
+      no aggregate has is refused, not turned into "anywhere";
+    - unless a tag starts with the default-forbidden prefix, every
+      aggregate with a metadata key starting with it (the free pool's
+      ``reservation:`` and each reservation's) is forbidden.
+    """
+    tags = set(tags)
+    result = {}
+    prefix = cluster.placement_required_prefix
+    wanted = sorted(tag for tag in tags if prefix and tag.startswith(prefix))
+    if wanted:
+        uuids = _MetadataAggregates(cluster, wanted.__contains__)
+        if not uuids:
+            raise errors.OpPrereqError(
+                "No aggregate has the metadata %s the instance's tags ask"
+                " for" % ", ".join("'%s'" % tag for tag in wanted),
+                errors.ECODE_NORES)
+        value = "in:" + ",".join(uuids)
+        result[value] = "member_of '%s' (aggregates with the metadata %s)" \
+            % (value, ", ".join("'%s'" % tag for tag in wanted))
+    prefix = cluster.placement_default_forbidden_prefix
+    if prefix and not any(tag.startswith(prefix) for tag in tags):
+        uuids = _MetadataAggregates(cluster,
+                                    lambda key: key.startswith(prefix))
+        if uuids:
+            value = "!in:" + ",".join(uuids)
+            result[value] = "member_of '%s' (the cluster's default: no" \
+                " aggregate with metadata '%s...')" % (value, prefix)
+    return result
+
+
 def ResolveMemberOf(values: Iterable[str], cluster: Cluster,
                     groups: Mapping[str, NodeGroup]) -> list[str]:
     """``member_of`` values with aggregate names replaced by UUIDs.

@@ -148,37 +148,61 @@ def ParseResources(value: str, state: model.State) -> dict[str, int]:
     return result
 
 
+def _ParseTraitsValue(value: str, allow_forbidden: bool, allow_any: bool
+                      ) -> tuple[list[set[str]], set[str]]:
+    """One ``required`` value: an AND of any-of trait sets, and the
+    forbidden traits (``!``, allowed from 1.22; ``in:``, from 1.39)."""
+    if value.startswith("in:"):
+        if not allow_any:
+            _BadRequest(_QS_PREFIX + "The format 'in:HW_CPU_X86_VMX,"
+                        "CUSTOM_MAGIC' only supported since microversion"
+                        " 1.39. Got: %s" % value)
+        any_of = {name.strip() for name in value[3:].split(",")}
+        if not all(any_of):
+            _BadRequest(_QS_PREFIX + "Expected 'required' parameter value"
+                        " of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got"
+                        " an empty trait in: %s" % value)
+        if any(name.startswith("!") for name in any_of):
+            _BadRequest(_QS_PREFIX + "The format 'in:HW_CPU_X86_VMX,"
+                        "CUSTOM_MAGIC' does not support forbidden traits."
+                        " Got: %s" % value)
+        return [any_of], set()
+    names = [name.strip() for name in value.split(",")]
+    # Placement strips any number of "!" (an accepted quirk)
+    forbidden = {name.lstrip("!") for name in names if name.startswith("!")}
+    form = "HW_CPU_X86_VMX,!CUSTOM_MAGIC" if allow_forbidden else \
+        "HW_CPU_X86_VMX,CUSTOM_MAGIC"
+    if not all(names) or not all(forbidden):
+        _BadRequest(_QS_PREFIX + "Expected 'required' parameter value of"
+                    " the form: %s. Got an empty trait in: %s" %
+                    (form, value))
+    if forbidden and not allow_forbidden:
+        _BadRequest(_QS_PREFIX + "Expected 'required' parameter value of"
+                    " the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s" %
+                    value)
+    return [{name} for name in names if not name.startswith("!")], forbidden
+
+
+def CheckTraitsExist(names: set[str], state: model.State) -> None:
+    unknown = sorted(name for name in names if not state.IsTrait(name))
+    if unknown:
+        _BadRequest("No such trait(s): %s" % ", ".join(unknown))
+
+
 def ParseRequired(values: list[str], version: Version, state: model.State
                   ) -> tuple[list[set[str]], set[str]]:
     """``required`` values: an AND of any-of trait sets, and the forbidden
-    traits (``!`` from 1.22, ``in:`` from 1.39)."""
-    allow_forbidden = version >= (1, 22)
+    traits. Before 1.39 only the last value counts, as in Placement."""
+    if version < (1, 39):
+        values = values[-1:]
     required: list[set[str]] = []
     forbidden: set[str] = set()
     for value in values:
-        form = "HW_CPU_X86_VMX,!CUSTOM_MAGIC" if allow_forbidden else \
-            "HW_CPU_X86_VMX,CUSTOM_MAGIC"
-        if version >= (1, 39) and value.startswith("in:"):
-            names = value[3:].split(",")
-            if not all(names):
-                _BadRequest(_QS_PREFIX + "Expected 'required' parameter"
-                            " value of the form: %s. Got: %s" %
-                            (form, value))
-            required.append(set(names))
-            continue
-        names = value.split(",")
-        if not all(names):
-            _BadRequest(_QS_PREFIX + "Expected 'required' parameter value"
-                        " of the form: %s. Got: %s" % (form, value))
-        for name in names:
-            if allow_forbidden and name.startswith("!"):
-                forbidden.add(name[1:])
-            else:
-                required.append({name})
-    wanted = set().union(*required) | forbidden
-    unknown = sorted(name for name in wanted if not state.IsTrait(name))
-    if unknown:
-        _BadRequest("No such trait(s): %s" % ", ".join(unknown))
+        any_of, none_of = _ParseTraitsValue(value, version >= (1, 22),
+                                            version >= (1, 39))
+        required += any_of
+        forbidden |= none_of
+    CheckTraitsExist(set().union(*required) | forbidden, state)
     return required, forbidden
 
 
@@ -244,9 +268,17 @@ class RequestGroup:
 
 @dataclasses.dataclass
 class CandidateRequest:
+    """The request groups and the request-wide options: ``root_required``
+    (1.35) constrains the root of each candidate's tree; each set of
+    ``same_subtrees`` (1.36) names groups whose providers must all sit
+    under one of them."""
+
     groups: list[RequestGroup]
     group_policy: str | None = None
     limit: int | None = None
+    root_required: set[str] = dataclasses.field(default_factory=set)
+    root_forbidden: set[str] = dataclasses.field(default_factory=set)
+    same_subtrees: list[list[str]] = dataclasses.field(default_factory=list)
 
 
 _GROUP_PARAMS = ("resources", "required", "member_of", "in_tree")
@@ -261,10 +293,11 @@ def _GroupKeyPatterns(version: Version) -> tuple[str, ...]:
 
 def _CheckCandidateKeys(query: Query, version: Version) -> None:
     allowed = {"resources", "limit", "required", "member_of",
-               "group_policy", "in_tree"}
+               "group_policy", "in_tree", "root_required", "same_subtree"}
     for key, since in (("limit", (1, 16)), ("required", (1, 17)),
                        ("member_of", (1, 21)), ("group_policy", (1, 25)),
-                       ("in_tree", (1, 31))):
+                       ("in_tree", (1, 31)), ("root_required", (1, 35)),
+                       ("same_subtree", (1, 36))):
         if version < since:
             allowed.discard(key)
     if version < (1, 25):
@@ -303,6 +336,64 @@ def _CheckOrphans(groups: list[RequestGroup]) -> None:
             _BadRequest(message % ", ".join(orphans))
     if not all(g.resources for g in groups):
         _BadRequest("All request groups must specify resources.")
+    if not groups:
+        _BadRequest("At least one request group (`resources` or"
+                    " `resources{$S}`) is required.")
+
+
+def _ParseRootRequired(query: Query) -> tuple[set[str], set[str]]:
+    """``root_required`` (1.35): traits the root must have and not have;
+    one value, without ``in:``."""
+    values = GetAll(query, "root_required")
+    if not values:
+        return set(), set()
+    if len(values) > 1:
+        _BadRequest("Query parameter 'root_required' may be specified only"
+                    " once.", pl.ERR_QUERY_DUPLICATE_KEY)
+    any_of, forbidden = _ParseTraitsValue(values[0], True, False)
+    required = set().union(*any_of)
+    conflicts = required & forbidden
+    if conflicts:
+        _BadRequest("Conflicting required and forbidden traits found in"
+                    " root_required: %s" % ", ".join(sorted(conflicts)),
+                    pl.ERR_QUERY_BAD_VALUE)
+    return required, forbidden
+
+
+def _ParseSameSubtree(query: Query) -> list[list[str]]:
+    """``same_subtree`` (1.36): lists of group suffixes, in query order."""
+    result = []
+    for value in GetAll(query, "same_subtree"):
+        suffixes = list(dict.fromkeys(s.strip() for s in value.split(",")))
+        if "" in suffixes:
+            _BadRequest("Empty string (unsuffixed group) can not be"
+                        " specified in `same_subtree` ",
+                        pl.ERR_QUERY_BAD_VALUE)
+        result.append(suffixes)
+    return result
+
+
+def _CheckSubtreeGroups(groups: list[RequestGroup],
+                        same_subtrees: list[list[str]]) -> None:
+    """From 1.36 a group without resources is legal if ``same_subtree``
+    names it; one group at least must have resources, and
+    ``same_subtree`` may name existing groups only."""
+    resourceless = [g.suffix for g in groups if not g.resources]
+    if len(resourceless) == len(groups):
+        _BadRequest("There must be at least one resources or resources[$S]"
+                    " parameter.", pl.ERR_QUERY_MISSING_VALUE)
+    named = [suffix for suffixes in same_subtrees for suffix in suffixes]
+    bad = [suffix for suffix in resourceless if suffix not in named]
+    if bad:
+        _BadRequest("Resourceless suffixed group request should be specified"
+                    " in `same_subtree` query param: bad group(s) - %s." %
+                    bad, pl.ERR_QUERY_BAD_VALUE)
+    suffixes = [g.suffix for g in groups]
+    bad = list(dict.fromkeys(s for s in named if s not in suffixes))
+    if bad:
+        _BadRequest("Real suffixes should be specified in `same_subtree`:"
+                    " %s not found in %s." % (bad, suffixes),
+                    pl.ERR_QUERY_BAD_VALUE)
 
 
 def ParseCandidateRequest(query: Query, version: Version,
@@ -317,6 +408,8 @@ def ParseCandidateRequest(query: Query, version: Version,
     if policy is not None and policy not in ("none", "isolate"):
         _BadRequest(_QS_PREFIX + "'%s' is not one of ['none', 'isolate']" %
                     policy)
+    root_required, root_forbidden = _ParseRootRequired(query)
+    same_subtrees = _ParseSameSubtree(query)
     for key, value in query:
         if key.startswith("in_tree"):
             CheckUuidParam(value)
@@ -338,13 +431,17 @@ def ParseCandidateRequest(query: Query, version: Version,
             query, suffix, version)
         group.in_tree = GetLast(query, "in_tree" + suffix)
     groups = list(by_suffix.values())
-    if not groups:
-        _BadRequest("At least one request group (`resources` or"
-                    " `resources{$S}`) is required.")
-    _CheckOrphans(groups)
+    if version >= (1, 36):
+        _CheckSubtreeGroups(groups, same_subtrees)
+    else:
+        _CheckOrphans(groups)
     numbered = [g for g in groups if g.use_same_provider]
     if len(numbered) > 1 and policy is None:
         _BadRequest('The "group_policy" parameter is required when'
                     ' specifying more than one "resources{N}" parameter.')
+    CheckTraitsExist(root_required | root_forbidden, state)
     return CandidateRequest(groups=groups, group_policy=policy,
-                            limit=int(limit) if limit else None)
+                            limit=int(limit) if limit else None,
+                            root_required=root_required,
+                            root_forbidden=root_forbidden,
+                            same_subtrees=same_subtrees)

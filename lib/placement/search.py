@@ -213,10 +213,12 @@ def _NumberedOptions(ctx: _Context, group: params.RequestGroup
                 not all(ctx.Fits(provider, rclass, amount)
                         for rclass, amount in group.resources.items())):
             continue
+        # A resourceless group (1.36) allocates nothing, it only places
+        # the provider in the mappings (for same_subtree)
+        allocation = {provider.uuid: dict(group.resources)} \
+            if group.resources else {}
         for anchor in sorted(ctx.Anchors(provider)):
-            options.append(_Option(anchor, {provider.uuid:
-                                            dict(group.resources)},
-                                   [provider.uuid]))
+            options.append(_Option(anchor, allocation, [provider.uuid]))
     return options
 
 
@@ -237,14 +239,50 @@ class Candidate:
                              self.mappings.items())))
 
 
-def _Merge(ctx: _Context, groups: list[params.RequestGroup],
-           per_group: list[list[_Option]], isolate: bool
-           ) -> list[Candidate]:
+def _RootQualifies(ctx: _Context, request: params.CandidateRequest,
+                   anchor: str) -> bool:
+    """``root_required``: the traits of the candidate's tree's root."""
+    traits = ctx.providers[anchor].traits
+    return request.root_required <= traits and \
+        not traits & request.root_forbidden
+
+
+def _Ancestors(ctx: _Context, uuid: str) -> set[str]:
+    """The provider and its ancestors."""
+    result = set()
+    node: str | None = uuid
+    while node in ctx.providers:
+        result.add(node)
+        node = ctx.providers[node].parent
+    return result
+
+
+def _InSameSubtree(ctx: _Context, request: params.CandidateRequest,
+                   mappings: dict[str, list[str]]) -> bool:
+    """``same_subtree``: for each list of groups, one of the providers
+    serving them is an ancestor of (or is) all the others."""
+    for suffixes in request.same_subtrees:
+        providers = set().union(*(mappings.get(s, ()) for s in suffixes))
+        if len(providers) < 2:
+            continue
+        common = set.intersection(*(_Ancestors(ctx, uuid)
+                                    for uuid in providers))
+        if not common & providers:
+            return False
+    return True
+
+
+def _Merge(ctx: _Context, request: params.CandidateRequest,
+           per_group: list[list[_Option]]) -> list[Candidate]:
     """Combine one option per group, all serving the same tree."""
+    groups = request.groups
+    isolate = request.group_policy == "isolate"
     anchors = set.intersection(*({o.anchor for o in options}
                                  for options in per_group))
     result: dict[tuple, Candidate] = {}
     for anchor in sorted(anchors):
+        if not _RootQualifies(ctx, request, anchor):
+            continue
         choices = [[o for o in options if o.anchor == anchor]
                    for options in per_group]
         for combo in itertools.product(*choices):
@@ -253,6 +291,10 @@ def _Merge(ctx: _Context, groups: list[params.RequestGroup],
                             if g.use_same_provider]
                 if len(numbered) != len(set(numbered)):
                     continue
+            mappings = {g.suffix: o.providers
+                        for g, o in zip(groups, combo)}
+            if not _InSameSubtree(ctx, request, mappings):
+                continue
             allocation: Allocation = {}
             for option in combo:
                 for rp, resources in option.allocation.items():
@@ -263,8 +305,6 @@ def _Merge(ctx: _Context, groups: list[params.RequestGroup],
                        for rp, res in allocation.items()
                        for rc, n in res.items()):
                 continue
-            mappings = {g.suffix: o.providers
-                        for g, o in zip(groups, combo)}
             candidate = Candidate(allocation, mappings)
             result.setdefault(candidate.Key(), candidate)
     return [result[key] for key in sorted(result)]
@@ -283,8 +323,7 @@ def FindCandidates(state: model.State, request: params.CandidateRequest,
     ctx = _Context(state)
     per_group = [_NumberedOptions(ctx, g) if g.use_same_provider
                  else _UnnumberedOptions(ctx, g) for g in request.groups]
-    candidates = _Merge(ctx, request.groups, per_group,
-                        request.group_policy == "isolate")
+    candidates = _Merge(ctx, request, per_group)
     if version < (1, 29):
         candidates = [c for c in candidates
                       if _UsesOneProviderPerTree(ctx, c)]

@@ -73,6 +73,13 @@ QUERY_ARGS = {
                    " the new secondary node"),
     "disks": ("string", "Legacy replace-disks: comma-separated disk"
               " indices"),
+    "storage_type": ("string", "Storage type (file, sharedfile, lvm-vg,"
+                     " ...)"),
+    "output_fields": ("string", "Comma-separated list of storage unit"
+                      " fields (name, size, used, free, allocatable, ...)"),
+    "name": ("string", "Name of the storage unit"),
+    "allocatable": ("boolean", "New value of the storage unit's"
+                    " allocatable flag (0 or 1)"),
 }
 # Values of string arguments that are not given
 QUERY_ARG_DEFAULTS = {"type": constants.INSTANCE_REBOOT_HARD}
@@ -92,6 +99,7 @@ PARAM_PATTERNS = {
     "network_name": _NAME_PATTERN,
     "instance_name": _NAME_PATTERN,
     "filter_uuid": _NAME_PATTERN,
+    "incident_id": _NAME_PATTERN,
     "job_id": constants.JOB_ID_TEMPLATE,
     "disk_index": r"\d+",
     "resource": "|".join(re.escape(name)

@@ -395,6 +395,15 @@ class GanetiRapiClient:  # pylint: disable=too-many-public-methods
         return self._SendRequest(HTTP_PUT, _Resource("redistribute-config"),
                                  _Query(reason=reason), None)
 
+    def CancelRepairIncident(self, incident_id: str,
+                             reason: str | None = None) -> Any:
+        """Cancel a repair incident of ganeti-maintd; returns the job
+        id."""
+        return self._SendRequest(
+            HTTP_PUT, _Resource("maintenance", "incidents", incident_id,
+                                "cancel"),
+            _Query(reason=reason), None)
+
     def ModifyCluster(self, reason: str | None = None, **kwargs: Any) -> Any:
         """Change cluster parameters (OpClusterSetParams); returns the job
         id."""

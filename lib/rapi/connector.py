@@ -53,6 +53,8 @@ RESOURCES: _ResourceMap = {
     "/2/openapi.json": R_2_openapi,
     "/2/redistribute-config": rlib2.R_2_redist_config,
     "/2/modify": rlib2.R_2_cluster_modify,
+    "/2/maintenance/incidents/{incident_id}/cancel":
+        rlib2.R_2_maintenance_incident_cancel,
     "/2/tags": rlib2.R_2_tags,
     "/2/os": rlib2.R_2_os,
 
@@ -69,6 +71,12 @@ RESOURCES: _ResourceMap = {
     "/2/nodes/{node_name}/modify": rlib2.R_2_nodes_name_modify,
     "/2/nodes/{node_name}/migrate": rlib2.R_2_nodes_name_migrate,
     "/2/nodes/{node_name}/evacuate": rlib2.R_2_nodes_name_evacuate,
+    "/2/nodes/{node_name}/powercycle": rlib2.R_2_nodes_name_powercycle,
+    "/2/nodes/{node_name}/storage": rlib2.R_2_nodes_name_storage,
+    "/2/nodes/{node_name}/storage/modify":
+        rlib2.R_2_nodes_name_storage_modify,
+    "/2/nodes/{node_name}/storage/repair":
+        rlib2.R_2_nodes_name_storage_repair,
     "/2/nodes/{node_name}/tags": rlib2.R_2_nodes_name_tags,
 
     "/2/groups": rlib2.R_2_groups,

@@ -124,6 +124,14 @@ class R_2_redist_config(OpcodeResource):
     PUT_OPCODE = opcodes.OpClusterRedistConf
 
 
+class R_2_maintenance_incident_cancel(OpcodeResource):
+    """/2/maintenance/incidents/[incident_id]/cancel resource: cancels a
+    repair incident of ganeti-maintd."""
+
+    URI_PARAMS = ("incident_id", )
+    PUT_OPCODE = opcodes.OpClusterRepairCancel
+
+
 class R_2_cluster_modify(OpcodeResource):
     """/2/modify resource."""
 
@@ -560,6 +568,69 @@ class R_2_nodes_name_evacuate(OpcodeResource):
     URI_PARAMS = ("node_name", )
     POST_OPCODE = opcodes.OpNodeEvacuate
     POST_QUERY = {"dry-run": "dry_run"}
+
+
+class R_2_nodes_name_powercycle(OpcodeResource):
+    """/2/nodes/[node_name]/powercycle resource."""
+
+    URI_PARAMS = ("node_name", )
+    POST_OPCODE = opcodes.OpNodePowercycle
+    POST_QUERY = {"force": "force"}
+
+
+def _StorageUnitInput(resource: OpcodeResource) -> dict:
+    """The node, storage type and unit name of a storage request; the name
+    is required (Ganeti's message)."""
+    name = resource._checkStringVariable("name")
+    if not name:
+        raise ghttp.HttpBadRequest("Missing the required 'name' parameter")
+    return {"node_name": resource.items[0], "name": name,
+            "storage_type": resource._checkStringVariable("storage_type")}
+
+
+class R_2_nodes_name_storage(OpcodeResource):
+    """/2/nodes/[node_name]/storage resource: a query job listing the
+    node's storage units. Write access, as in Ganeti: it takes locks."""
+
+    GET_ACCESS = [rapi.RAPI_ACCESS_WRITE]
+    GET_OPCODE = opcodes.OpNodeQueryStorage
+    GET_ARGS = ("storage_type", "output_fields")
+
+    def GetGetOpInput(self) -> tuple[dict, dict]:
+        """The fields (required) and storage type of the query."""
+        fields = self._checkStringVariable("output_fields")
+        if not fields:
+            raise ghttp.HttpBadRequest("Missing the required 'output_fields'"
+                                       " parameter")
+        return {}, {"nodes": [self.items[0]],
+                    "storage_type": self._checkStringVariable("storage_type"),
+                    "output_fields": fields.split(",")}
+
+
+class R_2_nodes_name_storage_modify(OpcodeResource):
+    """/2/nodes/[node_name]/storage/modify resource."""
+
+    PUT_OPCODE = opcodes.OpNodeModifyStorage
+    PUT_ARGS = ("storage_type", "name", "allocatable")
+
+    def GetPutOpInput(self) -> tuple[dict, dict]:
+        """The unit and its changes (``allocatable`` 0 or 1)."""
+        changes = {}
+        if "allocatable" in self.queryargs:
+            changes[constants.SF_ALLOCATABLE] = \
+                bool(self._checkIntVariable("allocatable", default=1))
+        return {}, dict(_StorageUnitInput(self), changes=changes)
+
+
+class R_2_nodes_name_storage_repair(OpcodeResource):
+    """/2/nodes/[node_name]/storage/repair resource."""
+
+    PUT_OPCODE = opcodes.OpRepairNodeStorage
+    PUT_ARGS = ("storage_type", "name")
+
+    def GetPutOpInput(self) -> tuple[dict, dict]:
+        """The unit to repair."""
+        return {}, _StorageUnitInput(self)
 
 
 # Node groups -----------------------------------------------------------------

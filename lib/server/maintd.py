@@ -7,7 +7,8 @@ diagnose reports and runs the repair rounds (ganeti.maintd.engine); the
 HTTP server answers from the shared state, as design-maintd's external
 reporting protocol says: ``/`` the protocol versions, ``/1/status`` the
 incidents, ``/1/jobs`` the current round's jobs, ``/1/evacuated`` the
-nodes evacuated for an incident.
+nodes evacuated for an incident; ``/status.html`` (and ``/`` for
+browsers) the status page (ganeti.maintd.status_page).
 """
 
 import logging
@@ -18,7 +19,7 @@ from typing import Any
 from ganeti import constants, daemon, errors, netutils, serializer, ssconf
 from ganeti import http as ghttp
 from ganeti.http import server
-from ganeti.maintd import engine, state as mstate
+from ganeti.maintd import engine, state as mstate, status_page
 from ganeti.server import masterd
 
 API_VERSION = 1
@@ -29,8 +30,10 @@ _JSON_HEADERS = {ghttp.HTTP_CONTENT_TYPE: ghttp.HTTP_APP_JSON}
 class MaintdHandler:
     """The HTTP request handler (see the module doc)."""
 
-    def __init__(self, maint_state: mstate.State):
+    def __init__(self, maint_state: mstate.State,
+                 page: status_page.StatusPage | None = None):
         self._state = maint_state
+        self._page = page
 
     def _Answer(self, path: str) -> Any:
         if path == "/":
@@ -49,6 +52,10 @@ class MaintdHandler:
             raise ghttp.HttpMethodNotAllowed(
                 headers={ghttp.HTTP_ALLOW: "GET, HEAD"})
         path = target.partition("?")[0].rstrip("/") or "/"
+        if self._page is not None and \
+                status_page.WantsPage(path, headers.get("Accept")):
+            return (200, {ghttp.HTTP_CONTENT_TYPE: status_page.CONTENT_TYPE},
+                    self._page.Render())
         return (200, dict(_JSON_HEADERS),
                 serializer.DumpJsonBytes(self._Answer(path)))
 
@@ -72,11 +79,15 @@ def PrepMaintd(options: optparse.Values, _args: list[str]
     """Bind the socket (the state is read from the configuration by the
     engine's first poll)."""
     maint_state = mstate.State()
+    maint = engine.Engine(maint_state)
+    store = ssconf.SimpleStore()
+    page = status_page.StatusPage(maint_state, maint,
+                                  cluster_name=store.GetClusterName)
     http_server = server.HttpServer(
-        options.bind_address, options.port, MaintdHandler(maint_state),
+        options.bind_address, options.port, MaintdHandler(maint_state, page),
         mode=server.MODE_THREAD, max_clients=options.max_clients,
         max_pending_per_address=options.max_clients)
-    return http_server, engine.Engine(maint_state)
+    return http_server, maint
 
 
 def _RunEngine(maint: engine.Engine, stop_event: threading.Event) -> None:
@@ -108,11 +119,15 @@ def BuildParser() -> optparse.OptionParser:
         description="The Ganeti maintenance daemon runs on the master node."
         " It polls the signed self-diagnose reports of the nodes'"
         " ganeti-mond, notes each new report asking for a repair as an"
-        " incident, evacuates and offlines the nodes that need it (tagging"
-        " them maintd:repairready:ID, or maintd:repairfailed:ID when a job"
-        " failed) and serves its state over plain HTTP as JSON on the"
+        " incident, evacuates and offlines the nodes that need it or runs"
+        " their white-listed repair command (live-repair), tagging them"
+        " maintd:repairready:ID, or maintd:repairfailed:ID when a job"
+        " failed (an incident canceled with gnt-cluster repair-cancel is"
+        " left alone), and serves its state over plain HTTP as JSON on the"
         " master address: / (the protocol versions), /1/status (the"
-        " incidents), /1/jobs and /1/evacuated. Its state is kept in the"
+        " incidents), /1/jobs and /1/evacuated, and a status page for"
+        " browsers at /status.html (and at / for clients preferring"
+        " HTML). Its state is kept in the"
         " cluster configuration, so the maintenance daemon of a new master"
         " carries on after a master failover; rounds start at most every"
         " maintenance interval (gnt-cluster modify --maintenance-interval)."

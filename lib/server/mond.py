@@ -26,7 +26,7 @@ from ganeti import constants, daemon, errors, netutils, objects, pathutils
 from ganeti import http as ghttp
 from ganeti import serializer, ssconf
 from ganeti.http import server
-from ganeti.monitoring import collectors, diagnose, report
+from ganeti.monitoring import collectors, diagnose, drbd, report
 
 API_VERSION = 1
 DEFAULT_MAX_CLIENTS = 20
@@ -214,7 +214,7 @@ def MakeCollectors(settings: Settings) -> list[collectors.DataCollector]:
     """Every collector this daemon has (active or not)."""
     result: list[collectors.DataCollector] = [
         collectors.CpuAvgLoad(), collectors.DiskStats(),
-        collectors.NodeLoad(),
+        collectors.NodeLoad(), drbd.Drbd(),
         diagnose.Diagnose(lambda: settings.diagnose_filename,
                           settings.HmacKey),
     ]
@@ -271,8 +271,9 @@ def BuildParser() -> optparse.OptionParser:
     parser = optparse.OptionParser(
         description="The Ganeti monitoring daemon runs on every node: it"
         " runs the data collectors (CPU load, disk statistics, node load,"
-        " instance status, self-diagnose) at the intervals the cluster"
-        " configuration sets and serves their reports over plain HTTP as"
+        " instance status, mirrored disks, self-diagnose) at the intervals"
+        " the cluster configuration sets and serves their reports over"
+        " plain HTTP as"
         " JSON: / (the protocol versions), /1/list/collectors,"
         " /1/report/all and /1/report/CATEGORY/COLLECTOR. The"
         " self-diagnose report, on which ganeti-maintd acts, is signed"

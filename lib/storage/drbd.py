@@ -12,14 +12,17 @@ a data write never changes qcow2 metadata).
 * Secondary: the image is served over NBD on the disk's port (from the
   cluster's DRBD port range), with TLS: both ends present a certificate
   signed by the cluster certificate (QEMU's ``tls-creds-x509``); the
-  export name is the disk's secret. Each write is flushed before it is
-  acknowledged (writethrough), as the primary does not forward flushes.
+  export name is the disk's secret. The image is written with O_DIRECT:
+  a write is on the secondary's disk before it is acknowledged, as the
+  primary does not forward flushes (writethrough where the file system
+  refuses O_DIRECT; see storage.drbd_daemon).
 * Primary: the same block daemon also runs an active mirror
   (``blockdev-mirror copy-mode=write-blocking``) from the local image to
   the peer's export: a write completes once both have it, like DRBD's
   protocol C. A second daemon exports the result as the device: a FUSE
   file (``dev_path``, used by the fake hypervisor, the OS scripts and
-  ``dd``) and an NBD export on a Unix socket, which KVM guests attach to
+  ``dd``) and an NBD export on a Unix socket, which KVM guests attach to;
+  it reaches the image daemon on a Unix socket of its own, without TLS
   (see storage.drbd_daemon).
 * Degraded: a write the secondary did not take is marked in the mirror's
   dirty bitmap and pauses the mirror (``on-target-error=stop``), which
@@ -36,6 +39,8 @@ a data write never changes qcow2 metadata).
   moves; the source then ends its mirror once in sync and serves its
   image (``Close``), and the target mirrors to it without a copy
   (``ConnectInSync``): nothing wrote in between, both images are equal.
+  The target's device daemon reaches its image daemon over the TLS port
+  it serves the source on, until the disk is next assembled.
 """
 
 import logging
@@ -47,9 +52,10 @@ from ganeti import constants, errors, pathutils, serializer
 from ganeti.storage import base, drbd_watcher, filestorage
 from ganeti.storage.drbd_daemon import (
     JOB, LOCAL, MIRROR_TOP, QEMU_IMG, REMOTE, STOP_TIMEOUT, SYNC_TIMEOUT,
-    Bitmaps, DaemonAlive, DeviceDaemonArgs, ImageDaemonArgs, ImageNode,
-    MirrorJob, NbdClient, NodeNames, QuitImageDaemon, RemoveBitmaps, Run,
-    StartDaemon, StopDaemon)
+    Bitmaps, DaemonAlive, DeviceDaemonArgs, DeviceServer, ImageDaemonArgs,
+    ImageNode, InetServer, MirrorJob, NbdClient, NodeNames, QuitImageDaemon,
+    RemoveBitmaps, Run, ServeDevice, ServePeer, ServesPeer, StartDaemon,
+    StopDaemon)
 from ganeti.utils import io, process, qmp
 
 # Below the cluster's file storage directory
@@ -95,10 +101,12 @@ class DRBD8Dev(base.BlockDev):
         except errors.FileStoragePathError as err:
             base.ThrowError("%s", err)
         # Short names: Unix socket paths are limited to 107 bytes. The
-        # image daemon (either role) and the device daemon (primary)
+        # image daemon (either role; its NBD socket on the primary) and
+        # the device daemon (primary)
         prefix = os.path.join(pathutils.DRBD_RUN_DIR, "d%d" % self.port)
         self.qmp_socket = prefix + ".qmp"
         self.pid_file = prefix + ".pid"
+        self.image_socket = prefix + ".img"
         self.nbd_socket = pathutils.DrbdSocketPath(self.port)
         self.fuse_pid_file = prefix + ".fuse.pid"
         self.watch_pid_file = prefix + ".watch.pid"
@@ -178,10 +186,11 @@ class DRBD8Dev(base.BlockDev):
         """Serve the image to the primary (ends a primary role here)."""
         if self._Serving():
             with qmp.QmpConnection(self.qmp_socket) as mon:
-                if MirrorJob(mon) is None and REMOTE not in NodeNames(mon):
+                if MirrorJob(mon) is None and \
+                        REMOTE not in NodeNames(mon) and ServesPeer(mon):
                     return
         self.Shutdown()
-        self._StartImageDaemon()
+        self._StartImageDaemon(primary=False)
         # Bitmaps of an earlier primary role are stale once the peer writes
         with qmp.QmpConnection(self.qmp_socket) as mon:
             RemoveBitmaps(mon)
@@ -196,7 +205,7 @@ class DRBD8Dev(base.BlockDev):
             self._ConnectPeer(exported=True)
             return
         self.Shutdown()
-        self._StartImageDaemon()
+        self._StartImageDaemon(primary=True)
         try:
             self._ConnectPeer(exported=False)
             self._StartDeviceDaemon()
@@ -240,8 +249,11 @@ class DRBD8Dev(base.BlockDev):
             else:
                 StopDaemon(self.fuse_pid_file)
             RemoveBitmaps(mon)
+            if not ServesPeer(mon):
+                self._ServePeer(mon)
         io.RemoveFile(self.device)
         io.RemoveFile(self.nbd_socket)
+        io.RemoveFile(self.image_socket)
         self.dev_path = None
         self.attached = False
         logging.info("drbd disk %s closed, serving its image", self.uuid)
@@ -303,9 +315,11 @@ class DRBD8Dev(base.BlockDev):
         StopDaemon(self.watch_pid_file)
         StopDaemon(self.fuse_pid_file)
         if DaemonAlive(self.pid_file):
-            QuitImageDaemon(self.qmp_socket, "drbd disk %s" % self.uuid)
+            QuitImageDaemon(self.qmp_socket, self.pid_file,
+                            "drbd disk %s" % self.uuid)
         StopDaemon(self.pid_file)
-        for path in (self.qmp_socket, self.nbd_socket, self.device):
+        for path in (self.qmp_socket, self.nbd_socket, self.image_socket,
+                     self.device):
             io.RemoveFile(path)
         self.dev_path = None
         self.attached = False
@@ -353,7 +367,7 @@ class DRBD8Dev(base.BlockDev):
 
     def _AddRemote(self, mon: qmp.QmpConnection) -> None:
         mon.Execute("blockdev-add", NbdClient(
-            REMOTE, self._Ip(constants.DDP_REMOTE_IP), self.port,
+            REMOTE, InetServer(self._Ip(constants.DDP_REMOTE_IP), self.port),
             self.secret, "tlsc"))
 
     def _StartMirror(self, mon: qmp.QmpConnection, sync: str) -> None:
@@ -500,19 +514,38 @@ class DRBD8Dev(base.BlockDev):
 
     # Processes ------------------------------------------------------------
 
-    def _StartImageDaemon(self) -> None:
+    def _StartImageDaemon(self, primary: bool) -> None:
+        """Start the image daemon serving the peer (the secondary) or
+        only this node's device daemon (the primary)."""
         if not os.path.exists(self.image):
             base.ThrowError("The image of drbd disk %s is missing: %s",
                             self.uuid, self.vpath)
-        StartDaemon(self.pid_file, self.qmp_socket, ImageDaemonArgs(
-            self.image, self._Ip(constants.DDP_LOCAL_IP), self.port,
-            self.secret), "drbd disk %s" % self.uuid)
+        StartDaemon(self.pid_file, self.qmp_socket,
+                    ImageDaemonArgs(self.image, peer=not primary),
+                    "drbd disk %s" % self.uuid)
+        try:
+            with qmp.QmpConnection(self.qmp_socket) as mon:
+                if primary:
+                    ServeDevice(mon, self.image_socket)
+                else:
+                    self._ServePeer(mon)
+        except errors.QmpError as err:
+            self.Shutdown()
+            base.ThrowError("Cannot serve drbd disk %s: %s", self.uuid, err)
+
+    def _ServePeer(self, mon: qmp.QmpConnection) -> None:
+        ServePeer(mon, self._Ip(constants.DDP_LOCAL_IP), self.port,
+                  self.secret)
 
     def _StartDeviceDaemon(self) -> None:
+        with qmp.QmpConnection(self.qmp_socket) as mon:
+            server, tls = DeviceServer(
+                mon, self._Ip(constants.DDP_LOCAL_IP), self.port,
+                self.image_socket)
         io.WriteFile(self.device, data="", mode=0o600)
         StartDaemon(self.fuse_pid_file, None, DeviceDaemonArgs(
-            self._Ip(constants.DDP_LOCAL_IP), self.port, self.nbd_socket,
-            self.device), "the device of drbd disk %s" % self.uuid)
+            server, tls, self.nbd_socket, self.device),
+            "the device of drbd disk %s" % self.uuid)
 
     # Replacing one node's copy (replace-disks -p/-s) ----------------------
 
@@ -588,7 +621,7 @@ class DRBD8Dev(base.BlockDev):
             self._SetAside()
             self._SwapMirror(mon)
             mon.Execute("blockdev-del", {"node-name": LOCAL})
-            mon.Execute("blockdev-add", ImageNode(new))
+            mon.Execute("blockdev-add", ImageNode(new, peer=False))
             mon.Execute("blockdev-mirror", {
                 "job-id": JOB, "device": REMOTE, "target": LOCAL,
                 "sync": "full", "copy-mode": "write-blocking",

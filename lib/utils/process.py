@@ -144,7 +144,13 @@ def ReadPidFile(path: str) -> int:
 
 
 def IsProcessAlive(pid: int) -> bool:
-    """Whether a process exists and is not a zombie."""
+    """Whether a process exists and is not a zombie.
+
+    Any thread counts: a leader that ends first shows as a zombie while
+    the others still run and hold the process's files (a daemon's
+    listening socket stayed bound for milliseconds after its leader was
+    a zombie).
+    """
     if pid <= 0:
         return False
     try:
@@ -153,16 +159,24 @@ def IsProcessAlive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # A zombie has finished; it only waits for its parent to reap it
     try:
-        with open("/proc/%d/stat" % pid, encoding="ascii",
-                  errors="replace") as fobj:
-            stat = fobj.read()
+        threads = os.listdir("/proc/%d/task" % pid)
     except OSError:
         return True
-    # The command name may contain spaces and parentheses; the state
-    # follows the last closing parenthesis.
-    return stat[stat.rfind(")") + 2:][:1] != "Z"
+    for tid in threads:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid), encoding="ascii",
+                      errors="replace") as fobj:
+                stat = fobj.read()
+        except OSError:
+            # The thread ended meanwhile
+            continue
+        # A zombie has finished; it only waits for its parent to reap it.
+        # The command name may contain spaces and parentheses; the state
+        # follows the last closing parenthesis.
+        if stat[stat.rfind(")") + 2:][:1] != "Z":
+            return True
+    return False
 
 
 def _WaitForExit(pid: int, timeout: float, waitpid: bool) -> bool:

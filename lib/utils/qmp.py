@@ -1,12 +1,17 @@
 """A minimal QMP client for QEMU processes (hypervisor and storage)."""
 
+import errno
 import json
 import socket
+import time
 from typing import Any, Self
 
 from ganeti import errors
 
 _QMP_TIMEOUT = 10.0
+# QEMU serves one QMP client at a time and queues one more: a third
+# client's connect fails with EAGAIN until the first is done
+_BUSY_RETRY_INTERVAL = 0.01
 
 
 class QmpConnection:
@@ -25,16 +30,27 @@ class QmpConnection:
         self._buf = b""
         self.events: list[dict] = []
 
+    def _Connect(self) -> socket.socket:
+        """A connected socket; a monitor busy with other clients (several
+        processes may ask the same QEMU) is tried again until the
+        timeout."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self._timeout)
+            try:
+                sock.connect(self._path)
+                return sock
+            except OSError as err:
+                sock.close()
+                if err.errno != errno.EAGAIN or \
+                        time.monotonic() > deadline:
+                    raise self.ERROR("Cannot connect to QMP socket %s: %s" %
+                                     (self._path, err)) from err
+            time.sleep(_BUSY_RETRY_INTERVAL)
+
     def __enter__(self) -> Self:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self._timeout)
-        try:
-            sock.connect(self._path)
-        except OSError as err:
-            sock.close()
-            raise self.ERROR("Cannot connect to QMP socket %s: %s" %
-                             (self._path, err)) from err
-        self._sock = sock
+        self._sock = self._Connect()
         try:
             # Events queued for the previous session may come first
             greeting = self._Read()

@@ -1,16 +1,16 @@
 """Cluster watcher: keeps the node daemons and the instances running.
 
 Run from cron on every node (doc/examples/ganeti.cron). On every node it
-starts the node daemon if it does not run or answer and runs the
-executables of the watcher hooks directory; on the master it also keeps
-the master and remote API daemons answering, archives old jobs and, in
-one child process per node group, restarts instances that should run but
-are down (at most 5 tries, counted in the group's state file), cleans up
-instances the user shut down, re-activates the disks of instances whose
-secondary node rebooted and verifies the group's disks. Every job it
-submits carries the reason "gnt:watcher". It does nothing while the
-watcher is paused (gnt-cluster watcher pause) and never runs twice at
-once.
+starts the node and monitoring daemons if they do not run or answer and
+runs the executables of the watcher hooks directory; on the master it
+also keeps the master, remote API and maintenance daemons answering,
+archives old jobs and, in one child process per node group, restarts
+instances that should run but are down (at most 5 tries, counted in the
+group's state file), cleans up instances the user shut down,
+re-activates the disks of instances whose secondary node rebooted and
+verifies the group's disks. Every job it submits carries the reason
+"gnt:watcher". It does nothing while the watcher is paused (gnt-cluster
+watcher pause) and never runs twice at once.
 """
 
 import errno
@@ -21,11 +21,12 @@ import os
 import re
 import sys
 import time
+import urllib.request
 from typing import Any, Callable
 
 from ganeti import (backend, cli, constants, daemon, errors, luxi, netutils,
-                    objects, opcodes, pathutils, qlang, ssconf, utils,
-                    vcluster)
+                    objects, opcodes, pathutils, qlang, serializer, ssconf,
+                    utils, vcluster)
 from ganeti.rapi import client as rapi_client
 from ganeti.rpc import node as rpc_node
 from ganeti.utils import process
@@ -171,6 +172,20 @@ def IsRapiResponding(address: str) -> bool:
         return False
     logging.debug("Reported RAPI version %s", version)
     return version == constants.RAPI_VERSION
+
+
+def IsVersionedHttpResponding(name: str, address: str) -> bool:
+    """Whether mond or maintd (plain HTTP, JSON) answers ``GET /`` with
+    its protocol versions, as both do."""
+    url = "http://%s/" % netutils.FormatAddress(
+        (address, netutils.GetDaemonPort(name)))
+    try:
+        with urllib.request.urlopen(url, timeout=_PROBE_TIMEOUT) as answer:
+            versions = serializer.LoadJson(answer.read())
+    except (OSError, ValueError) as err:
+        logging.warning("%s error at %s: %s", name, url, err)
+        return False
+    return isinstance(versions, list) and 1 in versions
 
 
 def _DefaultRapiAddress() -> str:
@@ -550,6 +565,9 @@ def _GlobalWatcher(opts: optparse.Values) -> int:
     """The pass of every node; on the master it goes on to the groups."""
     master, myself = ssconf.GetMasterAndMyself()
     EnsureDaemon(constants.NODED, lambda: IsNodedResponding(myself))
+    my_ip = netutils.GetHostIP(myself)
+    EnsureDaemon(constants.MOND,
+                 lambda: IsVersionedHttpResponding(constants.MOND, my_ip))
     RunWatcherHooks()
     if master != myself:
         logging.debug("Not master, exiting")
@@ -559,6 +577,9 @@ def _GlobalWatcher(opts: optparse.Values) -> int:
     rapi_ip = opts.rapi_ip or _DefaultRapiAddress()
     logging.debug("Attempting to talk to remote API on %s", rapi_ip)
     EnsureDaemon(constants.RAPI, lambda: IsRapiResponding(rapi_ip))
+    master_ip = ssconf.SimpleStore().GetMasterIP()
+    EnsureDaemon(constants.MAINTD, lambda: IsVersionedHttpResponding(
+        constants.MAINTD, master_ip))
     client = cli.GetClient()
     _CheckMaster(client)
     arch_count, left_count = client.AutoArchiveJobs(opts.job_age)
