@@ -4,8 +4,9 @@ import logging
 import os
 import time
 
-from ganeti import (backend, config, constants, errors, netutils, objects,
+from ganeti import (config, constants, errors, netutils, objects,
                     pathutils, serializer, ssconf, utils, vcluster)
+from ganeti.backend import node as backend_node
 from ganeti.parameters.base import ForceParamDict
 from ganeti.parameters.families import UpdatedDiskParams
 from ganeti.parameters.hypervisors import UpdatedHvParams
@@ -202,7 +203,7 @@ def _InitFiles(cluster_name: str, master_ip: str, master_netdev: str,
     cfg = config.ConfigWriter()
     ssconf.SimpleStore().WriteFiles(cfg.GetSsconfValues())
     try:
-        backend.node_activate_master_ip(cfg.GetMasterNetworkParameters())
+        backend_node.node_activate_master_ip(cfg.GetMasterNetworkParameters())
     except errors.GenericError as err:
         logging.error("Could not activate the master IP: %s", err)
     logging.info("Cluster %s initialised, starting daemons", cluster_name)
@@ -217,7 +218,7 @@ def FinalizeClusterDestroy(master_name: str) -> None:
         RunDaemonUtil("stop", name)
     cfg = config.ConfigWriter(offline=True)
     try:
-        backend.node_deactivate_master_ip(
+        backend_node.node_deactivate_master_ip(
             cfg.GetMasterNetworkParameters())
     except errors.GenericError as err:
         logging.warning("Could not remove the master IP: %s", err)
@@ -324,7 +325,7 @@ def GatherMasterInfo(cfg: config.ConfigWriter,
     """
     others = [node.name for node in cfg.GetAllNodesInfo().values()
               if not node.offline and node.name != my_name]
-    mine = backend.master_info()
+    mine = backend_node.master_info()
     if not others:
         return mine, {}
     runner = _NodeRunner(cfg)
@@ -449,7 +450,7 @@ def MasterFailover(no_voting: bool = False,
     finally:
         runner.close()
     try:
-        backend.node_activate_master_ip(params)
+        backend_node.node_activate_master_ip(params)
     except errors.GenericError as err:
         feedback_fn("Warning: could not activate the master IP: %s" % err)
     feedback_fn("Starting the master daemon on %s" % my_name)

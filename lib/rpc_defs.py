@@ -1,8 +1,8 @@
 """The node RPC procedures, declared once.
 
 The client (``RpcRunner.call_<name>`` in ganeti.rpc.node) and noded's
-dispatcher (ganeti.server.noded, which runs ``backend.<name>``) are both
-derived from CALLS, so a procedure can't exist on one side only.
+dispatcher (ganeti.server.noded, which runs ``backend.PROCEDURES[name]``)
+are both derived from CALLS, so a procedure can't exist on one side only.
 
 Each call is a single-node call (``call_x(node, *args) -> RpcResult``) or a
 multi-node call (``call_x(node_list, *args) -> {node: RpcResult}``).

@@ -14,7 +14,8 @@ import subprocess
 
 import pytest
 
-from ganeti import backend, errors, pathutils
+from ganeti import errors, pathutils
+from ganeti.backend import export as backend_export
 
 from testutils_instance import (CHECKS as NAME_CHECKS, NODE1, NODE2, NODE3,
                                 DiskPaths, Fail, Field, FindInstance,
@@ -294,7 +295,7 @@ def test_offline_node_refused(vc, inst1):
 @pytest.mark.parametrize("name", ["../etc", ".inst1.new", "a/b", "", None])
 def test_backend_refuses_bad_export_names(name):
     with pytest.raises(errors.GenericError, match="Invalid export name"):
-        backend.export_remove(name)
+        backend_export.export_remove(name)
 
 
 @pytest.mark.parametrize("path", ["/etc", "/srv/ganeti/export",
@@ -302,7 +303,7 @@ def test_backend_refuses_bad_export_names(name):
 def test_backend_reads_only_export_directories(path):
     with pytest.raises(errors.GenericError,
                        match="Refusing to read|Invalid export name"):
-        backend.export_info(path)
+        backend_export.export_info(path)
 
 
 def test_backend_export_config():
@@ -317,7 +318,7 @@ def test_backend_export_config():
     }
     disks = [{"uuid": "d-1", "iv_name": "disk/0", "size": 16,
               "dev_type": "file", "name": None}]
-    ini = backend._ExportConfig(instance, disks, "gzip", 1234)
+    ini = backend_export._ExportConfig(instance, disks, "gzip", 1234)
     assert dict(ini.items("export")) == {
         "version": "0", "timestamp": "1234", "source": "uuid-1",
         "os": "tinyimage+v", "compression": "gzip"}

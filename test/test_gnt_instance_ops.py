@@ -334,11 +334,12 @@ def test_vcpu_ratio(vc):
 
 _RENAME_SCRIPT = """
 import json, sys
-from ganeti import backend, errors
+from ganeti import errors
+from ganeti.backend import disks as backend_disks
 results = []
 for old, new, template in json.loads(sys.argv[1]):
     try:
-        backend.file_storage_dir_rename(old, new, template)
+        backend_disks.file_storage_dir_rename(old, new, template)
         results.append("ok")
     except errors.GenericError as err:
         results.append(str(err))

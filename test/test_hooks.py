@@ -1,6 +1,6 @@
 """Hooks: the environment, the node-side runner and real clusters.
 
-The runner (backend.RunHooks) runs real scripts in temporary directories;
+The runner (backend_hooks.RunHooks) runs real scripts in temporary directories;
 HooksMaster is driven with RPC results as noded sends them; LUs run
 in-process with the recording FakeRpc; and a two-node virtual cluster runs
 hook scripts through real noded processes, below each node's root.
@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from ganeti import backend, constants, errors, opcodes, pathutils
+from ganeti import constants, errors, opcodes, pathutils
+from ganeti.backend import hooks as backend_hooks
 from ganeti.hooksmaster import HooksMaster
 from ganeti.rpc.client import RpcResult
 
@@ -54,7 +55,7 @@ def test_runner_order_names_and_environment(tmp_path):
     os.makedirs(hooks / "50-dir")
     _Script(str(hooks / ".60-hidden"), "echo bad >> %s; exit 1" % record)
     env = {"PATH": constants.HOOKS_PATH, "GANETI_FOO": "bar baz"}
-    results = backend.RunHooks("group-add", "pre", env,
+    results = backend_hooks.RunHooks("group-add", "pre", env,
                                base_dir=str(tmp_path / "hooks"))
     assert results == [
         ["group-add-pre.d/10_first", constants.HKR_SUCCESS, ""],
@@ -74,12 +75,12 @@ def test_runner_order_names_and_environment(tmp_path):
 
 def test_runner_failures_and_missing_directory(tmp_path):
     base = str(tmp_path)
-    assert backend.RunHooks("node-add", "post", {}, base_dir=base) == []
+    assert backend_hooks.RunHooks("node-add", "post", {}, base_dir=base) == []
     _Script(os.path.join(base, "node-add-post.d", "10-fail"),
             "echo 'no way'; exit 3")
     _Script(os.path.join(base, "node-add-post.d", "20-silent"), "exit 1")
     _Script(os.path.join(base, "node-add-post.d", "30-ok"), "true")
-    assert backend.RunHooks("node-add", "post", {}, base_dir=base) == [
+    assert backend_hooks.RunHooks("node-add", "post", {}, base_dir=base) == [
         ["node-add-post.d/10-fail", constants.HKR_FAIL, "no way"],
         ["node-add-post.d/20-silent", constants.HKR_FAIL, ""],
         ["node-add-post.d/30-ok", constants.HKR_SUCCESS, ""],
@@ -89,7 +90,7 @@ def test_runner_failures_and_missing_directory(tmp_path):
     with open(path, "wb") as fobj:
         fobj.write(b"\x7fELF\x00garbage")
     os.chmod(path, 0o755)
-    script, status, output = backend.RunHooks("node-add", "post", {},
+    script, status, output = backend_hooks.RunHooks("node-add", "post", {},
                                               base_dir=base)[-1]
     assert (script, status) == ("node-add-post.d/40-garbage",
                                 constants.HKR_FAIL)
@@ -104,7 +105,7 @@ def test_runner_timeouts_kill_the_script_and_its_children(tmp_path):
             "echo started; sleep 30 & echo $! > %s; wait" % pid_file)
     _Script(os.path.join(base, "group-add-pre.d", "20-next"), "echo next")
     start = time.monotonic()
-    results = backend.RunHooks("group-add", "pre", {"PATH": "/bin:/usr/bin"},
+    results = backend_hooks.RunHooks("group-add", "pre", {"PATH": "/bin:/usr/bin"},
                                base_dir=base, script_timeout=0.5)
     assert time.monotonic() - start < 5
     assert results == [
@@ -126,7 +127,7 @@ def test_runner_phase_budget_fails_the_remaining_scripts(tmp_path):
     base = str(tmp_path)
     _Script(os.path.join(base, "node-remove-pre.d", "10-slow"), "sleep 1")
     _Script(os.path.join(base, "node-remove-pre.d", "20-late"), "true")
-    results = backend.RunHooks("node-remove", "pre", {"PATH": "/bin"},
+    results = backend_hooks.RunHooks("node-remove", "pre", {"PATH": "/bin"},
                                base_dir=base, phase_timeout=0.3)
     assert results[0][1:] == [constants.HKR_FAIL,
                               "(timed out after 0.3 seconds)"]
@@ -144,7 +145,7 @@ def test_runner_phase_budget_fails_the_remaining_scripts(tmp_path):
 ])
 def test_hooks_runner_refuses_bad_arguments(args, message):
     with pytest.raises(errors.GenericError, match=message.replace(".", r"\.")):
-        backend.hooks_runner(*args)
+        backend_hooks.hooks_runner(*args)
 
 
 # The master side ------------------------------------------------------------

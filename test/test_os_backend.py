@@ -14,7 +14,8 @@ import subprocess
 
 import pytest
 
-from ganeti import backend, constants, errors, objects, pathutils
+from ganeti import constants, errors, objects, pathutils
+from ganeti.backend import osdef as backend_os
 
 pytestmark = pytest.mark.integration
 
@@ -98,7 +99,7 @@ def _Debugfs(image, command):
 
 
 def _ShippedOS():
-    valid, os_obj = backend._TryOSFromDisk("tinyimage", SHIPPED_OS_DIR)
+    valid, os_obj = backend_os._TryOSFromDisk("tinyimage", SHIPPED_OS_DIR)
     assert valid, os_obj
     return os_obj
 
@@ -125,7 +126,7 @@ def test_diagnose_reports_valid_and_invalid(osdirs):
     MakeOS(first, "noparams", parameters=None)
     MakeOS(second, "good")
     (first / "not-an-os").write_text("a file is ignored")
-    entries = backend.DiagnoseOS()
+    entries = backend_os.DiagnoseOS()
     by_name = {}
     for entry in entries:
         by_name.setdefault(entry[0], []).append(entry)
@@ -147,14 +148,14 @@ def test_diagnose_reports_valid_and_invalid(osdirs):
 def test_non_executable_script_is_invalid(osdirs):
     os_dir = MakeOS(osdirs[0], "noexec")
     (os_dir / "verify").chmod(0o644)
-    valid, reason = backend._TryOSFromDisk("noexec")
+    valid, reason = backend_os._TryOSFromDisk("noexec")
     assert not valid
     assert "Script 'verify'" in reason and "executable" in reason
 
 
 def test_os_from_disk_fails_for_unknown_os(osdirs):
     with pytest.raises(errors.GenericError, match="not found in search"):
-        backend.OSFromDisk("nosuchos")
+        backend_os.OSFromDisk("nosuchos")
 
 
 def test_variant_checks():
@@ -178,7 +179,7 @@ def test_scripts_see_exactly_the_os_environment(osdirs, tmp_path,
            scripts={"create": dump})
     monkeypatch.setenv("LEAKED_FROM_NODED", "1")
     disks = [_ImageFile(tmp_path, "d0", 0), _ImageFile(tmp_path, "d1", 0)]
-    backend.instance_os_add(InstanceDict(disks, os_name="testos+v2"), True,
+    backend_os.instance_os_add(InstanceDict(disks, os_name="testos+v2"), True,
                             1)
     env = dict(line.split("=", 1) for line in
                open(disks[0], encoding="utf-8").read().splitlines())
@@ -224,7 +225,7 @@ def test_rename_gets_old_name(osdirs, tmp_path):
         "rename": "echo \"$OLD_INSTANCE_NAME -> $INSTANCE_NAME\""
                   " > \"$DISK_0_PATH\"\n"})
     disk = _ImageFile(tmp_path, size=0)
-    backend.instance_run_rename(InstanceDict([disk]), "old.example.test", 0)
+    backend_os.instance_run_rename(InstanceDict([disk]), "old.example.test", 0)
     assert open(disk, encoding="utf-8").read() == \
         "old.example.test -> inst1.example.test\n"
 
@@ -234,7 +235,7 @@ def test_failing_script_reports_log_tail(osdirs, tmp_path):
     MakeOS(osdirs[0], "testos", scripts={"create": body + "exit 3\n"})
     disk = _ImageFile(tmp_path, size=0)
     with pytest.raises(errors.GenericError) as err:
-        backend.instance_os_add(InstanceDict([disk]), False, 0)
+        backend_os.instance_os_add(InstanceDict([disk]), False, 0)
     message = str(err.value)
     assert "OS create script failed (exited with exit code 3)" in message
     assert "line29" in message and "line10" in message
@@ -251,12 +252,12 @@ def test_missing_rename_script_refuses_rename(osdirs, tmp_path):
     MakeOS(osdirs[0], "testos", omit=[constants.OS_SCRIPT_RENAME,
                                       constants.OS_SCRIPT_EXPORT,
                                       constants.OS_SCRIPT_IMPORT])
-    valid, os_obj = backend._TryOSFromDisk("testos")
+    valid, os_obj = backend_os._TryOSFromDisk("testos")
     assert valid and os_obj.rename_script is None
     disk = _ImageFile(tmp_path, size=0)
     with pytest.raises(errors.GenericError,
                        match="does not support renaming"):
-        backend.instance_run_rename(InstanceDict([disk]), "old", 0)
+        backend_os.instance_run_rename(InstanceDict([disk]), "old", 0)
     assert not os.path.exists(pathutils.LOG_OS_DIR) or \
         not os.listdir(pathutils.LOG_OS_DIR)
 
@@ -264,7 +265,7 @@ def test_missing_rename_script_refuses_rename(osdirs, tmp_path):
 def test_instance_needs_a_valid_variant(osdirs, tmp_path):
     MakeOS(osdirs[0], "testos", variants="v1\n")
     with pytest.raises(errors.GenericError, match="must include a variant"):
-        backend.instance_os_add(InstanceDict([_ImageFile(tmp_path)]), False,
+        backend_os.instance_os_add(InstanceDict([_ImageFile(tmp_path)]), False,
                                 0)
 
 
@@ -274,17 +275,17 @@ def test_os_validate(osdirs):
                   "[ \"$OSP_FOO\" != bad ] || { echo foo is bad >&2;"
                   " exit 1; }\n"})
     checks = [constants.OS_VALIDATE_PARAMETERS]
-    assert backend.os_validate(True, "testos", checks, {"foo": "ok"}, False)
-    assert backend.os_validate(False, "missing", checks, {}, False) is False
+    assert backend_os.os_validate(True, "testos", checks, {"foo": "ok"}, False)
+    assert backend_os.os_validate(False, "missing", checks, {}, False) is False
     with pytest.raises(errors.GenericError, match="not found"):
-        backend.os_validate(True, "missing", checks, {}, False)
+        backend_os.os_validate(True, "missing", checks, {}, False)
     with pytest.raises(errors.GenericError, match="foo is bad"):
-        backend.os_validate(True, "testos", checks, {"foo": "bad"}, False)
+        backend_os.os_validate(True, "testos", checks, {"foo": "bad"}, False)
     with pytest.raises(errors.GenericError, match="not supported by the OS"):
-        backend.os_validate(True, "testos", checks, {"nope": "1"}, False)
+        backend_os.os_validate(True, "testos", checks, {"nope": "1"}, False)
     with pytest.raises(errors.GenericError, match="doesn't support var"):
-        backend.os_validate(True, "testos+x", checks, {}, False)
-    assert backend.os_validate(True, "testos+x", checks, {}, True)
+        backend_os.os_validate(True, "testos+x", checks, {}, False)
+    assert backend_os.os_validate(True, "testos+x", checks, {}, True)
 
 
 # The shipped tinyimage OS --------------------------------------------------
@@ -295,7 +296,7 @@ def _Install(osdirs, tmp_path, **osparams):
     disk = _ImageFile(tmp_path)
     instance = InstanceDict([disk], os_name="tinyimage",
                             osparams=osparams, osparams_private={})
-    backend.instance_os_add(instance, False, 0)
+    backend_os.instance_os_add(instance, False, 0)
     return disk, instance
 
 
@@ -330,7 +331,7 @@ def test_tinyimage_writes_an_ext2_filesystem(osdirs, tmp_path):
 def test_tinyimage_rename_rewrites_hostname(osdirs, tmp_path):
     disk, instance = _Install(osdirs, tmp_path)
     instance["name"] = "renamed.example.test"
-    backend.instance_run_rename(instance, "inst1.example.test", 0)
+    backend_os.instance_run_rename(instance, "inst1.example.test", 0)
     assert _Debugfs(disk, "cat /etc/hostname") == "renamed.example.test\n"
 
 
@@ -338,17 +339,17 @@ def test_tinyimage_refuses_bad_hostname(osdirs, tmp_path):
     os.symlink(os.path.join(SHIPPED_OS_DIR, "tinyimage"),
                osdirs[0] / "tinyimage")
     checks = [constants.OS_VALIDATE_PARAMETERS]
-    assert backend.os_validate(True, "tinyimage", checks,
+    assert backend_os.os_validate(True, "tinyimage", checks,
                                {"hostname": "web1"}, False)
     with pytest.raises(errors.GenericError,
                        match="invalid value 'bad_name!' for parameter"):
-        backend.os_validate(True, "tinyimage", checks,
+        backend_os.os_validate(True, "tinyimage", checks,
                             {"hostname": "bad_name!"}, False)
     instance = InstanceDict([_ImageFile(tmp_path)], os_name="tinyimage",
                             osparams={"hostname": "-x"},
                             osparams_private={})
     with pytest.raises(errors.GenericError, match="invalid host name '-x'"):
-        backend.instance_os_add(instance, False, 0)
+        backend_os.instance_os_add(instance, False, 0)
 
 
 def test_tinyimage_refuses_readonly_first_disk(osdirs, tmp_path):
@@ -358,7 +359,7 @@ def test_tinyimage_refuses_readonly_first_disk(osdirs, tmp_path):
                             osparams={}, osparams_private={})
     instance["disks"][0]["mode"] = "ro"
     with pytest.raises(errors.GenericError, match="read-only"):
-        backend.instance_os_add(instance, False, 0)
+        backend_os.instance_os_add(instance, False, 0)
 
 
 def test_tinyimage_export_import_round_trip(osdirs, tmp_path):

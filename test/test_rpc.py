@@ -57,8 +57,11 @@ def test_rpc_defs_match_backend():
     assert len(rpc_defs.CALLS_BY_NAME) == len(rpc_defs.CALLS)
     for call in rpc_defs.CALLS:
         assert call.kind in (rpc_defs.CALL_SINGLE, rpc_defs.CALL_MULTI)
-        assert callable(getattr(backend, call.name)), call.name
+        assert callable(backend.PROCEDURES[call.name]), call.name
         assert callable(getattr(rpc_node.RpcRunner, "call_" + call.name))
+    # Nothing else is callable through noded
+    assert set(backend.PROCEDURES) == {
+        *rpc_defs.CALLS_BY_NAME, *rpc_defs.JOIN_CALLS_BY_NAME}
 
 
 def test_version(noded_cluster, noded_runner):

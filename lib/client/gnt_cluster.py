@@ -6,8 +6,9 @@ import sys
 import time
 from typing import Any
 
-from ganeti import (backend, bootstrap, cli, constants, errors, objects,
+from ganeti import (bootstrap, cli, constants, errors, objects,
                     opcodes, pathutils, serializer, ssconf, vcluster)
+from ganeti.backend import verify as backend_verify
 from ganeti.cli_opts import (
     ARGS_MANY_INSTANCES, ArgChoice, ArgCommand, ArgFile, ArgHost, ArgSuggest,
     ArgUnknown, CONFIRM_OPT, FORCE_OPT, INSTANCE_POLICY_OPTS,
@@ -828,7 +829,7 @@ def ClusterCopyFile(opts: Any, args: list[str]) -> int:
         raise errors.OpPrereqError("No such filename '%s'" % filename,
                                    errors.ECODE_INVAL)
     vpath = rpc_node.EncodeVirtualPath(filename)
-    backend.CheckCopyfileTarget(vpath)
+    backend_verify.CheckCopyfileTarget(vpath)
     with open(filename, "rb") as fobj:
         content = fobj.read()
         mode = stat.S_IMODE(os.fstat(fobj.fileno()).st_mode)

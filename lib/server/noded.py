@@ -53,7 +53,7 @@ def RunProcedure(call: rpc_defs.RpcCall, args: list[Any],
                 (call.name, len(call.args),
                  ", ".join(arg.name for arg in call.args), len(args))], False
     try:
-        return [True, getattr(backend, call.name)(*args)], False
+        return [True, backend.PROCEDURES[call.name](*args)], False
     except errors.QuitGanetiException as err:
         logging.info("Stopping the node daemon on request: %s", err.args)
         os.kill(daemon_pid, signal.SIGTERM)

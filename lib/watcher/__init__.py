@@ -24,9 +24,10 @@ import time
 import urllib.request
 from typing import Any, Callable
 
-from ganeti import (backend, cli, constants, daemon, errors, luxi, netutils,
+from ganeti import (cli, constants, daemon, errors, luxi, netutils,
                     objects, opcodes, pathutils, qlang, serializer, ssconf,
                     utils, vcluster)
+from ganeti.backend import hooks as backend_hooks
 from ganeti.rapi import client as rapi_client
 from ganeti.rpc import node as rpc_node
 from ganeti.utils import process
@@ -199,7 +200,7 @@ def RunWatcherHooks() -> None:
     """Run the executables of the watcher hooks directory, logging how
     each went (light work, e.g. starting extra daemons)."""
     try:
-        results = backend.RunParts(pathutils.WATCHER_HOOKS_DIR,
+        results = backend_hooks.RunParts(pathutils.WATCHER_HOOKS_DIR,
                                    dict(os.environ))
     except OSError as err:
         logging.exception("RunParts %s failed: %s",
