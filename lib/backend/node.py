@@ -307,7 +307,8 @@ def master_info() -> dict[str, Any]:
 
 
 def node_stop_master() -> None:
-    """Stop the master daemons, RAPI then masterd (either may be stopped)."""
+    """Stop the master daemons, in reverse start order (any may be
+    stopped already)."""
     for name in constants.MASTER_DAEMONS[::-1]:
         result = process.RunCmd([pathutils.DAEMON_UTIL, "stop", name])
         if result.failed:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ganeti import (constants, errors, hypervisor, netutils, pathutils,
                     serializer, ssconf, vcluster)
+from ganeti.monitoring import diagnose
 from ganeti.storage import filestorage
 from ganeti.utils import io, process
 from ganeti.backend.common import DecodeContent, Fail, LocalPath
@@ -190,6 +191,15 @@ def run_command(command: str) -> list:
     if result.signal is not None:
         return [128 + result.signal, result.output]
     return [result.exit_code, result.output]
+
+
+def repair_command(command: str, input_data: str | None) -> str:
+    """Run a white-listed live-repair command with ``input_data`` on its
+    standard input (design-maintd); its output."""
+    try:
+        return diagnose.RunRepairCommand(command, input_data)
+    except errors.CommandError as err:
+        Fail("%s", err)
 
 
 def run_oob(oob_program: str, command: str, remote_node: str,
