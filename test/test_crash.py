@@ -38,8 +38,12 @@ def _CheckFiles(vc):
     not acknowledged before a kill may still be running)."""
     for node in vc.nodes.values():
         for path in glob.glob(os.path.join(node.queue_dir, "job-*")):
-            with open(path, encoding="utf-8") as fobj:
-                json.load(fobj)
+            try:
+                with open(path, encoding="utf-8") as fobj:
+                    json.load(fobj)
+            except FileNotFoundError:
+                # Archived since the listing (by a job that finished)
+                continue
         with open(node.NodePath(pathutils.CLUSTER_CONF_FILE),
                   encoding="utf-8") as fobj:
             json.load(fobj)

@@ -141,7 +141,8 @@ def test_drbd_collector(vc):
             ("WFConnection", "Unknown", "DUnknown")
         assert rep["data"]["status"]["message"] == \
             "%d: Trying to establish a network connection" % primary["minor"]
-        assert _Get(node2, PATH)["data"]["deviceInfos"] == []
+        # Its own report drops the disk at its next collection
+        _WaitReport(node2, lambda data: data["deviceInfos"] == [])
 
         vc.Run("gnt-instance", "activate-disks", "--wait-for-sync",
                "mon-drbd", timeout=120)
