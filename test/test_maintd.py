@@ -17,6 +17,7 @@ carries on.
 
 import http.server
 import json
+import re
 import os
 import threading
 import time
@@ -316,6 +317,35 @@ def test_not_master_exits_11(vc):
     result = vc.nodes[NODE2].Run("ganeti-maintd", "-f", check=False)
     assert result.returncode == constants.EXIT_NOTMASTER, result.stderr
     assert "not the master" in result.stderr
+
+
+def _LastPoll(cluster) -> float:
+    """When maintd last polled the nodes, from its status page."""
+    url = "http://%s:%d/status.html" % (cluster.cluster_ip,
+                                        constants.DEFAULT_MAINTD_PORT)
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        page = answer.read().decode("utf-8")
+    found = re.search(r'<dd id="last-poll">([^<]*)</dd>', page)
+    assert found, page
+    try:
+        return time.mktime(time.strptime(found.group(1),
+                                         "%Y-%m-%d %H:%M:%S"))
+    except ValueError:
+        return 0.0
+
+
+def test_keeps_polling_after_the_master_daemon_restarts(vc):
+    """Polls while the master daemon is down fail with a log line, not a
+    traceback, and polling goes on once it is back."""
+    vc.Run("daemon-util", "stop", "ganeti-masterd")
+    try:
+        _Wait(lambda: "Maintenance step failed" in _MaintdLog(vc), 30,
+              "a failed poll")
+    finally:
+        vc.Run("daemon-util", "start", "ganeti-masterd")
+    restarted = time.time()
+    _Wait(lambda: _LastPoll(vc) > restarted, 30, "a poll after the restart")
+    assert "Traceback" not in _MaintdLog(vc)
 
 
 def _Incident(cluster, *statuses: str, node_uuid: str | None = None

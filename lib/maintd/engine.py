@@ -169,7 +169,8 @@ class Engine:
                 self._Forget(by_uuid, observed)
                 self._StartRound()
             self._Save()
-        except (errors.LuxiError, errors.OpPrereqError, OSError) as err:
+        except (errors.LuxiError, errors.ProtocolError, errors.OpPrereqError,
+                OSError) as err:
             logging.error("Maintenance step failed: %s", err)
             self._client = None
 
