@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from ganeti import constants, errors, pathutils
-from ganeti.backend import verify as backend_verify
+from ganeti.backend import verify
 
 from test_cluster_verify import MASTER, NODE2, NODE3, StartThreeNodeCluster
 
@@ -22,18 +22,18 @@ _SEPARATOR = "------------------------------------------------"
 # run_command -----------------------------------------------------------------
 
 def test_run_command_returns_exit_code_and_output():
-    code, output = backend_verify.run_command("echo out; echo err >&2; exit 3")
+    code, output = verify.run_command("echo out; echo err >&2; exit 3")
     assert (code, output) == (3, "out\nerr\n")
-    assert backend_verify.run_command("pwd") == [0, "/\n"]
-    assert backend_verify.run_command("kill -TERM $$")[0] == 128 + signal.SIGTERM
+    assert verify.run_command("pwd") == [0, "/\n"]
+    assert verify.run_command("kill -TERM $$")[0] == 128 + signal.SIGTERM
 
 
 def test_run_command_refuses_empty_and_times_out(monkeypatch):
     with pytest.raises(errors.GenericError, match="Invalid command"):
-        backend_verify.run_command("  ")
+        verify.run_command("  ")
     monkeypatch.setattr(constants, "NODE_COMMAND_TIMEOUT", 0.3)
     with pytest.raises(errors.GenericError, match="timed out after 0.3"):
-        backend_verify.run_command("echo started; sleep 30")
+        verify.run_command("echo started; sleep 30")
 
 
 # The copyfile allow-list -----------------------------------------------------
@@ -56,34 +56,34 @@ def _Allow(tmp_path, *lines):
 def test_copyfile_needs_an_allow_list(node_paths):
     target = str(node_paths / "allowed" / "file")
     with pytest.raises(errors.OpPrereqError) as info:
-        backend_verify.CheckCopyfileTarget(target)
+        verify.CheckCopyfileTarget(target)
     assert str(info.value.args[0]) == (
         "Refusing to copy to %s: no path is allowed for copyfile (%s is"
         " missing or empty)" % (target, node_paths / "copyfile-paths"))
     _Allow(node_paths, "# only comments", "", "relative/path")
     with pytest.raises(errors.OpPrereqError, match="missing or empty"):
-        backend_verify.CheckCopyfileTarget(target)
+        verify.CheckCopyfileTarget(target)
 
 
 def test_copyfile_allows_only_paths_below_listed_prefixes(node_paths):
     allowed = str(node_paths / "allowed")
     _Allow(node_paths, "# copyfile targets", allowed + "/")
     for path in (allowed + "/file", allowed + "/sub/file", allowed):
-        assert backend_verify.CheckCopyfileTarget(path) == path
+        assert verify.CheckCopyfileTarget(path) == path
     for path in (allowed + "2/file", str(node_paths / "file"),
                  allowed + "/../elsewhere", "/etc/passwd"):
         with pytest.raises(errors.OpPrereqError,
                            match="not below any path allowed in"):
-            backend_verify.CheckCopyfileTarget(path)
+            verify.CheckCopyfileTarget(path)
     with pytest.raises(errors.OpPrereqError, match="expected an absolute"):
-        backend_verify.CheckCopyfileTarget("allowed/file")
+        verify.CheckCopyfileTarget("allowed/file")
 
 
 def test_copyfile_resolves_symlinks(node_paths):
     _Allow(node_paths, str(node_paths / "allowed"))
     os.symlink(str(node_paths), str(node_paths / "allowed" / "escape"))
     with pytest.raises(errors.OpPrereqError, match="not below any path"):
-        backend_verify.CheckCopyfileTarget(
+        verify.CheckCopyfileTarget(
             str(node_paths / "allowed" / "escape" / "file"))
 
 
@@ -95,28 +95,28 @@ def test_copyfile_never_touches_ganeti_files(node_paths):
                  pathutils.FILE_STORAGE_PATHS_FILE):
         with pytest.raises(errors.OpPrereqError,
                            match="Ganeti's own files .* can't be"):
-            backend_verify.CheckCopyfileTarget(path)
+            verify.CheckCopyfileTarget(path)
 
 
 def test_copyfile_upload_writes_content_and_mode(node_paths):
     _Allow(node_paths, str(node_paths / "allowed"))
     target = str(node_paths / "allowed" / "sub" / "file")
-    backend_verify.copyfile_upload(target, [constants.RPC_ENCODING_NONE, "data\n"],
-                            0o640)
+    verify.copyfile_upload(target, [constants.RPC_ENCODING_NONE, "data\n"],
+                           0o640)
     with open(target, encoding="utf-8") as fobj:
         assert fobj.read() == "data\n"
     assert os.stat(target).st_mode & 0o7777 == 0o640
     with pytest.raises(errors.GenericError, match="Invalid file mode"):
-        backend_verify.copyfile_upload(target, [constants.RPC_ENCODING_NONE, "x"],
-                                0o17777)
+        verify.copyfile_upload(target, [constants.RPC_ENCODING_NONE, "x"],
+                               0o17777)
     missing = str(node_paths / "allowed" / "nodir" / "file")
     with pytest.raises(errors.GenericError,
                        match="directory .*nodir does not exist"):
-        backend_verify.copyfile_upload(missing, [constants.RPC_ENCODING_NONE, "x"],
-                                0o644)
+        verify.copyfile_upload(missing, [constants.RPC_ENCODING_NONE, "x"],
+                               0o644)
     with pytest.raises(errors.GenericError, match="Refusing to copy to"):
-        backend_verify.copyfile_upload(str(node_paths / "data" / "server.pem"),
-                                [constants.RPC_ENCODING_NONE, "x"], 0o600)
+        verify.copyfile_upload(str(node_paths / "data" / "server.pem"),
+                               [constants.RPC_ENCODING_NONE, "x"], 0o600)
 
 
 # On a real cluster -----------------------------------------------------------

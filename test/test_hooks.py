@@ -56,7 +56,7 @@ def test_runner_order_names_and_environment(tmp_path):
     _Script(str(hooks / ".60-hidden"), "echo bad >> %s; exit 1" % record)
     env = {"PATH": constants.HOOKS_PATH, "GANETI_FOO": "bar baz"}
     results = backend_hooks.RunHooks("group-add", "pre", env,
-                               base_dir=str(tmp_path / "hooks"))
+                                     base_dir=str(tmp_path / "hooks"))
     assert results == [
         ["group-add-pre.d/10_first", constants.HKR_SUCCESS, ""],
         ["group-add-pre.d/20-second", constants.HKR_SUCCESS, "out\nerr"],
@@ -91,7 +91,7 @@ def test_runner_failures_and_missing_directory(tmp_path):
         fobj.write(b"\x7fELF\x00garbage")
     os.chmod(path, 0o755)
     script, status, output = backend_hooks.RunHooks("node-add", "post", {},
-                                              base_dir=base)[-1]
+                                                    base_dir=base)[-1]
     assert (script, status) == ("node-add-post.d/40-garbage",
                                 constants.HKR_FAIL)
     assert output.startswith("Hook script execution error:")
@@ -105,8 +105,9 @@ def test_runner_timeouts_kill_the_script_and_its_children(tmp_path):
             "echo started; sleep 30 & echo $! > %s; wait" % pid_file)
     _Script(os.path.join(base, "group-add-pre.d", "20-next"), "echo next")
     start = time.monotonic()
-    results = backend_hooks.RunHooks("group-add", "pre", {"PATH": "/bin:/usr/bin"},
-                               base_dir=base, script_timeout=0.5)
+    results = backend_hooks.RunHooks("group-add", "pre",
+                                     {"PATH": "/bin:/usr/bin"},
+                                     base_dir=base, script_timeout=0.5)
     assert time.monotonic() - start < 5
     assert results == [
         ["group-add-pre.d/10-slow", constants.HKR_FAIL,
@@ -128,7 +129,7 @@ def test_runner_phase_budget_fails_the_remaining_scripts(tmp_path):
     _Script(os.path.join(base, "node-remove-pre.d", "10-slow"), "sleep 1")
     _Script(os.path.join(base, "node-remove-pre.d", "20-late"), "true")
     results = backend_hooks.RunHooks("node-remove", "pre", {"PATH": "/bin"},
-                               base_dir=base, phase_timeout=0.3)
+                                     base_dir=base, phase_timeout=0.3)
     assert results[0][1:] == [constants.HKR_FAIL,
                               "(timed out after 0.3 seconds)"]
     assert results[1] == ["node-remove-pre.d/20-late", constants.HKR_FAIL,

@@ -26,8 +26,8 @@ from testutils_kvm import Console as _Console
 from testutils_kvm import Disk as _Disk
 from testutils_kvm import Instance as _Instance
 from testutils_kvm import SerialLog as _SerialLog
-from testutils_kvm import WaitFor as _WaitFor
 from testutils_node import ProcessesMentioning
+from testutils_cluster import WaitFor as _WaitFor
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm]
 

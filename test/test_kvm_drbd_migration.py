@@ -14,11 +14,13 @@ import time
 
 import pytest
 
+from test_gnt_instance_drbd import _DiskLine
 from test_gnt_instance_drbd_migrate import MirrorJob
 from test_hv_kvm_migration import _Ask, _Status, _Type
 from testutils_instance import (CHECKS, FILE_VDIR, MIB, NODE1, NODE2,
                                 Field, FindInstance, RemoveInstances)
-from testutils_kvm import HEARTBEAT_LOOP, NodeHv, SerialLog, WaitFor
+from testutils_cluster import WaitFor
+from testutils_kvm import HEARTBEAT_LOOP, NodeHv, SerialLog
 from testutils_node import DRBD_TOOLS
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm, *DRBD_TOOLS,
@@ -37,6 +39,12 @@ def _Image(cluster, node, disk):
 def _Contains(path, marker):
     with open(path, "rb") as fobj:
         return marker.encode() in fobj.read()
+
+
+def _WaitReady(kvm, count):
+    WaitFor(lambda: SerialLog(kvm, NAME).count(
+        "tinyimage %s ready" % NAME) >= count, 90,
+        "the guest's ready line (%d)" % count)
 
 
 def _Heartbeat(kvm):
@@ -101,6 +109,38 @@ def test_kvm_guest_on_drbd_migrates(kvm_cluster):
             "tinyimage %s ready" % NAME) >= 1, 90, "the guest's ready line")
         assert _Ask(node2, "cat /root/where2", "W2", name=NAME) == \
             "on-node2-42"
+
+        # Reboots: soft (a reset in the same QEMU), hard (a new QEMU on
+        # the same export, the old one killed) and full (the disks closed
+        # and opened again); the data stays, the mirror is in sync
+        pid = node2._Pid(NAME)
+        ready = SerialLog(node2, NAME).count("tinyimage %s ready" % NAME)
+        vc.Run("gnt-instance", "reboot", "--type=soft", NAME, timeout=120)
+        _WaitReady(node2, ready + 1)
+        assert node2._Pid(NAME) == pid
+        for kind in ("hard", "full"):
+            vc.Run("gnt-instance", "reboot", "--type=%s" % kind,
+                   "--shutdown-timeout=0", NAME, timeout=120)
+            assert node2._Pid(NAME) not in (None, pid)
+            pid = node2._Pid(NAME)
+            # A new QEMU starts a new serial log
+            _WaitReady(node2, 1)
+            assert _Ask(node2, "cat /root/where2", kind, name=NAME) == \
+                "on-node2-42"
+            _Type(node2, "echo after-%s-$((6*7)) > /root/%s; sync" %
+                  (kind, kind), NAME)
+            for node in (NODE1, NODE2):
+                WaitFor(lambda node=node, kind=kind: _Contains(
+                    _Image(vc, node, disk), "after-%s-42" % kind), 10,
+                    "the guest's write in the image on %s" % node)
+        assert Field(vc, NAME, "pnode,status") == "%s|running" % NODE2
+        info = vc.Run("gnt-instance", "info", NAME).stdout
+        assert _DiskLine(info, "primary").endswith(
+            " in sync, status ok"), info
+        assert _DiskLine(info, "secondary").endswith(
+            " in sync, status ok"), info
+        job = MirrorJob(vc, NODE2, disk)
+        assert job is not None and job["ready"], job
     finally:
         RemoveInstances(vc, NAME, extra=("--shutdown-timeout=0", ))
     assert node1.ListInstances() == [] and node2.ListInstances() == []

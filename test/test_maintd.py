@@ -28,6 +28,7 @@ import pytest
 from ganeti import constants, pathutils, serializer
 from ganeti.monitoring import report
 
+from testutils_cluster import WaitFor
 from testutils_instance import (CHECKS, NODE1, NODE2, NODE3, FakeState,
                                 Field, InstanceCluster, RapiClient,
                                 RemoveInstances)
@@ -90,15 +91,6 @@ def _Maintd(cluster, path: str):
         return json.loads(answer.read())
 
 
-def _Wait(predicate, timeout: float = 60, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError("Timed out waiting for %s" % what)
-        time.sleep(0.3)
 
 
 def _NodeInfo(cluster, name: str) -> tuple[str, str, list[str]]:
@@ -133,10 +125,10 @@ def _Acknowledge(cluster, node, incident) -> None:
     repairready tag; maintd forgets the incident, the node comes back."""
     _WriteDiagnose(node, constants.DIAGNOSE_OK)
     cluster.Run("gnt-node", "remove-tags", node.name, incident["tag"])
-    _Wait(lambda: incident["id"] not in
+    WaitFor(lambda: incident["id"] not in
           [inc["id"] for inc in _Maintd(cluster, "/1/status")], 60,
           "the incident to go")
-    _Wait(lambda: _NodeInfo(cluster, node.name)[1] == "N", 60,
+    WaitFor(lambda: _NodeInfo(cluster, node.name)[1] == "N", 60,
           "the node online")
 
 
@@ -181,7 +173,7 @@ def test_evacuate_offlines_and_tags(vc):
                *CHECKS, name)
     uuid, _, _ = _NodeInfo(vc, NODE2)
     _WriteDiagnose(node2, constants.DIAGNOSE_EVACUATE)
-    (incident, ) = _Wait(
+    (incident, ) = WaitFor(
         lambda: [inc for inc in _Maintd(vc, "/1/status")
                  if inc["repair-status"] == "completed"], 120,
         "the evacuation to complete")
@@ -205,7 +197,7 @@ def test_evacuate_offlines_and_tags(vc):
     assert "OP_INSTANCE_MIGRATE" in _JobOps(vc, incident["jobs"])
     # The state is in the configuration, replicated to the candidates
     for node in (vc, vc.nodes[NODE3]):
-        stored = _Wait(lambda node=node: _ConfigMaintenance(node)[
+        stored = WaitFor(lambda node=node: _ConfigMaintenance(node)[
             "incidents"], 30, "the replicated state")
         assert [(inc["id"], inc["repair-status"]) for inc in stored] == \
             [(incident["id"], "completed")]
@@ -217,8 +209,8 @@ def test_evacuate_offlines_and_tags(vc):
     assert [inc["id"] for inc in _Maintd(vc, "/1/status")] == \
         [incident["id"]]
     vc.Run("gnt-node", "remove-tags", NODE2, incident["tag"])
-    _Wait(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")
-    _Wait(lambda: _NodeInfo(vc, NODE2)[1] == "N", 60, "the node online")
+    WaitFor(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")
+    WaitFor(lambda: _NodeInfo(vc, NODE2)[1] == "N", 60, "the node online")
 
 
 def test_evacuate_failover_does_not_migrate(vc):
@@ -227,7 +219,7 @@ def test_evacuate_failover_does_not_migrate(vc):
            "--no-install", "--ignore-ipolicy", "-B", "memory=64",
            *CHECKS, "mf-a")
     _WriteDiagnose(node3, constants.DIAGNOSE_EVACUATE_FAILOVER)
-    (incident, ) = _Wait(
+    (incident, ) = WaitFor(
         lambda: [inc for inc in _Maintd(vc, "/1/status")
                  if inc["repair-status"] == "completed"], 120,
         "the evacuation to complete")
@@ -257,7 +249,7 @@ def test_auto_balance(vc):
         def _Moved():
             return [name for name in names
                     if Field(vc, name, "pnode") != NODE1]
-        _Wait(lambda: len(_Moved()) >= 2, 120, "the balancing moves")
+        WaitFor(lambda: len(_Moved()) >= 2, 120, "the balancing moves")
         jobs = [ops for job_id, ops in vc.Luxi().QueryJobs(
                     None, ["id", "ops"])
                 if job_id > last_job and
@@ -271,7 +263,7 @@ def test_auto_balance(vc):
         vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "no",
                "--auto-balance-threshold",
                str(constants.MAINTD_DEFAULT_BALANCE_THRESHOLD))
-        _Wait(lambda: _Maintd(vc, "/1/jobs") == [], 120, "the round's end")
+        WaitFor(lambda: _Maintd(vc, "/1/jobs") == [], 120, "the round's end")
         RemoveInstances(vc, *names)
 
 
@@ -301,7 +293,7 @@ def test_forged_report_is_ignored(vc):
     thread = threading.Thread(target=forged.serve_forever, daemon=True)
     thread.start()
     try:
-        _Wait(lambda: "Ignoring the diagnose report at http://%s:" %
+        WaitFor(lambda: "Ignoring the diagnose report at http://%s:" %
               node3.node_ip in _MaintdLog(vc), 30, "the forged report")
         time.sleep(2)
         assert all(inc["original"]["details"] != "forged"
@@ -339,12 +331,12 @@ def test_keeps_polling_after_the_master_daemon_restarts(vc):
     traceback, and polling goes on once it is back."""
     vc.Run("daemon-util", "stop", "ganeti-masterd")
     try:
-        _Wait(lambda: "Maintenance step failed" in _MaintdLog(vc), 30,
+        WaitFor(lambda: "Maintenance step failed" in _MaintdLog(vc), 30,
               "a failed poll")
     finally:
         vc.Run("daemon-util", "start", "ganeti-masterd")
     restarted = time.time()
-    _Wait(lambda: _LastPoll(vc) > restarted, 30, "a poll after the restart")
+    WaitFor(lambda: _LastPoll(vc) > restarted, 30, "a poll after the restart")
     assert "Traceback" not in _MaintdLog(vc)
 
 
@@ -352,7 +344,7 @@ def _Incident(cluster, *statuses: str, node_uuid: str | None = None
               ) -> dict:
     """The one incident (of a node) in one of ``statuses``, once there is
     one."""
-    (incident, ) = _Wait(
+    (incident, ) = WaitFor(
         lambda: [inc for inc in _Maintd(cluster, "/1/status")
                  if inc["repair-status"] in statuses and
                  node_uuid in (None, inc["node"])], 60,
@@ -362,7 +354,7 @@ def _Incident(cluster, *statuses: str, node_uuid: str | None = None
 
 def _RepairOutput(cluster, incident_id: str) -> str:
     """The outcome of a live repair, as maintd stored it."""
-    return _Wait(lambda: [inc["repair-output"] for inc in
+    return WaitFor(lambda: [inc["repair-output"] for inc in
                           _ConfigMaintenance(cluster)["incidents"]
                           if inc["id"] == incident_id and
                           "repair-output" in inc], 30,
@@ -421,14 +413,14 @@ def test_live_repair_not_white_listed(vc, tmp_path):
     _WriteDiagnose(node3, constants.DIAGNOSE_LIVE_REPAIR, "badfix")
     incident = _Incident(vc, "failed")
     assert incident["tag"] == "maintd:repairfailed:" + incident["id"]
-    _Wait(lambda: incident["tag"] in _NodeInfo(vc, NODE3)[2], 30,
+    WaitFor(lambda: incident["tag"] in _NodeInfo(vc, NODE3)[2], 30,
           "the repairfailed tag")
     assert "must be writable by its owner only" in \
         _RepairOutput(vc, incident["id"])
     assert not os.path.exists(marker)
     _WriteDiagnose(node3, constants.DIAGNOSE_OK)
     vc.Run("gnt-node", "remove-tags", NODE3, incident["tag"])
-    _Wait(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")
+    WaitFor(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")
 
 
 def test_job_filter_holds_the_round(vc, tmp_path):
@@ -476,7 +468,7 @@ def test_cancel(vc, tmp_path):
         for incident in incidents.values():
             _Incident(vc, "canceled", node_uuid=incident["node"])
             for job_id in incident["jobs"]:
-                _Wait(lambda job_id=job_id: _JobStatus(vc, job_id) ==
+                WaitFor(lambda job_id=job_id: _JobStatus(vc, job_id) ==
                       "canceled", 30, "the held job canceled")
     finally:
         vc.Run("gnt-filter", "delete", rule)
@@ -492,7 +484,7 @@ def test_cancel(vc, tmp_path):
     assert "Unknown incident no-such-incident" in result.stderr
     for name in (NODE2, NODE3):
         _WriteDiagnose(vc.nodes[name], constants.DIAGNOSE_OK)
-    _Wait(lambda: _Maintd(vc, "/1/status") == [], 60, "the incidents to go")
+    WaitFor(lambda: _Maintd(vc, "/1/status") == [], 60, "the incidents to go")
 
 
 def test_state_survives_master_failover(vc):
@@ -501,7 +493,7 @@ def test_state_survives_master_failover(vc):
     in the replicated configuration, not in a file)."""
     node2 = vc.nodes[NODE2]
     _WriteDiagnose(node2, constants.DIAGNOSE_EVACUATE)
-    (incident, ) = _Wait(
+    (incident, ) = WaitFor(
         lambda: [inc for inc in _Maintd(vc, "/1/status")
                  if inc["repair-status"] == "completed"], 120,
         "the evacuation to complete")
@@ -512,11 +504,11 @@ def test_state_survives_master_failover(vc):
     node3.Run("gnt-cluster", "master-failover")
     assert not vc.IsRunning(constants.MAINTD)
     assert node3.IsRunning(constants.MAINTD)
-    _Wait(lambda: [(inc["id"], inc["repair-status"]) for inc in
+    WaitFor(lambda: [(inc["id"], inc["repair-status"]) for inc in
                    _Maintd(vc, "/1/status")] ==
           [(incident["id"], "completed")], 30, "the incident on node3")
     assert "Loaded 1 incidents from the configuration" in \
         _MaintdLog(node3)
     # The new maintd honours the old incident's acknowledgement
     node3.Run("gnt-node", "remove-tags", NODE2, incident["tag"])
-    _Wait(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")
+    WaitFor(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")

@@ -10,13 +10,13 @@ whatever a diagnose command reports is shown as text, never as markup.
 import html.parser
 import json
 import os
-import time
 import urllib.request
 
 import pytest
 
 from ganeti import constants, pathutils
 
+from testutils_cluster import WaitFor
 from testutils_instance import NODE1, NODE2, NODE3, InstanceCluster
 
 pytestmark = pytest.mark.integration
@@ -74,21 +74,12 @@ def _Get(cluster, path: str, accept: str | None = None
         return answer.headers["Content-Type"], answer.read()
 
 
-def _Wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError("Timed out waiting for %s" % what)
-        time.sleep(0.3)
 
 
 class _Page(html.parser.HTMLParser):
     """The parts of a page the tests look at: the data rows of the
-    tables (their attributes and cell texts by table id), the elements by id, the
-    script elements and the meta refresh."""
+    tables (their attributes and cell texts by table id), the elements by
+    id, the script elements and the meta refresh."""
 
     def __init__(self, text: str):
         super().__init__()
@@ -174,7 +165,7 @@ def test_status_page_in_the_browser(vc, headless_browser, tmp_path):
     assert page.title == "Ganeti maintenance daemon: %s" % vc.cluster_name
     assert page.scripts == 0
     assert page.refresh == "2"
-    _Wait(lambda: len(_Page(_Get(vc, "/status.html")[1].decode())
+    WaitFor(lambda: len(_Page(_Get(vc, "/status.html")[1].decode())
                       .rows.get("nodes", [])) == 3, 30, "the first poll")
     page = _Page(headless_browser.DumpDom(_Url(vc, "/")))
     for name in (NODE1, NODE2, NODE3):
@@ -185,11 +176,11 @@ def test_status_page_in_the_browser(vc, headless_browser, tmp_path):
 
     _WriteDiagnose(vc.nodes[NODE3], {"status": "evacuate", "command": "",
                                      "details": {"disk": _MARKUP}})
-    (incident, ) = _Wait(
+    (incident, ) = WaitFor(
         lambda: [inc for inc in json.loads(_Get(vc, "/1/status")[1])
                  if inc["repair-status"] == "completed"], 120,
         "the evacuation to complete")
-    _Wait(lambda: json.loads(_Get(vc, "/1/jobs")[1]) == [], 60,
+    WaitFor(lambda: json.loads(_Get(vc, "/1/jobs")[1]) == [], 60,
           "the round's end")
     page = _Page(headless_browser.DumpDom(_Url(vc, "/")))
     # The markup of the details is text: no script ran, none is there

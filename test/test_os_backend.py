@@ -180,7 +180,7 @@ def test_scripts_see_exactly_the_os_environment(osdirs, tmp_path,
     monkeypatch.setenv("LEAKED_FROM_NODED", "1")
     disks = [_ImageFile(tmp_path, "d0", 0), _ImageFile(tmp_path, "d1", 0)]
     backend_os.instance_os_add(InstanceDict(disks, os_name="testos+v2"), True,
-                            1)
+                               1)
     env = dict(line.split("=", 1) for line in
                open(disks[0], encoding="utf-8").read().splitlines())
     expected = {
@@ -266,7 +266,7 @@ def test_instance_needs_a_valid_variant(osdirs, tmp_path):
     MakeOS(osdirs[0], "testos", variants="v1\n")
     with pytest.raises(errors.GenericError, match="must include a variant"):
         backend_os.instance_os_add(InstanceDict([_ImageFile(tmp_path)]), False,
-                                0)
+                                   0)
 
 
 def test_os_validate(osdirs):
@@ -340,11 +340,11 @@ def test_tinyimage_refuses_bad_hostname(osdirs, tmp_path):
                osdirs[0] / "tinyimage")
     checks = [constants.OS_VALIDATE_PARAMETERS]
     assert backend_os.os_validate(True, "tinyimage", checks,
-                               {"hostname": "web1"}, False)
+                                  {"hostname": "web1"}, False)
     with pytest.raises(errors.GenericError,
                        match="invalid value 'bad_name!' for parameter"):
         backend_os.os_validate(True, "tinyimage", checks,
-                            {"hostname": "bad_name!"}, False)
+                               {"hostname": "bad_name!"}, False)
     instance = InstanceDict([_ImageFile(tmp_path)], os_name="tinyimage",
                             osparams={"hostname": "-x"},
                             osparams_private={})

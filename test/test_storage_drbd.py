@@ -20,7 +20,7 @@ import uuid as uuidlib
 import pytest
 
 from ganeti import constants, objects, pathutils
-from ganeti.backend import disks as backend_disks
+from ganeti.backend import disks
 from ganeti.storage import drbd
 from ganeti.utils import process, x509
 
@@ -230,14 +230,14 @@ def test_restart_primary_copies_only_new_writes(pair):
     pair.Call("pnode", "Shutdown")
     # Through noded's functions: the secondary role, then the status tuple
     with pair.On("snode"):
-        assert backend_disks.blockdev_assemble(pair.DiskDict("snode"),
+        assert disks.blockdev_assemble(pair.DiskDict("snode"),
                                          {"name": "inst1"},
                                          False, 0) is None
     pair.Call("pnode", "Assemble")
     pair.WaitInSync()
     assert pair.Call("pnode", "GetSyncedBytes") == 0
     with pair.On("pnode"):
-        assert backend_disks.blockdev_getmirrorstatus([pair.DiskDict("pnode")]) == [
+        assert disks.blockdev_getmirrorstatus([pair.DiskDict("pnode")]) == [
             [device, None, None, None, None, False, constants.LDS_OKAY]]
     pair.Call("pnode", "Shutdown")
     assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))

@@ -37,6 +37,20 @@ SMALL_IPOLICY_BOUNDS = (
     "disk-size=100000000,nic-count=8,spindle-use=12")
 
 
+def WaitFor(predicate, timeout: float = 30, what: str = "a condition",
+            interval: float = 0.1):
+    """Poll ``predicate`` until it returns something true, and return it;
+    fails naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError("Timed out waiting for %s" % what)
+        time.sleep(interval)
+
+
 def WaitForJob(client, job_id: int, timeout: float = 30) -> str:
     """Wait (without polling) until a job is finalized; return its status."""
     from ganeti import constants

@@ -143,15 +143,6 @@ HEARTBEAT_LOOP = ("(n=0; while :; do n=$((n+1)); echo $n > /root/hb.new;"
                   " >/dev/null 2>&1 &")
 
 
-def WaitFor(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for %s" % what)
-
-
 def SerialLog(kvm, name):
     try:
         with open(kvm.SerialLog(name), errors="replace") as fobj:
