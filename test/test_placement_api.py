@@ -3,9 +3,10 @@ test/data/placement/ (in the spirit of Placement's gabbi tests).
 
 Each table names its custom traits (``traits``) and its providers (created
 through the API before its requests) and lists requests with their
-expected status and fragments of the answer. ``$name`` anywhere in a URL, body or expectation is the UUID
-of that name (providers, aggregates and consumers alike); provider UUIDs
-in answers are compared as names. Expectations:
+expected status and fragments of the answer. ``$name`` anywhere in a URL,
+body or expectation is the UUID of that name (providers, aggregates and
+consumers alike); provider UUIDs in answers are compared as names.
+Expectations:
 
 - ``status`` (default 200), ``code`` (the error code; null: none),
   ``detail_contains``, ``headers`` (values the answer must have);

@@ -14,6 +14,7 @@ ERR_CONCURRENT_UPDATE = "placement.concurrent_update"
 ERR_DUPLICATE_NAME = "placement.duplicate_name"
 ERR_INVENTORY_INUSE = "placement.inventory.inuse"
 ERR_PROVIDER_IN_USE = "placement.resource_provider.inuse"
+ERR_PROVIDER_NOT_FOUND = "placement.resource_provider.not_found"
 ERR_PROVIDER_CANNOT_DELETE_PARENT = \
     "placement.resource_provider.cannot_delete_parent"
 ERR_QUERY_MISSING_VALUE = "placement.query.missing_value"

@@ -590,6 +590,45 @@ class State:
             if rp_uuid in self.providers:
                 self.providers[rp_uuid].generation += 1
 
+    # Reshaping ---------------------------------------------------------------
+
+    def Reshape(self, inventories: dict[str, tuple[Any, dict[str, dict]]],
+                requests: dict[str, dict],
+                reserved_may_equal: bool) -> None:
+        """Replace the inventories of providers (``uuid -> (generation,
+        inventories)``) and the allocations of consumers together, as
+        Placement's reshaper: allocations are checked against the old and
+        new inventories merged (so they can move to a provider whose new
+        inventory they make room for), then the new inventories must cover
+        what is allocated. The caller discards the state on an error."""
+        providers: list[tuple[Provider, dict[str, dict]]] = []
+        for uuid, (generation, data) in inventories.items():
+            provider = self.providers.get(uuid)
+            if provider is None:
+                raise errors.PlacementError(
+                    400, "Resource provider %s in inventories not found: No"
+                    " resource provider with uuid %s found" % (uuid, uuid),
+                    pl.ERR_PROVIDER_NOT_FOUND)
+            self._CheckWritable(provider)
+            if generation != provider.generation:
+                _Conflict("resource provider generation conflict for"
+                          " provider %s: actual: %s, given: %s" %
+                          (uuid, provider.generation, generation))
+            providers.append((provider, {
+                rclass: self._NormalizeInventory(provider, rclass, inventory,
+                                                 reserved_may_equal)
+                for rclass, inventory in data.items()}))
+        for provider, new in providers:
+            provider.inventories = dict(provider.inventories, **new)
+        self.SetAllocations(requests, True)
+        for provider, new in providers:
+            try:
+                self._CheckInventoryInUse(provider, new)
+            except errors.PlacementError as err:
+                _Conflict("update conflict: %s" % err.detail, err.code)
+            provider.inventories = new
+            provider.generation += 1
+
     def DeleteAllocations(self, consumer_uuid: str) -> None:
         if consumer_uuid not in self.consumers:
             raise errors.PlacementError(

@@ -360,6 +360,21 @@ def _ParseRootRequired(query: Query) -> tuple[set[str], set[str]]:
     return required, forbidden
 
 
+def _CheckTraitConflicts(groups: list[RequestGroup]) -> None:
+    """A group that requires a trait (or any of a set, all forbidden) and
+    forbids it can never match: refused as Placement does."""
+    conflicts = []
+    for group in groups:
+        names = sorted(set().union(*[any_of for any_of in group.required
+                                     if any_of <= group.forbidden_traits]))
+        if names:
+            conflicts.append("required%s: (%s)" % (group.suffix,
+                                                   ", ".join(names)))
+    if conflicts:
+        _BadRequest("Conflicting required and forbidden traits found in the"
+                    " following traits keys: %s" % ", ".join(conflicts))
+
+
 def _ParseSameSubtree(query: Query) -> list[list[str]]:
     """``same_subtree`` (1.36): lists of group suffixes, in query order."""
     result = []
@@ -435,6 +450,7 @@ def ParseCandidateRequest(query: Query, version: Version,
         _CheckSubtreeGroups(groups, same_subtrees)
     else:
         _CheckOrphans(groups)
+    _CheckTraitConflicts(groups)
     numbered = [g for g in groups if g.use_same_provider]
     if len(numbered) > 1 and policy is None:
         _BadRequest('The "group_policy" parameter is required when'

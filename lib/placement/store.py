@@ -89,30 +89,32 @@ class Store:
         return self._state
 
     @contextlib.contextmanager
+    def _Attached(self, source: Source, snapshot: ClusterSnapshot
+                  ) -> Iterator[model.State]:
+        """The state with the cluster's snapshot attached while in use."""
+        state = self._Load(source)
+        state.AttachCluster(*snapshot)
+        try:
+            yield state
+        finally:
+            state.DetachCluster()
+
+    @contextlib.contextmanager
     def Reading(self, source: Source, snapshot: ClusterSnapshot = ([], [])
                 ) -> Iterator[model.State]:
         """The state with the cluster's snapshot, not to be changed."""
-        with self._lock:
-            state = self._Load(source)
-            state.AttachCluster(*snapshot)
-            try:
-                yield state
-            finally:
-                state.DetachCluster()
+        with self._lock, self._Attached(source, snapshot) as state:
+            yield state
 
     @contextlib.contextmanager
     def Changing(self, source: Source, snapshot: ClusterSnapshot = ([], [])
                  ) -> Iterator[model.State]:
         """The state with the cluster's snapshot to change; saved (without
-        the snapshot) if the block succeeds."""
+        the snapshot) if the block succeeds, forgotten if it fails."""
         with self._lock:
             try:
-                state = self._Load(source)
-                state.AttachCluster(*snapshot)
-                try:
+                with self._Attached(source, snapshot) as state:
                     yield state
-                finally:
-                    state.DetachCluster()
                 self._serial = source.Save(self._serial or 0,
                                            state.ToDict())
             except BaseException:

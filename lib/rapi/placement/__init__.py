@@ -62,6 +62,7 @@ RESOURCES: base.ResourceMap = {
     "/allocations/{uuid}": allocations.ConsumerAllocations,
     "/usages": allocations.Usages,
     "/allocation_candidates": allocations.AllocationCandidates,
+    "/reshaper": allocations.Reshaper,
 }
 
 # What webob, under Placement, says before the detail of each status

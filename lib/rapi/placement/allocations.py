@@ -100,14 +100,41 @@ class Allocations(base.Resource):
     MIN_VERSIONS = {"POST": (1, 13)}
 
     def POST(self) -> None:
-        if not isinstance(self.body, dict) or not self.body:
-            base.BadBody("%r is not a non-empty 'object'" % (self.body, ))
-        requests = {}
-        for consumer_uuid, item in self.body.items():
-            base.CheckUuid(consumer_uuid)
-            requests[consumer_uuid] = ParseConsumerRequest(self, item)
+        requests = ParseConsumerRequests(self, self.body)
         with self.store.Changing() as state:
             state.SetAllocations(requests, self.AtLeast(1, 28))
+        self.NoContent()
+
+
+def ParseConsumerRequests(res: base.Resource, body: Any) -> dict[str, dict]:
+    """Several consumers' allocations (``POST /allocations``'s body), as
+    consumer -> ``ParseConsumerRequest``'s answer."""
+    if not isinstance(body, dict) or not body:
+        base.BadBody("%r is not a non-empty 'object'" % (body, ))
+    return {base.CheckUuid(consumer_uuid): ParseConsumerRequest(res, item)
+            for consumer_uuid, item in body.items()}
+
+
+class Reshaper(base.Resource):
+    """/reshaper (1.30): inventories of providers and allocations of
+    consumers replaced together, e.g. to move inventory in use from a
+    provider to a new child."""
+
+    MIN_VERSIONS = {"POST": (1, 30)}
+
+    def POST(self) -> None:
+        body = base.CheckObject(self.body, ("inventories", "allocations"),
+                                ("inventories", "allocations"))
+        value = body["inventories"]
+        if not isinstance(value, dict):
+            base.BadBody("%r is not of type 'object'" % (value, ))
+        if not value:
+            base.BadBody("{} does not have enough properties")
+        inventories = {base.CheckUuid(rp_uuid): base.CheckInventories(item)
+                       for rp_uuid, item in value.items()}
+        requests = ParseConsumerRequests(self, body["allocations"])
+        with self.store.Changing() as state:
+            state.Reshape(inventories, requests, self.AtLeast(1, 26))
         self.NoContent()
 
 

@@ -88,6 +88,18 @@ def CheckInventory(data: Any, extra: tuple[str, ...] = ()) -> dict:
     return data
 
 
+def CheckInventories(body: Any) -> tuple[int, dict[str, dict]]:
+    """A provider's generation and all its inventories (the body of PUT
+    .../inventories, also one provider's part of a reshape)."""
+    body = CheckObject(body, ("resource_provider_generation", "inventories"),
+                       ("resource_provider_generation", "inventories"))
+    generation = CheckInt(body["resource_provider_generation"])
+    if not isinstance(body["inventories"], dict):
+        BadBody("%r is not of type 'object'" % (body["inventories"], ))
+    return generation, {rc: CheckInventory(data)
+                        for rc, data in body["inventories"].items()}
+
+
 class Resource(baserlib.AccessControlled):
     """One URI of the Placement API; an instance serves one request."""
 

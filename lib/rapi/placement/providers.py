@@ -102,19 +102,10 @@ class Inventories(base.Resource):
             return self._Answer(state.GetProvider(self.items[0]))
 
     def PUT(self) -> dict:
-        body = base.CheckObject(self.body, ("resource_provider_generation",
-                                            "inventories"),
-                                ("resource_provider_generation",
-                                 "inventories"))
-        if not isinstance(body["inventories"], dict):
-            base.BadBody("%r is not of type 'object'" %
-                         (body["inventories"], ))
-        inventories = {rc: base.CheckInventory(data)
-                       for rc, data in body["inventories"].items()}
+        generation, inventories = base.CheckInventories(self.body)
         with self.store.Changing() as state:
             provider = state.SetInventories(
-                self.items[0], body["resource_provider_generation"],
-                inventories, self.AtLeast(1, 26))
+                self.items[0], generation, inventories, self.AtLeast(1, 26))
             return self._Answer(provider)
 
     def POST(self) -> dict:
