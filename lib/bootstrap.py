@@ -4,7 +4,7 @@ import logging
 import os
 import time
 
-from ganeti import (config, constants, errors, netutils, objects,
+from ganeti import (config, constants, errors, impexp, netutils, objects,
                     pathutils, serializer, ssconf, utils, vcluster)
 from ganeti.backend import node as backend_node
 from ganeti.parameters.base import ForceParamDict
@@ -12,7 +12,7 @@ from ganeti.parameters.families import UpdatedDiskParams
 from ganeti.parameters.hypervisors import UpdatedHvParams
 from ganeti.rpc import client as rpc_client
 from ganeti.rpc import node as rpc_node
-from ganeti.utils import process, x509
+from ganeti.utils import process, uidpool, x509
 
 
 def RunDaemonUtil(*args: str) -> None:
@@ -53,12 +53,34 @@ def InitCluster(cluster_name: str, master_netdev: str,
                 candidate_pool_size: int | None = None,
                 mac_prefix: str | None = None,
                 max_running_jobs: int | None = None,
-                ipolicy: dict | None = None) -> None:
+                ipolicy: dict | None = None,
+                uid_pool: list[tuple[int, int]] | None = None,
+                compression_tools: list[str] | None = None,
+                modify_etc_hosts: bool = True,
+                modify_ssh_setup: bool = True,
+                enabled_user_shutdown: bool = False) -> None:
     """Create the cluster on this node and start its daemons.
 
     Everything is checked before the first file is written, and a failed
     init is undone (see _UndoInit): it leaves nothing that blocks the next.
+    ``modify_etc_hosts`` and ``modify_ssh_setup`` are only recorded, as
+    this cluster manages neither /etc/hosts nor SSH; user shutdown is a
+    feature it lacks, so only its default is accepted.
     """
+    if enabled_user_shutdown:
+        raise errors.OpPrereqError("User shutdown (--user-shutdown) is not"
+                                   " supported by this cluster",
+                                   errors.ECODE_INVAL)
+    if uid_pool is not None:
+        uidpool.CheckUidPool(uid_pool)
+    if compression_tools is not None:
+        impexp.CheckCompressionTools(compression_tools)
+    settings: dict = {"modify_etc_hosts": modify_etc_hosts,
+                      "modify_ssh_setup": modify_ssh_setup}
+    if uid_pool is not None:
+        settings["uid_pool"] = uid_pool
+    if compression_tools is not None:
+        settings["compression_tools"] = compression_tools
     if os.path.exists(pathutils.CLUSTER_CONF_FILE):
         if not os.path.exists(_INIT_MARKER):
             raise errors.OpPrereqError("Cluster is already initialised",
@@ -121,7 +143,8 @@ def InitCluster(cluster_name: str, master_netdev: str,
                    hostname, secondary_ip, hypervisors, templates,
                    file_storage_dir, shared_file_storage_dir, hvparams,
                    beparams, nicparams, ndparams, diskparams, ipolicy,
-                   candidate_pool_size, mac_prefix, max_running_jobs)
+                   candidate_pool_size, mac_prefix, max_running_jobs,
+                   settings)
     except BaseException:
         logging.error("Cluster init failed, removing what it wrote")
         _UndoInit(stop_noded=not noded_ran)
@@ -161,8 +184,9 @@ def _InitFiles(cluster_name: str, master_ip: str, master_netdev: str,
                diskparams: dict, ipolicy: dict | None,
                candidate_pool_size: int | None,
                mac_prefix: str | None,
-               max_running_jobs: int | None) -> None:
-    """Write the cluster's files and start its daemons (checks done)."""
+               max_running_jobs: int | None, settings: dict) -> None:
+    """Write the cluster's files and start its daemons (checks done);
+    ``settings``: further cluster attributes, set as they are."""
     _InitCertificates(cluster_name)
     if not os.path.exists(pathutils.FILE_STORAGE_PATHS_FILE):
         # What Ganeti's configure installs: the cluster's own storage
@@ -198,6 +222,8 @@ def _InitFiles(cluster_name: str, master_ip: str, master_netdev: str,
         cluster.mac_prefix = mac_prefix
     if max_running_jobs is not None:
         cluster.max_running_jobs = max_running_jobs
+    for name, value in settings.items():
+        setattr(cluster, name, value)
 
     config.InitConfig(constants.CONFIG_VERSION, cluster, node)
     cfg = config.ConfigWriter()

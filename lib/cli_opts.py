@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from ganeti import constants, errors, ht, impexp, opcodes
 from ganeti.parameters import families, hypervisors
+from ganeti.utils import uidpool
 from ganeti.utils.text import ParseUnit
 
 __all__ = [
@@ -268,6 +269,17 @@ def check_list(option: Option, opt: str, value: str) -> list[str]:
 
 
 @_Converter
+def check_uid_pool(option: Option, opt: str,
+                   value: str) -> list[tuple[int, int]]:
+    """Uids and uid ranges, "1000-1999,3000" -> [(1000, 1999), (3000, 3000)].
+    """
+    try:
+        return uidpool.ParseUidPool(value)
+    except errors.OpPrereqError as err:
+        raise errors.ParameterError(err.args[0]) from None
+
+
+@_Converter
 def check_priority(option: Option, opt: str, value: str) -> int:
     """A job priority by name (low, normal, high) -> its number."""
     try:
@@ -299,7 +311,7 @@ class CliOption(Option):
 
     ATTRS = Option.ATTRS + ["opcode_check"]
     TYPES = Option.TYPES + ("identkeyval", "keyval", "unit", "bool", "list",
-                            "maybefloat", "priority")
+                            "maybefloat", "priority", "uidpool")
     TYPE_CHECKER = dict(Option.TYPE_CHECKER)
     TYPE_CHECKER["identkeyval"] = check_ident_key_val
     TYPE_CHECKER["keyval"] = check_key_val
@@ -308,6 +320,7 @@ class CliOption(Option):
     TYPE_CHECKER["list"] = check_list
     TYPE_CHECKER["maybefloat"] = check_maybefloat
     TYPE_CHECKER["priority"] = check_priority
+    TYPE_CHECKER["uidpool"] = check_uid_pool
 
     def take_action(self, action: str, dest: str, opt: str, value: Any,
                     values: Any, parser: Any) -> Any:

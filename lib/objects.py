@@ -19,7 +19,7 @@ import re
 import uuid as uuid_mod
 from typing import Any, Iterable, Self
 
-from ganeti import constants, errors, ht, netutils, pathutils
+from ganeti import constants, errors, ht, impexp, netutils, pathutils
 from ganeti.parameters.base import (IMMUTABLE_TYPES, CheckParamDict, DeepCopy,
                                     ExpandAliases, FillDict)
 # The parameter families are declared in the parameter layer; their names
@@ -969,7 +969,7 @@ class Cluster(TaggableObject):
         "install_image": "",
         "instance_communication_network": "",
         "zeroing_image": "",
-        "compression_tools": ["gzip", "gzip-fast", "gzip-slow"],
+        "compression_tools": list(impexp.IEC_DEFAULT_TOOLS),
         "enabled_user_shutdown": False,
         "data_collectors": {},
         "diagnose_data_collector_filename": "",

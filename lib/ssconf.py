@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from ganeti import constants, errors, netutils, pathutils, utils
+from ganeti.utils import uidpool
 
 SS_CLUSTER_NAME = "cluster_name"
 SS_CLUSTER_TAGS = "cluster_tags"
@@ -67,24 +68,17 @@ _FILE_PREFIX = "ssconf_"
 
 
 def FormatUidPool(uid_pool: list, separator: str = "\n") -> str:
-    """Ranges ``(lo, hi)`` as ``lo-hi`` (or ``lo`` when lo == hi)."""
-    return separator.join(str(lo) if lo == hi else "%d-%d" % (lo, hi)
-                          for lo, hi in uid_pool)
+    """The ssconf form of the uid pool: one range per line."""
+    return uidpool.FormatUidPool(uid_pool, separator)
 
 
 def ParseUidPool(text: str) -> list[tuple[int, int]]:
     """Inverse of FormatUidPool (one range per line)."""
-    result = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        lo, _, hi = line.partition("-")
-        try:
-            result.append((int(lo), int(hi or lo)))
-        except ValueError:
-            raise errors.ConfigurationError("Invalid uid range %r" % line)
-    return result
+    try:
+        return uidpool.ParseUidPool(text, "\n")
+    except errors.OpPrereqError as err:
+        raise errors.ConfigurationError("Invalid uid pool: %s" %
+                                        err.args[0]) from None
 
 
 def _ParseBool(key: str, value: str) -> bool:

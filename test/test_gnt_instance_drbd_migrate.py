@@ -18,7 +18,7 @@ from ganeti.storage import drbd_daemon
 from ganeti.utils import qmp
 
 import test_gnt_instance_drbd as drbd_tests
-from testutils_instance import (MIB, NODE2, Field, FindInstance,
+from testutils_instance import (MIB, NODE2, FakeState, Field, FindInstance,
                                 InstanceCluster, RemoveInstances)
 from test_gnt_instance_drbd import (SIZE, _Add, _Contents, _Device, _Image,
                                     _WaitInSync, _Write)
@@ -111,3 +111,45 @@ def test_migrate_refused_while_degraded(vc):
         assert os.path.exists(_Device(vc, vc.node, disk))
     finally:
         RemoveInstances(vc, "mig2")
+
+
+def test_cleanup_after_interrupted_migration(vc):
+    """The source fails to finalize after the disks changed roles (the
+    source closed them, the target opened them): --cleanup makes the
+    configuration and the pair follow where the instance runs, the data
+    written before is on both nodes and the mirror in sync."""
+    _Add(vc, "mig3", vc.node, NODE2)
+    marker = FakeState(vc.nodes[vc.node], ".fail-finalize-src")
+    try:
+        _, (disk, ) = FindInstance(vc, "mig3")
+        _WaitInSync(vc, "mig3")
+        _Write(_Device(vc, vc.node, disk), "before")
+        open(marker, "w").close()
+        out = vc.Run("gnt-instance", "migrate", "-f", "mig3", check=False,
+                     timeout=180)
+        assert out.returncode != 0
+        assert "run 'gnt-instance migrate --cleanup -n %s mig3'" % NODE2 \
+            in out.stderr, out.stderr
+        os.unlink(marker)
+        out = vc.Run("gnt-instance", "migrate", "-f", "--cleanup", "mig3",
+                     timeout=180)
+        assert "* instance confirmed to be running on its primary node" \
+            " (%s)" % vc.node in out.stdout, out.stdout
+        assert "WARNING" not in out.stdout + out.stderr, out
+        assert Field(vc, "mig3", "pnode,snodes,status") == \
+            "%s|%s|running" % (vc.node, NODE2)
+        # The source, closed before the failure, is the primary again and
+        # mirrors to the target without a copy; the target only serves
+        assert not os.path.exists(_Device(vc, NODE2, disk))
+        assert MirrorJob(vc, NODE2, disk) is None
+        job = MirrorJob(vc, vc.node, disk)
+        assert job is not None and job["ready"] and job["offset"] == 0, job
+        assert _Head(_Device(vc, vc.node, disk)) == _Pattern("before")
+        _Write(_Device(vc, vc.node, disk), "after")
+        vc.Run("gnt-instance", "shutdown", "mig3", timeout=120)
+        assert _Contents(_Image(vc, vc.node, disk)) == \
+            _Contents(_Image(vc, NODE2, disk))
+    finally:
+        if os.path.exists(marker):
+            os.unlink(marker)
+        RemoveInstances(vc, "mig3")

@@ -18,8 +18,8 @@ import pytest
 from ganeti import constants
 
 from testutils_instance import CHECKS, NODE1, NODE2, Field, RemoveInstances
-from testutils_kvm import (QEMU, Console, ForcedStops, NodeHv, SerialLog,
-                           WaitFor)
+from testutils_cluster import WaitFor
+from testutils_kvm import (QEMU, Console, ForcedStops, NodeHv, SerialLog)
 
 INSTANCE = "kvm1"
 # kvm_path: the real QEMU, except on node2, where it does not answer

@@ -25,10 +25,14 @@ SMALL = ("-B", "maxmem=32,minmem=32")
 
 @pytest.fixture(scope="module")
 def vc():
-    # Disk parameters given at init (test_init_disk_parameters)
+    # Disk parameters (test_init_disk_parameters) and further cluster
+    # settings (test_init_cluster_settings) given at init
     with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
                          "-D", "drbd:metavg=initvg,c-plan-ahead=10",
                          "--disk-parameters", "plain:stripes=2",
+                         "--uid-pool", "2000,1000-1009", "--no-etc-hosts",
+                         "--no-ssh-init", "--user-shutdown", "no",
+                         "--compression-tools", "gzip,gzip-fast",
                          nodes=(NODE2, )) as cluster:
         yield cluster
 
@@ -80,16 +84,74 @@ def test_init_disk_parameters(vc):
     assert "    metavg: initvg\n" in info
 
 
-@pytest.mark.parametrize("value, message", [
-    ("nosuch:stripes=1", "Unknown disk template 'nosuch'"),
-    ("drbd:bogus=1", "Unknown drbd disk parameter 'bogus'"),
-    ("drbd:resync-rate=fast", "resync-rate")])
-def test_init_refuses_bad_disk_parameters(value, message):
+def test_init_cluster_settings(vc):
+    """Ganeti's init options: the uid pool and compression tools are kept,
+    --no-etc-hosts and --no-ssh-init recorded (this cluster manages
+    neither), user shutdown accepted at its default."""
+    cluster = Config(vc)["cluster"]
+    assert cluster["uid_pool"] == [[1000, 1009], [2000, 2000]]
+    assert cluster["compression_tools"] == ["gzip", "gzip-fast"]
+    assert (cluster["modify_etc_hosts"], cluster["modify_ssh_setup"],
+            cluster["enabled_user_shutdown"]) == (False, False, False)
+    info = vc.Run("gnt-cluster", "info").stdout
+    assert "  uid pool: 1000-1009, 2000\n" in info
+    assert "  compression tools:\n    - gzip\n    - gzip-fast\n" in info
+    assert "  modify ssh setup: False\n" in info
+    with open(vc.NodePath(pathutils.SsconfFileName("uid_pool")),
+              encoding="ascii") as fobj:
+        assert fobj.read().split() == ["1000-1009", "2000"]
+
+
+def test_modify_uid_pool_and_compression_tools(vc):
+    """--uid-pool replaces the pool, --add-uids/--remove-uids change it
+    (a removed range must be in it exactly); --compression-tools with an
+    empty value restores the default tools; --user-shutdown=yes is a
+    feature this cluster lacks."""
+    try:
+        vc.Run("gnt-cluster", "modify", "--uid-pool", "3000-3099",
+               "--compression-tools", "gzip,lz4")
+        cluster = Config(vc)["cluster"]
+        assert cluster["uid_pool"] == [[3000, 3099]]
+        assert cluster["compression_tools"] == ["gzip", "lz4"]
+        vc.Run("gnt-cluster", "modify", "--add-uids", "4000,5000-5009",
+               "--remove-uids", "3000-3099", "--compression-tools", "")
+        cluster = Config(vc)["cluster"]
+        assert cluster["uid_pool"] == [[4000, 4000], [5000, 5009]]
+        assert cluster["compression_tools"] == ["gzip", "gzip-fast",
+                                                "gzip-slow"]
+        assert "  uid pool: 4000, 5000-5009\n" in vc.Run(
+            "gnt-cluster", "info").stdout
+        assert "not found in the current user-id pool" in Fail(
+            vc, "gnt-cluster", "modify", "--remove-uids", "5000")
+        assert "is larger than higher boundary" in Fail(
+            vc, "gnt-cluster", "modify", "--add-uids", "9-1")
+        assert "--uid-pool" in Fail(vc, "gnt-cluster", "modify",
+                                    "--uid-pool", "1-2-3")
+        assert "gzip" in Fail(vc, "gnt-cluster", "modify",
+                              "--compression-tools", "lz4")
+        assert "enabled_user_shutdown" in Fail(
+            vc, "gnt-cluster", "modify", "--user-shutdown", "yes")
+        vc.Run("gnt-cluster", "modify", "--user-shutdown", "no")
+        assert Config(vc)["cluster"]["uid_pool"] == [[4000, 4000],
+                                                     [5000, 5009]]
+    finally:
+        vc.Run("gnt-cluster", "modify", "--uid-pool", "1000-1009,2000",
+               "--compression-tools", "gzip,gzip-fast")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("-D", "nosuch:stripes=1"), "Unknown disk template 'nosuch'"),
+    (("-D", "drbd:bogus=1"), "Unknown drbd disk parameter 'bogus'"),
+    (("-D", "drbd:resync-rate=fast"), "resync-rate"),
+    (("--user-shutdown", "yes"), "User shutdown"),
+    (("--uid-pool", "9-1"), "is larger than higher boundary"),
+    (("--compression-tools", "lz4"), "gzip utility must be present")])
+def test_init_refuses_bad_disk_parameters(args, message):
     """Checked before anything is written: no configuration, no daemon."""
     cluster = VirtualCluster()
     try:
         result = cluster.Run("gnt-cluster", "init", "--master-netdev=lo",
-                             "-D", value, cluster.cluster_name, check=False)
+                             *args, cluster.cluster_name, check=False)
         assert result.returncode != 0
         assert message in result.stderr
         assert not os.path.exists(cluster.NodePath(

@@ -26,9 +26,10 @@ from ganeti import constants, errors, objects
 from ganeti.hypervisor import hv_kvm
 
 from testutils_instance import CHECKS, NODE1, NODE2, Field, RemoveInstances
+from testutils_cluster import WaitFor
 from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
                            KillGuests, NodeHv, RequireGuest, SerialLog,
-                           TinyImageDisk, WaitFor)
+                           TinyImageDisk)
 from testutils_node import ProcessesMentioning
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm]

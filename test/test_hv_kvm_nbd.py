@@ -29,9 +29,10 @@ from test_hv_kvm_migration import (NAME, _Ask, _Status, _Type,
                                    _WaitMigration)
 from testutils_instance import (CHECKS, NODE1, NODE2, DiskPaths, Field,
                                 FindInstance, NodeUuid, RemoveInstances)
+from testutils_cluster import WaitFor
 from testutils_kvm import (Disk, GuestHvParams, GuestRoot, Instance,
                            KillGuests, NodeHv, RequireGuest, SerialLog,
-                           TinyImageDisk, WaitFor)
+                           TinyImageDisk)
 from testutils_node import ProcessesMentioning
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm]

@@ -6,7 +6,8 @@ guest, writing a disk heartbeat (a counter written and synced five times
 a second), migrates to the secondary (non-live under TCG): the heartbeat
 and the data go on there, the old primary's image becomes the replica,
 and the new primary's mirror copied only what the guest wrote since (its
-job's byte count), not the disk.
+job's byte count), not the disk. On the new primary it reboots soft,
+hard and full: its data stays and the mirror stays in sync.
 """
 
 import os

@@ -31,8 +31,9 @@ from testutils_cluster import SMALL_IPOLICY_BOUNDS, NetnsClusterOrSkip
 from testutils_instance import (CHECKS, NODE2, NODE3, SHIPPED_OS,
                                 AllowFileStorage, Field, OsSearchDir,
                                 RemoveInstances)
+from testutils_cluster import WaitFor
 from testutils_kvm import (HEARTBEAT_LOOP, GuestHvParams, KillGuests,
-                           RequireGuest, SerialLog, WaitFor)
+                           RequireGuest, SerialLog)
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm, pytest.mark.netns]
 

@@ -22,8 +22,9 @@ from testutils_cluster import SMALL_IPOLICY_BOUNDS, NetnsClusterOrSkip
 from testutils_instance import (CHECKS, FILE_VDIR, NODE2, SHIPPED_OS,
                                 AllowFileStorage, Fail, Field, OsSearchDir,
                                 RemoveInstances)
+from testutils_cluster import WaitFor
 from testutils_kvm import (GuestHvParams, KillClusterGuests, RequireGuest,
-                           SerialLog, WaitFor)
+                           SerialLog)
 
 pytestmark = [pytest.mark.integration, pytest.mark.kvm, pytest.mark.netns]
 

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Any
 
-from ganeti import (bootstrap, cli, constants, errors, objects,
+from ganeti import (bootstrap, cli, constants, errors, impexp, objects,
                     opcodes, pathutils, serializer, ssconf, vcluster)
 from ganeti.backend import verify as backend_verify
 from ganeti.cli_opts import (
@@ -18,6 +18,7 @@ from ganeti.cli_opts import (
     YES_DOIT_OPT, cli_option)
 from ganeti.client import _cluster_crypto, _cluster_epo, hbal, hspace
 from ganeti.rpc import node as rpc_node
+from ganeti.utils import uidpool
 
 _SetParams = opcodes.OpClusterSetParams
 
@@ -89,6 +90,28 @@ MAINT_BALANCE_OPT = OpcodeOption(_SetParams, "maint_balance",
 MAINT_BALANCE_THRESHOLD_OPT = OpcodeOption(
     _SetParams, "maint_balance_threshold", "--auto-balance-threshold",
     metavar="CLUSTERSCORE")
+UIDPOOL_OPT = OpcodeOption(_SetParams, "uid_pool", "--uid-pool",
+                           type="uidpool", metavar="UID[-UID],...")
+ADD_UIDS_OPT = OpcodeOption(_SetParams, "add_uids", "--add-uids",
+                            type="uidpool", metavar="UID[-UID],...")
+REMOVE_UIDS_OPT = OpcodeOption(_SetParams, "remove_uids", "--remove-uids",
+                               type="uidpool", metavar="UID[-UID],...")
+USER_SHUTDOWN_OPT = OpcodeOption(_SetParams, "enabled_user_shutdown",
+                                 "--user-shutdown", type="bool",
+                                 action="store", metavar="yes|no")
+COMPRESSION_TOOLS_OPT = OpcodeOption(
+    _SetParams, "compression_tools", "--compression-tools",
+    metavar="TOOL,...",
+    help="Comma-separated list of compression tools allowed for instance"
+    " moves, exports and imports (must include gzip; empty: the default,"
+    " %s)" % ",".join(impexp.IEC_DEFAULT_TOOLS))
+# Accepted as in Ganeti, only recorded: this cluster manages neither
+NO_ETC_HOSTS_OPT = cli_option("--no-etc-hosts", dest="modify_etc_hosts",
+                              default=True, action="store_false",
+                              help="Don't modify /etc/hosts")
+NO_SSH_INIT_OPT = cli_option("--no-ssh-init", dest="modify_ssh_setup",
+                             default=True, action="store_false",
+                             help="Don't initialize SSH keys")
 NOVOTING_OPT = cli_option("--no-voting", dest="no_voting", default=False,
                           action="store_true",
                           help="Skip node agreement check (dangerous)")
@@ -101,7 +124,8 @@ _PARAM_OPTS = [CANDIDATE_POOL_SIZE_OPT, MAX_RUNNING_JOBS_OPT,
                ENABLED_HV_OPT, ENABLED_DISK_TEMPLATES_OPT,
                FILE_STORAGE_DIR_OPT, SHARED_FILE_STORAGE_DIR_OPT,
                BEPARAMS_OPT, HVPARAMS_OPT, NICPARAMS_OPT,
-               NDPARAMS_OPT, IPOLICY_STD_OPT] + INSTANCE_POLICY_OPTS
+               NDPARAMS_OPT, IPOLICY_STD_OPT, UIDPOOL_OPT,
+               USER_SHUTDOWN_OPT, COMPRESSION_TOOLS_OPT] + INSTANCE_POLICY_OPTS
 
 
 def _FormatSpecs(specs: dict) -> str:
@@ -128,6 +152,13 @@ def FormatIPolicyCommand(ipolicy: dict, isgroup: bool) -> str:
     return "".join(parts)
 
 
+def _CompressionTools(opts: Any) -> list[str] | None:
+    """The option's tools; an empty value means the default ones."""
+    if opts.compression_tools == []:
+        return list(impexp.IEC_DEFAULT_TOOLS)
+    return opts.compression_tools
+
+
 def _HvParams(opts: Any) -> dict:
     return {hv: params for hv, params in (opts.hvparams or [])}
 
@@ -149,7 +180,12 @@ def InitCluster(opts: Any, args: list[str]) -> int:
         candidate_pool_size=opts.candidate_pool_size,
         mac_prefix=opts.mac_prefix,
         max_running_jobs=opts.max_running_jobs,
-        ipolicy=cli.BuildIPolicy(opts))
+        ipolicy=cli.BuildIPolicy(opts),
+        uid_pool=opts.uid_pool,
+        compression_tools=_CompressionTools(opts),
+        modify_etc_hosts=opts.modify_etc_hosts,
+        modify_ssh_setup=opts.modify_ssh_setup,
+        enabled_user_shutdown=bool(opts.enabled_user_shutdown))
     op = opcodes.OpClusterPostInit()
     cli.SubmitOpCode(op, opts=opts)
     if opts.default_iallocator is not None or \
@@ -276,7 +312,7 @@ def ShowClusterConfig(opts: Any, args: list[str]) -> int:
         ("shared file storage path", info["shared_file_storage_dir"]),
         ("gluster storage path", info["gluster_storage_dir"]),
         ("maintenance of node health", info["maintain_node_health"]),
-        ("uid pool", ssconf.FormatUidPool(info["uid_pool"], ", ")),
+        ("uid pool", uidpool.FormatUidPool(info["uid_pool"])),
         ("default instance allocator", info["default_iallocator"] or ""),
         ("default instance allocator parameters",
          info["default_iallocator_params"]),
@@ -400,6 +436,11 @@ def SetClusterParams(opts: Any, args: list[str]) -> int:
         "maint_round_delay": opts.maint_round_delay,
         "maint_balance": opts.maint_balance,
         "maint_balance_threshold": opts.maint_balance_threshold,
+        "uid_pool": opts.uid_pool,
+        "add_uids": opts.add_uids,
+        "remove_uids": opts.remove_uids,
+        "compression_tools": _CompressionTools(opts),
+        "enabled_user_shutdown": opts.enabled_user_shutdown,
     }
     params = {key: value for key, value in params.items()
               if value is not None}
@@ -854,7 +895,8 @@ commands = {
     "init": (InitCluster, [ArgUnknown(min=1, max=1)],
              _PARAM_OPTS + [SECONDARY_IP_OPT, DISKPARAMS_OPT,
                             DEFAULT_IALLOCATOR_OPT,
-                            DEFAULT_IALLOCATOR_PARAMS_OPT],
+                            DEFAULT_IALLOCATOR_PARAMS_OPT, NO_ETC_HOSTS_OPT,
+                            NO_SSH_INIT_OPT],
              "[<opts>...] <cluster-name>",
              "Initialises a new cluster configuration"),
     "destroy": (DestroyCluster, [], [YES_DOIT_OPT], "", "Destroy cluster"),
@@ -919,7 +961,8 @@ commands = {
                               MAINT_INTERVAL_OPT, MAINT_BALANCE_OPT,
                               MAINT_BALANCE_THRESHOLD_OPT,
                               PLACEMENT_REQUIRED_PREFIX_OPT,
-                              PLACEMENT_FORBIDDEN_PREFIX_OPT] +
+                              PLACEMENT_FORBIDDEN_PREFIX_OPT,
+                              ADD_UIDS_OPT, REMOVE_UIDS_OPT] +
                _JOB_OPTS,
                "[<opts>...]", "Alters the parameters of the cluster"),
     "rename": (RenameCluster, [ArgHost(min=1, max=1)],

@@ -1,7 +1,6 @@
 """LUs operating on the cluster as a whole."""
 
 import platform
-import re
 from typing import Any, Callable
 
 from ganeti import (constants, errors, hypervisor, impexp, locking, netutils,
@@ -13,6 +12,7 @@ from ganeti.hypervisor import hv_base
 from ganeti.parameters.base import GetUpdatedParams
 from ganeti.parameters.families import UpdatedDiskParams
 from ganeti.parameters.hypervisors import UpdatedHvParams
+from ganeti.utils import uidpool
 
 # QueryClusterInfo keys taken verbatim from the cluster object
 _CLUSTER_ATTRS = [
@@ -236,28 +236,6 @@ _MAINT_PARAMS = {"maint_round_delay": "roundDelay",
 # Opcode parameter -> cluster attribute of the static resource states
 _STATIC_STATES = {"hv_state": "hv_state_static",
                   "disk_state": "disk_state_static"}
-_TOOL_NAME_RE = re.compile(r"^[-_a-zA-Z0-9]+$")
-
-
-def CheckCompressionTools(tools: list[str]) -> None:
-    """Refuse compression tool lists Ganeti refuses: names must look like
-    programs, gzip must be there (older nodes use it) and "none" is the
-    absence of compression, not a tool."""
-    illegal = [tool for tool in tools if not _TOOL_NAME_RE.match(tool)]
-    if illegal:
-        raise errors.OpPrereqError(
-            "The tools '%s' contain illegal characters: only alphanumeric"
-            " values, dashes, and underscores are allowed" %
-            ", ".join(illegal), errors.ECODE_INVAL)
-    if impexp.IEC_GZIP not in tools:
-        raise errors.OpPrereqError(
-            "For compatibility reasons, the %s utility must be present among"
-            " the compression tools" % impexp.IEC_GZIP, errors.ECODE_INVAL)
-    if impexp.IEC_NONE in tools:
-        raise errors.OpPrereqError(
-            "%s is a reserved value used for no compression, and cannot be"
-            " used as the name of a tool" % impexp.IEC_NONE,
-            errors.ECODE_INVAL)
 
 
 def CheckDataCollectorParams(enabled: dict[str, bool] | None,
@@ -331,7 +309,10 @@ class LUClusterSetParams(LogicalUnit):
             for hv_name in hvs:
                 HypervisorClass(hv_name)
         if self.op.compression_tools is not None:
-            CheckCompressionTools(self.op.compression_tools)
+            impexp.CheckCompressionTools(self.op.compression_tools)
+        for uid_ranges in (self.op.uid_pool, self.op.add_uids,
+                           self.op.remove_uids):
+            uidpool.CheckUidPool(uid_ranges or [])
         CheckDataCollectorParams(self.op.enabled_data_collectors,
                                  self.op.data_collector_interval,
                                  self.op.diagnose_data_collector_filename)
@@ -414,6 +395,11 @@ class LUClusterSetParams(LogicalUnit):
                 raise errors.OpPrereqError("Invalid instance policy: %s" %
                                            err, errors.ECODE_INVAL)
             new["ipolicy"] = ipolicy
+        if (self.op.uid_pool, self.op.add_uids,
+                self.op.remove_uids) != (None, None, None):
+            new["uid_pool"] = uidpool.ModifiedUidPool(
+                cluster.uid_pool if self.op.uid_pool is None
+                else self.op.uid_pool, self.op.add_uids, self.op.remove_uids)
         new.update(self._NewOsSettings(cluster,
                                        new.get("hvparams", cluster.hvparams)))
         if self.op.enabled_data_collectors or \

@@ -643,9 +643,13 @@ class TLMigrateInstance:
                        disks: list[objects.Disk]) -> None:
         """drbd after an interrupted migration: the node without the
         instance serves its image (if its peer is in sync), the other
-        mirrors to it; else activate-disks has to repair the pair."""
+        mirrors to it; else activate-disks has to repair the pair. The
+        node running the instance may have closed its disks already (an
+        interruption after the source's close): they are opened again."""
         running = self.instance.primary_node
         msg = self.rpc.call_blockdev_close(demoted, disks).fail_msg
+        if not msg:
+            msg = self.rpc.call_blockdev_open(running, disks).fail_msg
         if not msg:
             msg = self.rpc.call_drbd_attach_net(running, disks).fail_msg
         if msg:

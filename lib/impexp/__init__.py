@@ -118,6 +118,8 @@ IEC_GZIP = "gzip"
 IEC_GZIP_FAST = "gzip-fast"
 IEC_GZIP_SLOW = "gzip-slow"
 IEC_ALL = frozenset([IEC_NONE, IEC_GZIP, IEC_GZIP_FAST, IEC_GZIP_SLOW])
+# A cluster's compression tools unless set otherwise
+IEC_DEFAULT_TOOLS = (IEC_GZIP, IEC_GZIP_FAST, IEC_GZIP_SLOW)
 # zlib level of each gzip variant
 GZIP_LEVELS = {IEC_GZIP: 6, IEC_GZIP_FAST: 1, IEC_GZIP_SLOW: 9}
 
@@ -128,6 +130,8 @@ DEFAULT_TIMEOUT = 60
 # component, then a random suffix
 NAME_RE = re.compile(r"^(import|export)-[A-Za-z0-9._+-]+$")
 _MAGIC_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+# A compression tool's name (a program name)
+_TOOL_NAME_RE = re.compile(r"^[-_a-zA-Z0-9]+$")
 
 # The status of one end (impexp_status):
 STATUS_FIELDS = (
@@ -150,6 +154,27 @@ STATUS_FIELDS = (
     "checksum",    # SHA-256 (hex) of the uncompressed data, when done
     "error",       # why it failed, None otherwise
 )
+
+
+def CheckCompressionTools(tools: list[str]) -> None:
+    """Refuse compression tool lists Ganeti refuses: names must look like
+    programs, gzip must be there (older nodes use it) and "none" is the
+    absence of compression, not a tool."""
+    illegal = [tool for tool in tools if not _TOOL_NAME_RE.match(tool)]
+    if illegal:
+        raise errors.OpPrereqError(
+            "The tools '%s' contain illegal characters: only alphanumeric"
+            " values, dashes, and underscores are allowed" %
+            ", ".join(illegal), errors.ECODE_INVAL)
+    if IEC_GZIP not in tools:
+        raise errors.OpPrereqError(
+            "For compatibility reasons, the %s utility must be present among"
+            " the compression tools" % IEC_GZIP, errors.ECODE_INVAL)
+    if IEC_NONE in tools:
+        raise errors.OpPrereqError(
+            "%s is a reserved value used for no compression, and cannot be"
+            " used as the name of a tool" % IEC_NONE,
+            errors.ECODE_INVAL)
 
 
 def NewMagic() -> str:
