@@ -59,6 +59,20 @@ def GroupInstances(cfg: Any, group_uuid: str) -> list[str]:
                   if members & set(cfg.GetInstanceNodes(uuid)))
 
 
+def LockedGroupInstances(lu: LogicalUnit, group_uuid: str,
+                         group_name: str) -> list[str]:
+    """GroupInstances, checked against the instance locks the LU holds
+    (they were declared before the group was locked, so the group's
+    instances may have changed in between)."""
+    uuids = GroupInstances(lu.cfg, group_uuid)
+    if set(uuids) != lu.glm.list_owned(locking.LEVEL_INSTANCE):
+        raise errors.OpPrereqError(
+            "Instances of node group '%s' changed since locks were"
+            " acquired; retry the operation" % group_name,
+            errors.ECODE_STATE)
+    return uuids
+
+
 class _GroupLU(LogicalUnit):
     """A hooked LU on one existing group, locked by name.
 
@@ -365,13 +379,8 @@ class LUGroupEvacuate(_GroupLU):
             self.needed_locks[level] = sorted(nodes)
 
     def CheckPrereq(self) -> None:
-        owned = self.glm.list_owned(locking.LEVEL_INSTANCE)
-        self.instance_uuids = GroupInstances(self.cfg, self.group_uuid)
-        if set(self.instance_uuids) != owned:
-            raise errors.OpPrereqError(
-                "Instances of node group '%s' changed since locks were"
-                " acquired; retry the operation" % self.op.group_name,
-                errors.ECODE_STATE)
+        self.instance_uuids = LockedGroupInstances(self, self.group_uuid,
+                                                   self.op.group_name)
         if self.req_target_uuids:
             self.target_uuids = self.req_target_uuids
         else:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ganeti import config, constants, errors, locking, network, objects
 from ganeti.cmdlib.base import LogicalUnit
-from ganeti.cmdlib.group import GroupInstances
+from ganeti.cmdlib.group import GroupInstances, LockedGroupInstances
 
 _MAC_PREFIX_RE = re.compile(r"^([0-9a-f]{2}:){2}[0-9a-f]{2}$", re.I)
 
@@ -393,12 +393,8 @@ class _GroupNetworkLU(LogicalUnit):
                                                       self.group_uuid)
 
     def _GroupInstances(self) -> list[objects.Instance]:
-        uuids = GroupInstances(self.cfg, self.group_uuid)
-        if set(uuids) != self.glm.list_owned(locking.LEVEL_INSTANCE):
-            raise errors.OpPrereqError(
-                "Instances of node group '%s' changed since locks were"
-                " acquired; retry the operation" % self.op.group_name,
-                errors.ECODE_STATE)
+        uuids = LockedGroupInstances(self, self.group_uuid,
+                                     self.op.group_name)
         return sorted((self.cfg.GetInstanceInfo(uuid) for uuid in uuids),
                       key=lambda inst: config.NiceSortKey(inst.name))
 

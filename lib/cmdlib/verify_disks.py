@@ -12,9 +12,9 @@ each such instance that misses nothing.
 import os
 from typing import Any, Callable
 
-from ganeti import constants, errors, locking, objects, opcodes
+from ganeti import constants, locking, objects, opcodes
 from ganeti.cmdlib.base import NoHooksLU, ResultWithJobs
-from ganeti.cmdlib.group import GroupInstances
+from ganeti.cmdlib.group import GroupInstances, LockedGroupInstances
 from ganeti.storage import drbd
 
 # Templates whose storage lives on the nodes holding the disk
@@ -73,12 +73,8 @@ class LUGroupVerifyDisks(NoHooksLU):
             self.needed_locks[level] = sorted(nodes)
 
     def CheckPrereq(self) -> None:
-        uuids = GroupInstances(self.cfg, self.group_uuid)
-        if set(uuids) != self.glm.list_owned(locking.LEVEL_INSTANCE):
-            raise errors.OpPrereqError(
-                "Instances of node group '%s' changed since locks were"
-                " acquired; retry the operation" % self.op.group_name,
-                errors.ECODE_STATE)
+        uuids = LockedGroupInstances(self, self.group_uuid,
+                                     self.op.group_name)
         self.instances = [inst for inst in map(self.cfg.GetInstanceInfo,
                                                uuids)
                           if inst.disks_active]
