@@ -20,6 +20,8 @@ HTTP_AUTHORIZATION = "Authorization"
 HTTP_WWW_AUTHENTICATE = "WWW-Authenticate"
 
 HTTP_APP_JSON = "application/json"
+# The headers of a JSON answer (copy before changing)
+JSON_HEADERS = {HTTP_CONTENT_TYPE: HTTP_APP_JSON}
 HTTP_TEXT_PLAIN = "text/plain; charset=utf-8"
 
 # Largest request body accepted unless the server is told otherwise
@@ -73,6 +75,14 @@ class HttpNotFound(HttpException):
 class HttpMethodNotAllowed(HttpException):
     """405: the resource does not support the method."""
     code = 405
+
+
+def ReadOnlyPath(method: str, target: str) -> str:
+    """The path a request to a read-only resource tree names (no query,
+    no trailing slash); methods other than GET and HEAD are refused."""
+    if method.upper() not in (HTTP_GET, HTTP_HEAD):
+        raise HttpMethodNotAllowed(headers={HTTP_ALLOW: "GET, HEAD"})
+    return target.partition("?")[0].rstrip("/") or "/"
 
 
 class HttpRequestEntityTooLarge(HttpException):

@@ -24,7 +24,6 @@ from ganeti.server import masterd
 
 API_VERSION = 1
 DEFAULT_MAX_CLIENTS = 20
-_JSON_HEADERS = {ghttp.HTTP_CONTENT_TYPE: ghttp.HTTP_APP_JSON}
 
 
 class MaintdHandler:
@@ -48,15 +47,12 @@ class MaintdHandler:
 
     def __call__(self, method: str, target: str, headers,
                  body: bytes) -> tuple[int, dict[str, str], bytes]:
-        if method.upper() not in (ghttp.HTTP_GET, ghttp.HTTP_HEAD):
-            raise ghttp.HttpMethodNotAllowed(
-                headers={ghttp.HTTP_ALLOW: "GET, HEAD"})
-        path = target.partition("?")[0].rstrip("/") or "/"
+        path = ghttp.ReadOnlyPath(method, target)
         if self._page is not None and \
                 status_page.WantsPage(path, headers.get("Accept")):
             return (200, {ghttp.HTTP_CONTENT_TYPE: status_page.CONTENT_TYPE},
                     self._page.Render())
-        return (200, dict(_JSON_HEADERS),
+        return (200, dict(ghttp.JSON_HEADERS),
                 serializer.DumpJsonBytes(self._Answer(path)))
 
 

@@ -30,7 +30,6 @@ from ganeti.monitoring import collectors, diagnose, drbd, report
 
 API_VERSION = 1
 DEFAULT_MAX_CLIENTS = 20
-_JSON_HEADERS = {ghttp.HTTP_CONTENT_TYPE: ghttp.HTTP_APP_JSON}
 
 
 def _MTime(path: str) -> float | None:
@@ -201,12 +200,9 @@ class MondHandler:
 
     def __call__(self, method: str, target: str, headers,
                  body: bytes) -> tuple[int, dict[str, str], bytes]:
-        if method.upper() not in (ghttp.HTTP_GET, ghttp.HTTP_HEAD):
-            raise ghttp.HttpMethodNotAllowed(
-                headers={ghttp.HTTP_ALLOW: "GET, HEAD"})
+        path = ghttp.ReadOnlyPath(method, target)
         self._settings.Refresh()
-        path = target.partition("?")[0].rstrip("/") or "/"
-        return (200, dict(_JSON_HEADERS),
+        return (200, dict(ghttp.JSON_HEADERS),
                 serializer.DumpJsonBytes(self._Answer(path)))
 
 

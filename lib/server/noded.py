@@ -25,7 +25,6 @@ from ganeti import serializer
 from ganeti.http import server
 from ganeti.utils import io, x509
 
-_JSON_HEADERS = {ghttp.HTTP_CONTENT_TYPE: ghttp.HTTP_APP_JSON}
 # Ganeti's default for --max-clients
 DEFAULT_MAX_CLIENTS = 20
 # Connections per client address still in their TLS handshake or request
@@ -96,7 +95,7 @@ def MakeRequestHandler(daemon_pid: int) -> Callable:
         call, args = _ParseRequest(rpc_defs.CALLS_BY_NAME, method, path,
                                    body)
         answer, stopping = RunProcedure(call, args, daemon_pid)
-        headers = _JSON_HEADERS
+        headers = ghttp.JSON_HEADERS
         if stopping:
             headers = {**headers, ghttp.HTTP_CONNECTION: "close"}
         return 200, headers, serializer.DumpJsonBytes(answer)
@@ -122,7 +121,7 @@ def MakeJoinRequestHandler(daemon_pid: int) -> Callable:
         answer, _ = RunProcedure(call, args, daemon_pid)
         if answer[0]:
             os.kill(daemon_pid, signal.SIGUSR1)
-        return 200, {**_JSON_HEADERS, ghttp.HTTP_CONNECTION: "close"}, \
+        return 200, {**ghttp.JSON_HEADERS, ghttp.HTTP_CONNECTION: "close"}, \
             serializer.DumpJsonBytes(answer)
 
     return _Handle

@@ -41,7 +41,6 @@ KEEPALIVE_IDLE_TIMEOUT = 10.0
 # Idle LUXI connections kept for reuse
 _MAX_IDLE_CLIENTS = 8
 
-_JSON_HEADERS = {ghttp.HTTP_CONTENT_TYPE: ghttp.HTTP_APP_JSON}
 
 
 def FormatErrorMessage(status: int, message: str) -> tuple[dict[str, str],
@@ -53,7 +52,7 @@ def FormatErrorMessage(status: int, message: str) -> tuple[dict[str, str],
         explain = ""
     body = {"code": status, "message": html.escape(message, quote=False),
             "explain": explain}
-    return dict(_JSON_HEADERS), serializer.DumpJsonBytes(body)
+    return dict(ghttp.JSON_HEADERS), serializer.DumpJsonBytes(body)
 
 
 def _ErrorText(err: Exception) -> str:
@@ -227,7 +226,7 @@ class RemoteApiHandler:
                 lease.Release()
             answer = serializer.DumpJsonBytes(result)
             del result
-        return 200, dict(_JSON_HEADERS), answer
+        return 200, dict(ghttp.JSON_HEADERS), answer
 
 
 def _AccessLogger() -> logging.Logger:
