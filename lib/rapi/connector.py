@@ -15,7 +15,7 @@ import re
 import urllib.parse
 
 from ganeti import http as ghttp
-from ganeti.rapi import baserlib, networks, openapi, rlib2
+from ganeti.rapi import baserlib, instances, networks, openapi, rlib2
 
 class R_2_features(baserlib.ResourceBase):
     """/2/features resource."""
@@ -95,41 +95,42 @@ RESOURCES: _ResourceMap = {
         networks.R_2_networks_name_disconnect,
     "/2/networks/{network_name}/tags": networks.R_2_networks_name_tags,
 
-    "/2/instances": rlib2.R_2_instances,
-    "/2/instances-multi-alloc": rlib2.R_2_instances_multi_alloc,
-    "/2/instances/{instance_name}": rlib2.R_2_instances_name,
+    "/2/instances": instances.R_2_instances,
+    "/2/instances-multi-alloc": instances.R_2_instances_multi_alloc,
+    "/2/instances/{instance_name}": instances.R_2_instances_name,
     "/2/instances/{instance_name}/startup":
-        rlib2.R_2_instances_name_startup,
+        instances.R_2_instances_name_startup,
     "/2/instances/{instance_name}/shutdown":
-        rlib2.R_2_instances_name_shutdown,
-    "/2/instances/{instance_name}/reboot": rlib2.R_2_instances_name_reboot,
-    "/2/instances/{instance_name}/info": rlib2.R_2_instances_name_info,
+        instances.R_2_instances_name_shutdown,
+    "/2/instances/{instance_name}/reboot": instances.R_2_instances_name_reboot,
+    "/2/instances/{instance_name}/info": instances.R_2_instances_name_info,
     "/2/instances/{instance_name}/reinstall":
-        rlib2.R_2_instances_name_reinstall,
-    "/2/instances/{instance_name}/rename": rlib2.R_2_instances_name_rename,
-    "/2/instances/{instance_name}/modify": rlib2.R_2_instances_name_modify,
+        instances.R_2_instances_name_reinstall,
+    "/2/instances/{instance_name}/rename": instances.R_2_instances_name_rename,
+    "/2/instances/{instance_name}/modify": instances.R_2_instances_name_modify,
     "/2/instances/{instance_name}/console":
-        rlib2.R_2_instances_name_console,
+        instances.R_2_instances_name_console,
     "/2/instances/{instance_name}/activate-disks":
-        rlib2.R_2_instances_name_activate_disks,
+        instances.R_2_instances_name_activate_disks,
     "/2/instances/{instance_name}/deactivate-disks":
-        rlib2.R_2_instances_name_deactivate_disks,
+        instances.R_2_instances_name_deactivate_disks,
     "/2/instances/{instance_name}/recreate-disks":
-        rlib2.R_2_instances_name_recreate_disks,
+        instances.R_2_instances_name_recreate_disks,
     "/2/instances/{instance_name}/replace-disks":
-        rlib2.R_2_instances_name_replace_disks,
+        instances.R_2_instances_name_replace_disks,
     "/2/instances/{instance_name}/disk/{disk_index}/grow":
-        rlib2.R_2_instances_name_disk_grow,
+        instances.R_2_instances_name_disk_grow,
     "/2/instances/{instance_name}/prepare-export":
-        rlib2.R_2_instances_name_prepare_export,
-    "/2/instances/{instance_name}/export": rlib2.R_2_instances_name_export,
-    "/2/instances/{instance_name}/migrate": rlib2.R_2_instances_name_migrate,
+        instances.R_2_instances_name_prepare_export,
+    "/2/instances/{instance_name}/export": instances.R_2_instances_name_export,
+    "/2/instances/{instance_name}/migrate":
+        instances.R_2_instances_name_migrate,
     "/2/instances/{instance_name}/failover":
-        rlib2.R_2_instances_name_failover,
-    "/2/instances/{instance_name}/move": rlib2.R_2_instances_name_move,
+        instances.R_2_instances_name_failover,
+    "/2/instances/{instance_name}/move": instances.R_2_instances_name_move,
     "/2/instances/{instance_name}/change-group":
-        rlib2.R_2_instances_name_change_group,
-    "/2/instances/{instance_name}/tags": rlib2.R_2_instances_name_tags,
+        instances.R_2_instances_name_change_group,
+    "/2/instances/{instance_name}/tags": instances.R_2_instances_name_tags,
 
     "/2/filters": rlib2.R_2_filters,
     "/2/filters/{filter_uuid}": rlib2.R_2_filters_uuid,

@@ -3,12 +3,12 @@
 from ganeti import constants, opcodes
 from ganeti.rapi import openapi
 from ganeti.rapi.baserlib import OpcodeResource
-from ganeti.rapi.rlib2 import _COMMON_FIELDS, _R_Tags
+from ganeti.rapi.rlib2 import COMMON_FIELDS, TagsResource
 
 NET_FIELDS = ["name", "network", "gateway", "network6", "gateway6",
               "mac_prefix", "free_count", "reserved_count", "map",
               "group_list", "inst_list", "external_reservations",
-              ] + _COMMON_FIELDS
+              ] + COMMON_FIELDS
 
 
 class R_2_networks(OpcodeResource):
@@ -64,7 +64,7 @@ class R_2_networks_name_disconnect(OpcodeResource):
     PUT_QUERY = {"dry-run": "dry_run"}
 
 
-class R_2_networks_name_tags(_R_Tags):
+class R_2_networks_name_tags(TagsResource):
     """/2/networks/[network_name]/tags resource."""
 
     TAG_LEVEL = constants.TAG_NETWORK
