@@ -19,7 +19,7 @@ import pytest
 from ganeti import http as ghttp
 from ganeti import constants, pathutils, serializer
 from ganeti.http import server
-from ganeti.rapi import client
+from ganeti.rapi import client, client_base
 from ganeti.utils import x509
 
 from testutils_cluster import DAEMONS, VirtualCluster
@@ -539,11 +539,11 @@ def test_wait_for_job_completion(rapi):
 
 
 def test_query_encoding():
-    assert client._EncodeQuery([("a", True), ("b", False), ("c", None),
+    assert client_base._EncodeQuery([("a", True), ("b", False), ("c", None),
                                 ("d", 3)]) == [("a", 1), ("b", 0), ("c", ""),
                                                ("d", 3)]
     with pytest.raises(ValueError, match="list"):
-        client._EncodeQuery([("tags", ["a"])])
+        client_base._EncodeQuery([("tags", ["a"])])
 
 
 def test_certificate_verification(_server, certs):
