@@ -395,6 +395,10 @@ REPAIR_COMMAND_TIMEOUT = 30 * 60
 
 # RPC -------------------------------------------------------------------------
 RPC_CONNECT_TIMEOUT = 5
+# Header of a request not safe to repeat: its id, run at most once by the
+# node; ids are remembered at least this long (seconds)
+RPC_CALL_ID_HEADER = "X-Ganeti-Call-Id"
+RPC_CALL_ID_KEEP = 3600
 RPC_TMO_URGENT = 60
 RPC_TMO_FAST = 5 * 60
 RPC_TMO_NORMAL = 15 * 60

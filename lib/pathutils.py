@@ -52,6 +52,8 @@ KVM_HV_DIR = RUN_DIR + "/kvm-hypervisor"
 # Runtime state of drbd disks (QEMU block daemons: pid files, QMP and NBD
 # sockets, the FUSE-exported device files)
 DRBD_RUN_DIR = RUN_DIR + "/drbd"
+# One empty file per RPC call id a node daemon received (run at most once)
+RPC_CALLS_DIR = RUN_DIR + "/rpc-calls"
 # The shipped script attaching a KVM tap to its NIC's network, installed
 # beside daemon-util; an executable KVM_IFUP_CUSTOM replaces what it does
 KVM_IFUP = os.path.join(os.path.dirname(DAEMON_UTIL), "kvm-ifup")

@@ -44,12 +44,11 @@ class RpcCall(NamedTuple):
     or a function computing it from the argument values.
 
     ``repeatable`` says running the call twice leaves the node as running
-    it once does (it only reads, or writes given content): only such
-    calls go over kept-alive connections, where
-    libcurl silently sends the request again if the connection dies
-    before an answer (the node may already be running it). Any other
-    call gets a fresh connection and a broken connection is reported as
-    the call's failure.
+    it once does (it only reads, or writes given content). libcurl
+    silently sends a request again if its kept-alive connection dies
+    before an answer (the node may already be running it); any other
+    call carries a call id the node runs only once, so that a re-sent
+    copy is refused and becomes the call's failure.
     """
     name: str
     args: tuple[RpcArg, ...]
@@ -195,6 +194,11 @@ CALLS: tuple[RpcCall, ...] = (
             "The OS definitions in the node's search path: [name, path,"
             " valid, reason, variants, parameters, api_versions, trusted]"
             " per OS directory",
+            repeatable=True),
+    RpcCall("extstorage_diagnose", (), constants.RPC_TMO_FAST, CALL_MULTI,
+            "The ExtStorage providers in the node's search path: [name,"
+            " path, valid, reason, [[parameter, description], ...]] per"
+            " directory",
             repeatable=True),
     RpcCall("os_validate",
             (_A("required"), _A("name"), _A("checks"), _A("params"),

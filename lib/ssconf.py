@@ -9,6 +9,7 @@ scripts reading these files keep working.
 
 import logging
 import os
+import stat
 import sys
 from typing import Any
 
@@ -133,19 +134,34 @@ class SimpleStore:
         """Replace the files of the given keys, each atomically.
 
         All keys are checked before anything is written, so a bad key
-        leaves every file as it was.
+        leaves every file as it was. Files already holding their value
+        are left alone: most configuration changes touch one or two keys,
+        and each durable write costs an fsync.
         """
         for key, value in values.items():
             self.KeyToFilename(key)
             if not isinstance(value, str):
                 raise errors.ProgrammerError("ssconf value of %s must be a"
                                              " string, not %r" % (key, value))
-        for key, value in values.items():
-            utils.WriteFile(self.KeyToFilename(key), data=value,
+        changed = sorted(key for key, value in values.items()
+                         if not self._Holds(key, value))
+        for key in changed:
+            utils.WriteFile(self.KeyToFilename(key), data=values[key],
                             mode=SS_FILE_PERMS, dir_fsync=False)
-        if values:
+        if changed:
             utils.FsyncDirectory(self._root)
-        logging.debug("Wrote ssconf keys %s", ", ".join(sorted(values)))
+            logging.debug("Wrote ssconf keys %s", ", ".join(changed))
+
+    def _Holds(self, key: str, value: str) -> bool:
+        """Whether the file of ``key`` holds exactly ``value``, with the
+        right permissions."""
+        data = value.encode("utf-8")
+        try:
+            with open(self.KeyToFilename(key), "rb") as fobj:
+                return (stat.S_IMODE(os.fstat(fobj.fileno()).st_mode) ==
+                        SS_FILE_PERMS and fobj.read(len(data) + 1) == data)
+        except OSError:
+            return False
 
     def GetClusterName(self) -> str:
         return self._ReadFile(SS_CLUSTER_NAME)

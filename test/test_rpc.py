@@ -1,12 +1,16 @@
 """Node RPC end to end: RpcRunner/RpcClient against real noded processes."""
 
+import http.client
 import io
 import os
 import socket
+import ssl
 import stat
 import sys
 import threading
 import time
+import uuid
+from typing import Any
 
 import pycurl
 import pytest
@@ -339,8 +343,39 @@ def test_broken_call_is_reported_not_repeated(noded_cluster):
     finally:
         rpc.close()
     result = results[node.name]
-    assert result.fail_msg and "was not repeated" in result.fail_msg
+    # libcurl did send it again on a new connection; the node refused it
+    assert result.fail_msg and "reached the node a second time" in \
+        result.fail_msg and "was not repeated" in result.fail_msg
     assert elapsed < 2.5
+
+
+def test_call_id_runs_once(noded_cluster):
+    """The node runs a call id once, whichever connection brings it."""
+    node = noded_cluster.nodes[0]
+    context = ssl.create_default_context(cafile=noded_cluster.cert_file)
+    context.check_hostname = False
+    context.load_cert_chain(noded_cluster.cert_file)
+    call_id = uuid.uuid4().hex
+
+    def _Post(path: str, call_id: str) -> tuple[int, Any]:
+        conn = http.client.HTTPSConnection(node.ip, noded_cluster.port,
+                                           context=context, timeout=10)
+        try:
+            conn.request("POST", path, body=b"[0.001]", headers={
+                constants.RPC_CALL_ID_HEADER: call_id})
+            response = conn.getresponse()
+            body = response.read()
+            return response.status, (serializer.LoadJson(body)
+                                     if response.status == 200 else body)
+        finally:
+            conn.close()
+
+    assert _Post("/test_delay", call_id) == (200, [True, None])
+    status, (ok, msg) = _Post("/test_delay", call_id)
+    assert (status, ok) == (200, False)
+    assert "%s (test_delay) reached the node a second time" % call_id in msg
+    assert _Post("/test_delay", uuid.uuid4().hex) == (200, [True, None])
+    assert _Post("/test_delay", "../x")[0] == 400
 
 
 def test_concurrent_threads(noded_cluster, noded_runner):

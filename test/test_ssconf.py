@@ -79,6 +79,25 @@ def test_files_and_modes(store, tmp_path):
                 if name.startswith(".")]
 
 
+def test_unchanged_files_not_rewritten(store, tmp_path):
+    """Only keys whose file differs (content or mode) are written again."""
+    store.WriteFiles({ssconf.SS_CLUSTER_NAME: "c1", ssconf.SS_NODE_LIST: "a"})
+    name, nodes = (tmp_path / "ssconf_cluster_name",
+                   tmp_path / "ssconf_node_list")
+    before = os.stat(name).st_ino, os.stat(nodes).st_ino
+    store.WriteFiles({ssconf.SS_CLUSTER_NAME: "c1", ssconf.SS_NODE_LIST: "b"})
+    assert os.stat(name).st_ino == before[0]
+    assert os.stat(nodes).st_ino != before[1]
+    assert store.GetNodeList() == ["b"]
+    os.chmod(name, 0o666)
+    store.WriteFiles({ssconf.SS_CLUSTER_NAME: "c1"})
+    assert stat.S_IMODE(os.stat(name).st_mode) == ssconf.SS_FILE_PERMS
+    name.write_text("c1 and more")
+    os.chmod(name, ssconf.SS_FILE_PERMS)
+    store.WriteFiles({ssconf.SS_CLUSTER_NAME: "c1"})
+    assert store.GetClusterName() == "c1"
+
+
 def test_unknown_keys_refused(store, tmp_path):
     with pytest.raises(errors.ProgrammerError, match="bogus"):
         store.WriteFiles({ssconf.SS_CLUSTER_NAME: "c1", "bogus": "x"})

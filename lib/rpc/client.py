@@ -17,6 +17,7 @@ import io
 import logging
 import threading
 import time
+import uuid
 from typing import Any, Iterable
 
 import pycurl
@@ -37,6 +38,12 @@ _BROKEN_CONNECTION_ERRORS = frozenset([
 ])
 
 OFFLINE_MESSAGE = "Node is marked offline"
+
+_BASE_HEADERS = [
+    "Content-Type: application/json",
+    # Without this, curl waits for "100 Continue" on larger bodies
+    "Expect:",
+]
 
 
 def _EnsureErr(value: Any) -> str:
@@ -209,11 +216,6 @@ class RpcClient:
         curl.setopt(pycurl.CONNECTTIMEOUT_MS,
                     int(self._connect_timeout * 1000))
         curl.setopt(pycurl.POST, 1)
-        curl.setopt(pycurl.HTTPHEADER, [
-            "Content-Type: application/json",
-            # Without this, curl waits for "100 Continue" on larger bodies
-            "Expect:",
-        ])
         return curl
 
     def Call(self, procedure: str,
@@ -227,11 +229,13 @@ class RpcClient:
         without address are not contacted. ``read_timeout`` bounds the
         whole request, in seconds.
 
-        Only a ``repeatable`` call (rpc_defs.RpcCall.repeatable) uses a
-        kept-alive connection: libcurl sends a request again, unasked, when
-        a reused connection closes before any answer, and the node may
-        have run it already. Other calls use a connection of their own,
-        closed afterwards, so a broken connection is their failure.
+        libcurl sends a request again, unasked, when a reused connection
+        closes before any answer, and the node may have run it already. So
+        every request of a call that is not ``repeatable``
+        (rpc_defs.RpcCall.repeatable) carries a call id of its own
+        (constants.RPC_CALL_ID_HEADER): the node runs an id once and
+        refuses it when it comes again, which makes such a re-sent request
+        the call's failure while all calls keep their connections alive.
         """
         results: dict[str, RpcResult] = {}
         pending = []
@@ -257,8 +261,11 @@ class RpcClient:
                 url = "https://%s/%s" % (netutils.FormatAddress(address),
                                          procedure)
                 curl.setopt(pycurl.URL, url)
-                curl.setopt(pycurl.FRESH_CONNECT, not repeatable)
-                curl.setopt(pycurl.FORBID_REUSE, not repeatable)
+                headers = _BASE_HEADERS
+                if not repeatable:
+                    headers = headers + ["%s: %s" % (
+                        constants.RPC_CALL_ID_HEADER, uuid.uuid4().hex)]
+                curl.setopt(pycurl.HTTPHEADER, headers)
                 curl.setopt(pycurl.POSTFIELDS, body)
                 curl.setopt(pycurl.TIMEOUT_MS, max(int(read_timeout * 1000),
                                                    1))

@@ -11,9 +11,12 @@ import hmac
 import logging
 import optparse
 import os
+import random
+import re
 import signal
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 from cryptography import x509 as cx509
@@ -30,6 +33,10 @@ DEFAULT_MAX_CLIENTS = 20
 # Connections per client address still in their TLS handshake or request
 # head; the master may open many to one node at once
 MAX_PENDING_PER_ADDRESS = 64
+# What the master sends as call id (uuid4().hex), and how often a
+# receipt also prunes the old ids
+_CALL_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+_PRUNE_CHANCE = 1 / 256
 
 
 def _FormatError(err: Exception) -> str:
@@ -87,13 +94,58 @@ def _ParseRequest(calls: dict[str, rpc_defs.RpcCall], method: str,
     return call, args
 
 
+def _FirstReceipt(call_id: str) -> bool:
+    """Record a call id; False if it was received before.
+
+    The master gives every request that is not safe to repeat an id (see
+    rpc.client); libcurl re-sends a request whose kept-alive connection
+    broke, and such a second copy must fail instead of running again.
+    Creating the id's file is the atomic test-and-set, shared by all
+    forked children. Ids older than RPC_CALL_ID_KEEP are pruned now and
+    then (a re-sent request follows its first copy within seconds).
+    """
+    if not _CALL_ID_RE.match(call_id):
+        raise ghttp.HttpBadRequest("Invalid %s header: %r" %
+                                   (constants.RPC_CALL_ID_HEADER, call_id))
+    path = os.path.join(pathutils.RPC_CALLS_DIR, call_id)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        os.makedirs(pathutils.RPC_CALLS_DIR, mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    if random.random() < _PRUNE_CHANCE:
+        _PruneCallIds(time.time() - constants.RPC_CALL_ID_KEEP)
+    return True
+
+
+def _PruneCallIds(older_than: float) -> None:
+    with os.scandir(pathutils.RPC_CALLS_DIR) as entries:
+        for entry in entries:
+            try:
+                if entry.stat().st_mtime < older_than:
+                    os.unlink(entry.path)
+            except FileNotFoundError:
+                pass
+
+
 def MakeRequestHandler(daemon_pid: int) -> Callable:
     """The HTTP request handler of noded."""
 
-    def _Handle(method: str, path: str, _headers,
+    def _Handle(method: str, path: str, headers,
                 body: bytes) -> tuple[int, dict[str, str], bytes]:
         call, args = _ParseRequest(rpc_defs.CALLS_BY_NAME, method, path,
                                    body)
+        call_id = headers.get(constants.RPC_CALL_ID_HEADER)
+        if call_id is not None and not _FirstReceipt(call_id):
+            logging.warning("Call %s (%s) received again, not run",
+                            call_id, call.name)
+            return 200, ghttp.JSON_HEADERS, serializer.DumpJsonBytes(
+                [False, "Call %s (%s) reached the node a second time (its"
+                 " connection broke and it was sent again); it was not"
+                 " repeated" % (call_id, call.name)])
         answer, stopping = RunProcedure(call, args, daemon_pid)
         headers = ghttp.JSON_HEADERS
         if stopping:
