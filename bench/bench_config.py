@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from ganeti import config, constants, objects, utils
+from ganeti.config import serialization
 
 
 def _Mac(rnd: random.Random) -> str:
@@ -108,7 +109,7 @@ def main() -> int:
     cfg_file = os.path.join(workdir, "config.data")
     try:
         gen_time, data = _Timed(GenerateConfig, opts.instances, opts.nodes)
-        dump_time, text = _Timed(config.SerializeConfig, data)
+        dump_time, text = _Timed(serialization.SerializeConfig, data)
         del data
         utils.WriteFile(cfg_file, data=text, mode=constants.CONFIG_FILE_MODE)
         del text

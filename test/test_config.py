@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from ganeti import config, constants, errors, netutils, objects, ssconf
+from ganeti.config import serialization
 
 
 def _Dump(data):
@@ -273,7 +274,7 @@ def test_file_is_plain_dump_and_reloads(cfg, cfg_file):
     assert reloaded.GetConfigSerial() == cfg.GetConfigSerial()
     assert reloaded.GetSsconfValues() == cfg.GetSsconfValues()
     full = objects.ConfigData.FromDict(json.loads(text))
-    assert config.SerializeConfig(full) == text
+    assert serialization.SerializeConfig(full) == text
 
 
 def test_maintenance_section(cfg, cfg_file):

@@ -3,7 +3,7 @@ the cluster's OS definitions."""
 
 from typing import Any
 
-from ganeti import cli, config, constants, objects, opcodes
+from ganeti import cli, constants, objects, opcodes, utils
 from ganeti.cli_opts import (
     ArgOs, DRY_RUN_OPT, NOHDR_OPT, OSPARAMS_OPT, PRINT_JOBID_OPT,
     PRIORITY_OPT, SUBMIT_OPT, ParamsOption, cli_option)
@@ -137,7 +137,7 @@ def DiagnoseOS(opts: Any, args: list[str]) -> int:
         if variants:
             cli.ToStdout("  Variants: [%s]", ", ".join(variants))
         for msg_map in (nodes_valid, nodes_bad):
-            for node_name in sorted(msg_map, key=config.NiceSortKey):
+            for node_name in sorted(msg_map, key=utils.NiceSortKey):
                 cli.ToStdout("  Node: %s, status: %s", node_name,
                              msg_map[node_name])
                 for line in nodes_hidden[node_name]:

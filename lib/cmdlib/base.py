@@ -7,7 +7,7 @@ holding the locks the LU declared in ``needed_locks`` while it runs.
 
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, locking, query
+from ganeti import constants, errors, locking, query, utils
 
 
 class ResultWithJobs:
@@ -191,6 +191,6 @@ def SelectQueryItems(qfilter: Any, all_items: Callable[[], Any],
     names = query.RequestedNames(qfilter)
     if names is None:
         return sorted(all_items(),
-                      key=lambda item: config.NiceSortKey(item.name)), qfilter
+                      key=lambda item: utils.NiceSortKey(item.name)), qfilter
     uuids = list(dict.fromkeys(lookup(name) for name in names))
     return [get(uuid) for uuid in uuids], None

@@ -9,7 +9,7 @@ NICs get in that group. Messages are Ganeti 3.0's.
 import re
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, locking, network, objects
+from ganeti import constants, errors, locking, network, objects, utils
 from ganeti.cmdlib.base import LogicalUnit
 from ganeti.cmdlib.group import GroupInstances, LockedGroupInstances
 
@@ -244,7 +244,7 @@ class LUNetworkRemove(_NetworkLU):
         if groups:
             self.LogWarning("Network '%s' is connected to the following node"
                             " groups: %s" % (self.op.network_name,
-                                             ", ".join(config.NiceSort(
+                                             ", ".join(utils.NiceSort(
                                                  groups))))
             raise errors.OpPrereqError("Network still connected",
                                        errors.ECODE_STATE)
@@ -396,7 +396,7 @@ class _GroupNetworkLU(LogicalUnit):
         uuids = LockedGroupInstances(self, self.group_uuid,
                                      self.op.group_name)
         return sorted((self.cfg.GetInstanceInfo(uuid) for uuid in uuids),
-                      key=lambda inst: config.NiceSortKey(inst.name))
+                      key=lambda inst: utils.NiceSortKey(inst.name))
 
     def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
         nodes = self.cfg.GetNodeGroup(self.group_uuid).members

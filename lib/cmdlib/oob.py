@@ -11,7 +11,7 @@ import logging
 import time
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, locking, objects
+from ganeti import constants, errors, locking, objects, utils
 from ganeti.cmdlib.base import ExpandNodeUuidAndName, NoHooksLU
 
 # The master cannot power itself off or cycle: the job would die with it
@@ -93,7 +93,7 @@ class LUOobCommand(NoHooksLU):
                      if not (self.op.command in _SKIP_MASTER and
                              uuid == master.uuid)]
         self.nodes = sorted((self.cfg.GetNodeInfo(uuid) for uuid in uuids),
-                            key=lambda node: config.NiceSortKey(node.name))
+                            key=lambda node: utils.NiceSortKey(node.name))
         for node in self.nodes:
             if not self.op.ignore_status and \
                     self.op.command == constants.OOB_POWER_OFF and \

@@ -11,7 +11,7 @@ all nodes agree on.
 
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, qlang, query
+from ganeti import constants, errors, qlang, query, utils
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU
 from ganeti.queryfields.oses import OS_FIELDS, OsInfo
 
@@ -25,7 +25,7 @@ def DiagnoseOSes(lu: NoHooksLU) -> dict[str, dict[str, list]]:
     """
     nodes = [node for node in lu.cfg.GetAllNodesInfo().values()
              if node.vm_capable and not node.offline]
-    nodes.sort(key=lambda node: config.NiceSortKey(node.name))
+    nodes.sort(key=lambda node: utils.NiceSortKey(node.name))
     if not nodes:
         return {}
     results = lu.rpc.call_os_diagnose([node.uuid for node in nodes])
@@ -59,7 +59,7 @@ class OsQuery:
         cluster = self.lu.cfg.GetClusterInfo()
         return [OsInfo(name, status, cluster) for name, status
                 in sorted(DiagnoseOSes(self.lu).items(),
-                          key=lambda item: config.NiceSortKey(item[0]))]
+                          key=lambda item: utils.NiceSortKey(item[0]))]
 
     def Query(self, fields: list[str], qfilter: Any) -> dict:
         return query.Query(self.FIELDS, self.Items(), fields, qfilter)

@@ -10,7 +10,7 @@ these opcodes directly (without the queue) for the LUXI
 
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, query, queryfields
+from ganeti import constants, errors, query, queryfields, utils
 from ganeti.cmdlib import backup, instance_query, operating_system
 from ganeti.cmdlib import network as cmdlib_network
 from ganeti.cmdlib.base import (ExpandNodeUuidAndName, NoHooksLU,
@@ -50,7 +50,7 @@ class _NodeQuery:
             for node_uuid in nodes[1:]:
                 secondary.setdefault(node_uuid, []).append(inst.name)
         for names in list(primary.values()) + list(secondary.values()):
-            names.sort(key=config.NiceSortKey)
+            names.sort(key=utils.NiceSortKey)
         return primary, secondary
 
     def _StorageDirs(self) -> list[str] | None:
@@ -128,7 +128,7 @@ class _GroupQuery:
             if node is not None:
                 instances.setdefault(node.group, []).append(inst.name)
         for names in list(members.values()) + list(instances.values()):
-            names.sort(key=config.NiceSortKey)
+            names.sort(key=utils.NiceSortKey)
         data = query.GroupQueryData(groups, self.cfg.GetClusterInfo(),
                                     members, instances)
         return query.Query(self.FIELDS, data.Items(), fields,

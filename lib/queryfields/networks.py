@@ -7,7 +7,7 @@ it is connected to and instances using it, gathered once per query.
 
 from typing import Any, Callable
 
-from ganeti import config, constants, network, objects, query
+from ganeti import constants, network, objects, query, utils
 
 
 class NetworkItem:
@@ -30,7 +30,7 @@ def NetworkItems(networks: list[objects.Network],
     """The rows of ``networks``, with their groups and instances."""
     groups: dict[str, list[list[Any]]] = {}
     for group in sorted(nodegroups,
-                        key=lambda group: config.NiceSortKey(group.name)):
+                        key=lambda group: utils.NiceSortKey(group.name)):
         for net_uuid, params in group.networks.items():
             groups.setdefault(net_uuid, []).append([
                 group.name, params.get(objects.NIC_MODE),
@@ -42,7 +42,7 @@ def NetworkItems(networks: list[objects.Network],
             if nic.network:
                 users.setdefault(nic.network, set()).add(inst.name)
     return [NetworkItem(net, groups.get(net.uuid, []),
-                        config.NiceSort(users.get(net.uuid, ())))
+                        utils.NiceSort(users.get(net.uuid, ())))
             for net in networks]
 
 
