@@ -5,7 +5,8 @@ The most used helpers are re-exported here so callers can write
 """
 
 from ganeti.utils.io import (  # noqa: F401
-    EnsureDirs, FsyncDirectory, IsBelowDir, ListVisibleFiles, ReadFile,
-    ReadOneLineFile, ReadWatcherPauseFile, RemoveFile, RenameFile,
+    EnsureDirs, FsyncDirectory, IsBelowDir, ListVisibleFiles, LockFile,
+    ReadFile, ReadOneLineFile, ReadWatcherPauseFile, RemoveFile, RenameFile,
     WriteFile)
-from ganeti.utils.text import FormatUnit, ParseUnit  # noqa: F401
+from ganeti.utils.text import (  # noqa: F401
+    FormatUnit, NiceSort, NiceSortKey, ParseUnit)

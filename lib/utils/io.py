@@ -6,10 +6,16 @@ directory, fsyncs it, renames it over the target and fsyncs the directory.
 """
 
 import errno
+import fcntl
 import os
 import tempfile
 import time
 from typing import Callable, Literal, overload
+
+from ganeti import errors
+
+# How often a waiting LockFile tries again
+_LOCK_RETRY_INTERVAL = 0.1
 
 
 def FsyncDirectory(path: str) -> None:
@@ -144,3 +150,28 @@ def IsBelowDir(root: str, other_path: str) -> bool:
     if root == "/":
         return other != "/"
     return other.startswith(root + "/")
+
+
+def LockFile(path: str, timeout: float = 0) -> int:
+    """Open (creating it) and exclusively lock ``path``; its descriptor.
+
+    The lock (flock) lasts until the descriptor is closed, and a process
+    that dies releases it, so it marks "someone is doing this" without
+    stale leftovers. Waits up to ``timeout`` seconds for another holder;
+    LockError if it still holds the lock then.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise errors.LockError(
+                        "%s is locked by another process" % path) from None
+                time.sleep(_LOCK_RETRY_INTERVAL)
+    except BaseException:
+        os.close(fd)
+        raise

@@ -16,6 +16,7 @@ import sys
 import time
 
 from ganeti import errors
+from ganeti.utils.io import LockFile
 
 # Grace period between SIGTERM and SIGKILL for a command that timed out
 _RUNCMD_KILL_GRACE = 5.0
@@ -239,16 +240,11 @@ def WritePidFile(path: str) -> int:
     be stale or reused), so the fd must stay open for the life of the
     process.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+        fd = LockFile(path)
+    except errors.LockError:
         raise errors.PidFileLockError("Pid file %s is locked by another"
                                       " process" % path) from None
-    except BaseException:
-        os.close(fd)
-        raise
     os.ftruncate(fd, 0)
     os.write(fd, b"%d\n" % os.getpid())
     return fd

@@ -11,13 +11,12 @@ The file stays locked while a group's watcher works on it, so two
 watchers never act on the same group at once.
 """
 
-import fcntl
 import logging
 import os
 import time
 from typing import Any
 
-from ganeti import errors, serializer
+from ganeti import errors, serializer, utils
 
 # Records older than this are forgotten: at 5 tries every 5 minutes the
 # counter is used up in half an hour, so 8 hours gives an instance a fresh
@@ -36,15 +35,11 @@ def OpenStateFile(path: str) -> int | None:
 
     None (logged) if another process holds the lock.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        logging.error("Can't acquire lock on state file %s: %s", path,
-                      errors.LockError("File already locked"))
+        return utils.LockFile(path)
+    except errors.LockError as err:
+        logging.error("Can't acquire lock on state file %s: %s", path, err)
         return None
-    return fd
 
 
 class WatcherState:
