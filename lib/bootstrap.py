@@ -12,7 +12,7 @@ from ganeti.parameters.families import UpdatedDiskParams
 from ganeti.parameters.hypervisors import UpdatedHvParams
 from ganeti.rpc import client as rpc_client
 from ganeti.rpc import node as rpc_node
-from ganeti.utils import process, uidpool, x509
+from ganeti.utils import process, tunable, uidpool, x509
 
 
 def RunDaemonUtil(*args: str) -> None:
@@ -26,6 +26,11 @@ def RunDaemonUtil(*args: str) -> None:
 # Exists from an init's first write until its daemons run: a config.data
 # beside it is the leftover of an init that was interrupted
 _INIT_MARKER = os.path.join(pathutils.DATA_DIR, "cluster-init.incomplete")
+
+# Seconds between two rounds of master votes; the variable overrides them
+# (utils.tunable)
+_VOTE_RETRY_DELAY = 2.0
+ENV_VOTE_RETRY_DELAY = "GANETI_MASTER_VOTE_RETRY_DELAY"
 
 
 def _InitCertificates(cluster_name: str) -> None:
@@ -58,13 +63,16 @@ def InitCluster(cluster_name: str, master_netdev: str,
                 compression_tools: list[str] | None = None,
                 modify_etc_hosts: bool = True,
                 modify_ssh_setup: bool = True,
+                ssh_key_type: str | None = None,
+                ssh_key_bits: int | None = None,
                 enabled_user_shutdown: bool = False) -> None:
     """Create the cluster on this node and start its daemons.
 
     Everything is checked before the first file is written, and a failed
     init is undone (see _UndoInit): it leaves nothing that blocks the next.
-    ``modify_etc_hosts`` and ``modify_ssh_setup`` are only recorded, as
-    this cluster manages neither /etc/hosts nor SSH; user shutdown is a
+    ``modify_etc_hosts``, ``modify_ssh_setup`` and the SSH key type and
+    size are only recorded, as this cluster manages neither /etc/hosts nor
+    SSH; user shutdown is a
     feature it lacks, so only its default is accepted.
     """
     if enabled_user_shutdown:
@@ -77,6 +85,10 @@ def InitCluster(cluster_name: str, master_netdev: str,
         impexp.CheckCompressionTools(compression_tools)
     settings: dict = {"modify_etc_hosts": modify_etc_hosts,
                       "modify_ssh_setup": modify_ssh_setup}
+    for name, value in (("ssh_key_type", ssh_key_type),
+                        ("ssh_key_bits", ssh_key_bits)):
+        if value is not None:
+            settings[name] = value
     if uid_pool is not None:
         settings["uid_pool"] = uid_pool
     if compression_tools is not None:
@@ -364,7 +376,7 @@ def GatherMasterInfo(cfg: config.ConfigWriter,
 
 
 def CheckMasterVotes(cfg: config.ConfigWriter, my_name: str,
-                     retries: int = 5, retry_delay: float = 2.0) -> None:
+                     retries: int = 5) -> None:
     """Refuse to run the master role unless the cluster agrees.
 
     A majority of the online nodes (this one included) must name this node
@@ -386,7 +398,8 @@ def CheckMasterVotes(cfg: config.ConfigWriter, my_name: str,
         if 2 * (votes + silent) <= total:
             break
         if attempt + 1 < retries:
-            time.sleep(retry_delay)
+            time.sleep(tunable.Seconds(ENV_VOTE_RETRY_DELAY,
+                                       _VOTE_RETRY_DELAY))
     elsewhere = sorted({info["master_node"] for info in others.values()
                         if info and info.get("master_node") and
                         info["master_node"] != my_name})

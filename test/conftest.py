@@ -8,7 +8,8 @@ module-level marker (``pytestmark``), registered below:
 * ``kvm_cluster``: a started virtual cluster with kvm enabled and its
   parameters booting the test guest (testutils_kvm).
 * ``guest_env``: one KVM hypervisor object in a short root.
-* ``mond_cluster``: a two-node virtual cluster running ganeti-mond.
+* ``two_node_cluster``: a started two-node virtual cluster (node2
+  joined); ``mond_cluster``: the same running ganeti-mond.
 * ``ganeti3_tree``: Ganeti 3.0's programs, unpacked (testutils_ganeti3).
 * ``small_tmpfs``: mounts small tmpfs file systems (full-disk tests).
 * ``placement_cfg``: a one-node configuration (a ConfigWriter) for the
@@ -264,21 +265,29 @@ def guest_env():
 
 
 @pytest.fixture(scope="module")
-def mond_cluster():
-    """A two-node VirtualCluster (node2 joined) running ganeti-mond on
-    both nodes, the self-diagnose collected every second and the fake
-    instances' status every half second."""
+def two_node_cluster():
+    """A started VirtualCluster, node1 the master and node2 joined, as
+    ``gnt-cluster init`` and ``gnt-node add`` leave them."""
     cluster = VirtualCluster()
     try:
         cluster.Init()
-        cluster.AddNode("node2.example.test")
-        cluster.Run("gnt-cluster", "modify", "--data-collector-interval",
-                    "diagnose=1,inst-status-fake=0.5")
-        for node in cluster.nodes.values():
-            node.Run("daemon-util", "start", "ganeti-mond")
+        cluster.AddNode(NODE2)
         yield cluster
     finally:
         cluster.Cleanup()
+
+
+@pytest.fixture(scope="module")
+def mond_cluster(two_node_cluster):
+    """two_node_cluster running ganeti-mond on both nodes, the
+    self-diagnose collected every second and the fake instances' status
+    every half second."""
+    two_node_cluster.Run("gnt-cluster", "modify",
+                         "--data-collector-interval",
+                         "diagnose=1,inst-status-fake=0.5")
+    for node in two_node_cluster.nodes.values():
+        node.Run("daemon-util", "start", "ganeti-mond")
+    return two_node_cluster
 
 
 class HeadlessBrowser:

@@ -7,30 +7,23 @@ daemons outright and check that no job and no config change is lost.
 
 import os
 import signal
-import time
+import subprocess
 
 import pytest
 
-from ganeti import constants, pathutils, serializer
+from ganeti import bootstrap, constants, jqueue, pathutils, serializer
 
-from testutils_cluster import VirtualCluster, WaitForJob
+from testutils_cluster import VirtualCluster, WaitFor, WaitForJob
 from testutils_instance import RapiRequest, WriteRapiUsers
 
 pytestmark = pytest.mark.integration
 
 NODES = ["node%d.example.test" % i for i in range(2, 6)]
-
-
-@pytest.fixture
-def cluster():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init()
-        for name in NODES:
-            cluster.AddNode(name)
-        yield cluster
-    finally:
-        cluster.Cleanup()
+# A masterd that cannot win the vote gives up after 4 pauses; one that
+# stops loses the jobs still running after its grace: both in a second,
+# not the production waits (8 and 10 s)
+_SHORT_WAITS = {bootstrap.ENV_VOTE_RETRY_DELAY: "0.25",
+                jqueue.ENV_SHUTDOWN_TIMEOUT: "1"}
 
 
 def _Master(cluster):
@@ -67,27 +60,111 @@ def _ConfigSerial(node) -> int | None:
         return None
 
 
-def _WaitFor(predicate, timeout: float = 30, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for %s" % what)
-
-
 def _WaitSynced(master, nodes):
     """Until every given node's copies equal the master's."""
     def synced():
         want_queue, want_serial = _QueueFiles(master), _ConfigSerial(master)
         return all(_QueueFiles(node) == want_queue and
                    _ConfigSerial(node) == want_serial for node in nodes)
-    _WaitFor(synced, what="replication to %s" %
-             ", ".join(node.name for node in nodes))
+    WaitFor(synced, what="replication to %s" %
+            ", ".join(node.name for node in nodes))
 
 
 def _Tags(node) -> list[str]:
     return node.Run("gnt-cluster", "list-tags").stdout.split()
+
+
+def _Build() -> VirtualCluster:
+    cluster = VirtualCluster(env=_SHORT_WAITS)
+    try:
+        cluster.Init()
+        for name in NODES:
+            cluster.AddNode(name)
+    except BaseException:
+        cluster.Cleanup()
+        raise
+    return cluster
+
+
+def _Restore(cluster) -> None:
+    """Undo what a test did to the shared cluster: every noded running,
+    the first node the master again, every copy synced with it."""
+    for node in cluster.nodes.values():
+        if not node.IsRunning("ganeti-noded"):
+            node.StartNoded()
+    if not cluster.IsRunning("ganeti-masterd"):
+        master = _Master(cluster)
+        _WaitSynced(master, [cluster])
+        cluster.Run("gnt-cluster", "master-failover")
+        # A new masterd sends single changes only to the nodes it has
+        # resynchronised in full (masterd.replication); a test killing it
+        # right after a change expects them to have that change
+        for name in NODES:
+            text = "Node %s resynchronised" % name
+            WaitFor(lambda: cluster.Logged(constants.MASTERD, text),
+                    what=text)
+    _WaitSynced(_Master(cluster), list(cluster.nodes.values()))
+
+
+@pytest.fixture(scope="module")
+def shared_cluster():
+    """A list holding the module's 5-node cluster (replaced by ``cluster``
+    when it cannot be restored), cleaned up at the end."""
+    holder = [_Build()]
+    yield holder
+    holder[0].Cleanup()
+
+
+@pytest.fixture
+def cluster(shared_cluster):
+    """The shared 5-node cluster as built: node1 the master, the other four
+    candidates with current copies. Building one per test costs more than
+    failing the master back; one that cannot be restored (after a failed
+    test) is replaced."""
+    try:
+        _Restore(shared_cluster[0])
+    except (AssertionError, subprocess.TimeoutExpired):
+        shared_cluster[0].Cleanup()
+        shared_cluster[0] = _Build()
+    return shared_cluster[0]
+
+
+# Runs first: its own cluster, before the shared one starts its daemons
+def test_two_node_failover_rapi_users_and_the_old_master():
+    """What a user of the local cluster meets after a master failover."""
+    cluster = VirtualCluster()
+    try:
+        cluster.Init()
+        WriteRapiUsers(cluster)
+        new = cluster.AddNode("node2.example.test")
+        # The RAPI users go along with the other cluster files
+        with open(cluster.NodePath(pathutils.RAPI_USERS_FILE),
+                  encoding="utf-8") as fobj:
+            users = fobj.read()
+        with open(new.NodePath(pathutils.RAPI_USERS_FILE),
+                  encoding="utf-8") as fobj:
+            assert fobj.read() == users
+        new.Run("gnt-cluster", "master-failover")
+        status, job_id = RapiRequest(new, "PUT", "/2/redistribute-config")
+        assert status == 200, job_id
+        result = new.Run("gnt-cluster", "verify", check=False)
+        assert "rapi/users" not in result.stdout + result.stderr
+        # The old master names the new one and how to get there
+        result = cluster.Run("gnt-node", "list", check=False)
+        assert result.returncode == 1
+        assert ("This is not the master node, please connect to node"
+                " 'node2.example.test'") in result.stderr
+        assert "GANETI_ROOTDIR=%s" % new.root in result.stderr
+        # Restarting the old master's daemons leaves the master role alone,
+        # quietly
+        cluster.KillDaemon("ganeti-noded", signal.SIGTERM)
+        result = cluster.Run("daemon-util", "start-all")
+        assert result.stdout + result.stderr == ""
+        assert cluster.IsRunning("ganeti-noded")
+        assert not cluster.IsRunning("ganeti-masterd")
+        assert not cluster.IsRunning("ganeti-rapi")
+    finally:
+        cluster.Cleanup()
 
 
 def test_all_nodes_are_candidates_with_copies(cluster):
@@ -118,7 +195,8 @@ def test_replication_catches_up_after_a_candidate_returns(cluster):
 
 
 def test_failover_to_each_candidate_keeps_jobs_and_config(cluster):
-    expected_tags = []
+    # Those of the tests before, on the shared cluster
+    expected_tags = _Tags(cluster)
     finished = []
     for index, name in enumerate(NODES):
         old = _Master(cluster)
@@ -128,7 +206,7 @@ def test_failover_to_each_candidate_keeps_jobs_and_config(cluster):
         finished.append(_Submit(old, "0.01"))
         WaitForJob(old.Luxi(), finished[-1])
         # A job still running when its master stops is lost; the old master
-        # waits for it up to its shutdown grace (10 s), so only once
+        # waits for it up to its shutdown grace (_SHORT_WAITS)
         running = _Submit(old, "30") if index == 0 else None
         queued = [_Submit(old, "0.01") for _ in range(2)]
         new = cluster.nodes[name]
@@ -204,40 +282,3 @@ def test_masterd_refuses_without_a_majority(cluster):
     assert "--yes-do-it" in result.stderr
     cluster.StartMasterd("--no-voting", "--yes-do-it")
     assert _Master(cluster) is cluster
-
-
-def test_two_node_failover_rapi_users_and_the_old_master():
-    """What a user of the local cluster meets after a master failover."""
-    cluster = VirtualCluster()
-    try:
-        cluster.Init()
-        WriteRapiUsers(cluster)
-        new = cluster.AddNode("node2.example.test")
-        # The RAPI users go along with the other cluster files
-        with open(cluster.NodePath(pathutils.RAPI_USERS_FILE),
-                  encoding="utf-8") as fobj:
-            users = fobj.read()
-        with open(new.NodePath(pathutils.RAPI_USERS_FILE),
-                  encoding="utf-8") as fobj:
-            assert fobj.read() == users
-        new.Run("gnt-cluster", "master-failover")
-        status, job_id = RapiRequest(new, "PUT", "/2/redistribute-config")
-        assert status == 200, job_id
-        result = new.Run("gnt-cluster", "verify", check=False)
-        assert "rapi/users" not in result.stdout + result.stderr
-        # The old master names the new one and how to get there
-        result = cluster.Run("gnt-node", "list", check=False)
-        assert result.returncode == 1
-        assert ("This is not the master node, please connect to node"
-                " 'node2.example.test'") in result.stderr
-        assert "GANETI_ROOTDIR=%s" % new.root in result.stderr
-        # Restarting the old master's daemons leaves the master role alone,
-        # quietly
-        cluster.KillDaemon("ganeti-noded", signal.SIGTERM)
-        result = cluster.Run("daemon-util", "start-all")
-        assert result.stdout + result.stderr == ""
-        assert cluster.IsRunning("ganeti-noded")
-        assert not cluster.IsRunning("ganeti-masterd")
-        assert not cluster.IsRunning("ganeti-rapi")
-    finally:
-        cluster.Cleanup()

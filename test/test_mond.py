@@ -59,11 +59,23 @@ def _Key(node) -> bytes:
     return report.ReadHmacKey(node.NodePath(pathutils.CONFD_HMAC_KEY))
 
 
+@pytest.fixture(scope="module")
+def _diagnose_filename(mond_cluster):
+    """The cluster's diagnose command set to "diag" from the first test
+    that writes one to the end of the module, where the built-in diagnose
+    is configured again (each change is a job: set once, not per test)."""
+    mond_cluster.Run("gnt-cluster", "modify",
+                     "--diagnose-data-collector-filename", "diag")
+    yield
+    mond_cluster.Run("gnt-cluster", "modify",
+                     "--diagnose-data-collector-filename", "")
+
+
 @pytest.fixture
-def diagnose_cmd(mond_cluster):
+def diagnose_cmd(mond_cluster, _diagnose_filename):
     """write(script, mode) installs the master's diagnose command "diag"
-    (white-listed) and returns the time it was written; the built-in
-    diagnose is configured again at the end."""
+    (white-listed) and returns the time it was written; removed at the
+    end."""
     directory = mond_cluster.NodePath(pathutils.NODE_DIAGNOSE_COMMANDS_DIR)
     os.makedirs(directory, mode=0o755, exist_ok=True)
     path = os.path.join(directory, "diag")
@@ -76,11 +88,7 @@ def diagnose_cmd(mond_cluster):
         os.rename(path + ".tmp", path)
         return stamp
 
-    mond_cluster.Run("gnt-cluster", "modify",
-                     "--diagnose-data-collector-filename", "diag")
     yield write
-    mond_cluster.Run("gnt-cluster", "modify",
-                     "--diagnose-data-collector-filename", "")
     if os.path.exists(path):
         os.unlink(path)
 
@@ -327,7 +335,9 @@ def test_command_and_details_are_optional(mond_cluster, diagnose_cmd):
 @pytest.mark.parametrize("script, message", [
     ("exit 3\n", "exited with exit code 3"),
     ("kill -SEGV $$\n", "terminated by signal SIGSEGV"),
-    ("sleep 30\necho '{\"status\": \"evacuate\"}'\n",
+    # sleep must not hold the output pipe: mond would wait for it too
+    # (utils.process.RunCmd's kill grace)
+    ("sleep 30 >/dev/null 2>&1\necho '{\"status\": \"evacuate\"}'\n",
      "timed out after 1.0 seconds"),
     ("echo 'all is fine'\n", "did not print one JSON object"),
     ("echo '{\"status\": \"evacuate\"} {\"status\": \"Ok\"}'\n",

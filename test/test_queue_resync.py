@@ -6,31 +6,19 @@ archive's subdirectories), and ``gnt-cluster verify`` must report a
 candidate whose copies cannot be brought up to date.
 """
 
-import glob
 import os
 import signal
-import time
 
 import pytest
 
-from ganeti import constants, pathutils
+from ganeti import constants
 
-from testutils_cluster import VirtualCluster, WaitForJob
+from testutils_cluster import WaitFor, WaitForJob
+from testutils_instance import NODE2
 
+# Both tests use the module's two_node_cluster (test/conftest.py): the
+# first leaves node2's copy current, the second leaves it behind
 pytestmark = pytest.mark.integration
-
-NODE2 = "node2.example.test"
-
-
-@pytest.fixture
-def cluster():
-    cluster = VirtualCluster()
-    try:
-        cluster.Init()
-        cluster.AddNode(NODE2)
-        yield cluster
-    finally:
-        cluster.Cleanup()
 
 
 def _Files(queue_dir: str) -> dict[str, str]:
@@ -45,26 +33,6 @@ def _Files(queue_dir: str) -> dict[str, str]:
     return files
 
 
-def _WaitFor(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for %s" % what)
-
-
-def _Resynchronised(cluster, name: str) -> bool:
-    """Whether the running masterd logged a full resync of node ``name``."""
-    line = "ganeti-masterd pid=%d " % cluster.Pid("ganeti-masterd")
-    done = "Node %s resynchronised" % name
-    for path in glob.glob(cluster.NodePath(pathutils.LOG_DIR) + "/*.log"):
-        with open(path, encoding="utf-8", errors="replace") as fobj:
-            if any(line in text and done in text for text in fobj):
-                return True
-    return False
-
-
 def _Submit(cluster) -> int:
     job_id = int(cluster.Run("gnt-debug", "delay", "--submit",
                              "--print-jobid", "0.01").stdout.strip())
@@ -72,33 +40,36 @@ def _Submit(cluster) -> int:
     return job_id
 
 
-def test_resync_after_archive_and_restart_converges(cluster):
-    node2 = cluster.nodes[NODE2]
-    job_id = _Submit(cluster)
-    cluster.Run("gnt-job", "archive", str(job_id))
-    cluster.KillDaemon("ganeti-masterd", signal.SIGTERM)
-    cluster.StartMasterd()
+def test_resync_after_archive_and_restart_converges(two_node_cluster):
+    master = two_node_cluster
+    node2 = master.nodes[NODE2]
+    job_id = _Submit(master)
+    master.Run("gnt-job", "archive", str(job_id))
+    master.KillDaemon("ganeti-masterd", signal.SIGTERM)
+    master.StartMasterd()
     # The restart's resynchronisation purges node2's copy, archive included,
     # and must then rebuild it
-    _WaitFor(lambda: _Resynchronised(cluster, NODE2), 30,
-             "the restarted master to resynchronise node2")
-    assert _Files(node2.queue_dir) == _Files(cluster.queue_dir)
+    WaitFor(lambda: master.Logged(constants.MASTERD,
+                                  "Node %s resynchronised" % NODE2), 30,
+            "the restarted master to resynchronise node2")
+    assert _Files(node2.queue_dir) == _Files(master.queue_dir)
     assert os.path.join("archive", "0", "job-%d" % job_id) in \
         _Files(node2.queue_dir)
-    result = cluster.Run("gnt-cluster", "verify", check=False)
+    result = master.Run("gnt-cluster", "verify", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ENODESETUP" not in result.stdout
 
 
-def test_verify_reports_candidate_whose_copy_stays_behind(cluster):
-    node2 = cluster.nodes[NODE2]
-    next_id = _Submit(cluster) + 1
+def test_verify_reports_candidate_whose_copy_stays_behind(two_node_cluster):
+    master = two_node_cluster
+    node2 = master.nodes[NODE2]
+    next_id = _Submit(master) + 1
     # A directory where the next job file goes: no write there succeeds,
     # and a purge keeps directories
     os.mkdir(os.path.join(node2.queue_dir, "job-%d" % next_id))
-    assert _Submit(cluster) == next_id
-    result = cluster.Run("gnt-cluster", "verify", "--error-codes",
-                         check=False)
+    assert _Submit(master) == next_id
+    result = master.Run("gnt-cluster", "verify", "--error-codes",
+                        check=False)
     assert result.returncode != 0
     lines = [line for line in result.stdout.splitlines()
              if "ENODESETUP" in line]

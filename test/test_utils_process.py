@@ -49,6 +49,20 @@ def test_runcmd_signal_timeout_and_errors():
         process.RunCmd("echo shell string")
 
 
+def test_runcmd_timeout_with_a_grandchild_holding_the_pipes(monkeypatch):
+    """The shell ends at SIGTERM, its sleep keeps the output pipes open:
+    RunCmd stops waiting for them after the kill grace and one second
+    (test_mond's timed-out diagnose command no longer takes this path)."""
+    monkeypatch.setattr(process, "_RUNCMD_KILL_GRACE", 0.3)
+    start = time.monotonic()
+    result = process.RunCmd(["sh", "-c", "echo early; sleep 30; echo late"],
+                            timeout=0.5)
+    assert time.monotonic() - start < 5
+    assert result.timed_out and result.failed
+    assert result.fail_reason == "timed out after 0.5 seconds"
+    assert "late" not in result.stdout
+
+
 def test_read_pid_file(tmp_path):
     path = str(tmp_path / "x.pid")
     assert process.ReadPidFile(path) == 0

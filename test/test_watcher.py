@@ -14,7 +14,7 @@ import signal
 
 import pytest
 
-from ganeti import constants, pathutils
+from ganeti import constants, pathutils, watcher
 
 from testutils_cluster import SMALL_IPOLICY_BOUNDS
 from testutils_instance import (CHECKS, NODE2, FakeState, Field,
@@ -46,9 +46,9 @@ def _Kill(vc, name):
     assert Field(vc, name, "status") == constants.INSTST_ERRORDOWN
 
 
-def _Watch(node, *args):
+def _Watch(node, *args, env=None):
     result = node.Run("ganeti-watcher", "-d", "--no-verify-disks", *args,
-                      check=False, timeout=120)
+                      check=False, timeout=120, env=env)
     assert result.returncode == 0, result.stderr
     return result.stderr
 
@@ -177,7 +177,10 @@ def test_restarts_hung_noded(vc):
     old = node2.Pid(constants.NODED)
     os.kill(old, signal.SIGSTOP)
     try:
-        log = _Watch(node2)
+        # Its probe, then its stop (SIGKILL follows SIGTERM, which the
+        # stopped noded cannot act on) time out in seconds, not 10 and 30
+        log = _Watch(node2, env={watcher.ENV_PROBE_TIMEOUT: "3",
+                                 "GANETI_DAEMON_STOP_TIMEOUT": "1"})
     finally:
         # Gone already where the restart had to kill it
         with contextlib.suppress(ProcessLookupError):

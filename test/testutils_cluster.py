@@ -106,6 +106,7 @@ class VirtualNode:
                                      os.environ.get("PATH", "")]),
         })
         self.env.pop("FORCE_LUXI_SOCKET", None)
+        self.env.update(cluster.extra_env)
 
     @property
     def name(self) -> str:
@@ -128,11 +129,13 @@ class VirtualNode:
         return self.NodePath(pathutils.MASTER_SOCKET)
 
     def Run(self, *args: str, check: bool = True, timeout: float = 60,
-            input: str | None = None) -> subprocess.CompletedProcess:
-        """Run a command (gnt-*, daemon-util, ...) as this node."""
+            input: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """Run a command (gnt-*, daemon-util, ...) as this node; ``env``
+        adds to the node's environment for this command."""
         if self.netns:
             args = ("ip", "netns", "exec", self.netns) + args
-        result = subprocess.run(list(args), env=self.env,
+        result = subprocess.run(list(args), env={**self.env, **(env or {})},
                                 cwd=self.cluster.base, capture_output=True,
                                 text=True, timeout=timeout, check=False,
                                 input=input)
@@ -171,6 +174,18 @@ class VirtualNode:
                 return "".join(fobj.readlines()[-lines:])
         except OSError as err:
             return str(err)
+
+    def Logged(self, daemon: str, text: str) -> bool:
+        """Whether the daemon's running process logged ``text`` (its log
+        lines name their pid)."""
+        mark = "%s pid=%d " % (daemon, self.Pid(daemon))
+        path = self.NodePath(pathutils.GetLogFilename(
+            constants.DAEMONS_LOGBASE[daemon]))
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fobj:
+                return any(mark in line and text in line for line in fobj)
+        except FileNotFoundError:
+            return False
 
     def Join(self, *extra: str) -> None:
         """``gnt-node add --join-key`` this node (its noded running);
@@ -211,10 +226,14 @@ class VirtualCluster(VirtualNode):
 
     Commands run through the cluster object run as the first node (the
     initial master); ``nodes`` maps every node's name to its VirtualNode.
+    ``env`` adds to every node's environment, the daemons' included: the
+    test cluster's settings of the waits in utils.tunable.
     """
 
     def __init__(self, node_name: str = "node1.example.test",
-                 cluster_name: str = "cluster.example.test"):
+                 cluster_name: str = "cluster.example.test",
+                 env: dict[str, str] | None = None):
+        self.extra_env = dict(env or {})
         self.base = tempfile.mkdtemp(prefix="gnt", dir="/tmp")
         self.cluster_name = cluster_name
         self.net = RandomLoopbackNet()

@@ -119,14 +119,17 @@ def InstanceCluster(*init_args: str, nodes: Collection[str] = (NODE2, NODE3),
                     os_image: bool = True,
                     file_paths: Collection[str] = (FILE_VDIR, ),
                     extra_os: Mapping[str, OsVariant] | None = None,
-                    rapi_users: bool = False) -> Iterator[VirtualCluster]:
+                    rapi_users: bool = False,
+                    env: dict[str, str] | None = None
+                    ) -> Iterator[VirtualCluster]:
     """A started virtual cluster for instances, cleaned up on exit.
 
     ``init_args`` go to ``gnt-cluster init``; ``nodes`` are added after
     it. Without ``os_image`` the nodes get no tinyimage; with empty
     ``file_paths`` no allow-list is written (init's default stays).
+    ``env`` adds to every node's environment (VirtualCluster).
     """
-    cluster = VirtualCluster()
+    cluster = VirtualCluster(env=env)
     try:
         cluster.Init(*init_args)
         for name in nodes:

@@ -14,7 +14,6 @@ watcher pause) and never runs twice at once.
 """
 
 import errno
-import fcntl
 import logging
 import optparse
 import os
@@ -30,7 +29,7 @@ from ganeti import (cli, constants, daemon, errors, luxi, netutils,
 from ganeti.backend import hooks as backend_hooks
 from ganeti.rapi import client as rapi_client
 from ganeti.rpc import node as rpc_node
-from ganeti.utils import process
+from ganeti.utils import process, tunable
 from ganeti.watcher import state
 
 MAXTRIES = 5
@@ -41,10 +40,17 @@ HELPLESS_STATES = frozenset([constants.INSTST_NODEDOWN,
 CHILD_PROCESS_DELAY = 1.0
 # How long a group child waits for the merged instance status file
 INSTANCE_STATUS_LOCK_TIMEOUT = 10.0
-# How long a daemon gets to answer the watcher's probe
+# How long a daemon gets to answer the watcher's probe; the variable
+# overrides it (utils.tunable)
 _PROBE_TIMEOUT = 10
+ENV_PROBE_TIMEOUT = "GANETI_WATCHER_PROBE_TIMEOUT"
 _UUID_RE = re.compile(r"^[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-"
                       r"[a-f0-9]{12}$")
+
+
+def _ProbeTimeout() -> float:
+    """Seconds a daemon gets to answer a probe (_PROBE_TIMEOUT)."""
+    return tunable.Seconds(ENV_PROBE_TIMEOUT, _PROBE_TIMEOUT)
 
 
 class _NotMaster(Exception):
@@ -133,7 +139,7 @@ def IsNodedResponding(node: str) -> bool:
         {node: netutils.GetHostIP(node)}))
     try:
         result = runner.CallProcedure("version", [node], [],
-                                      read_timeout=_PROBE_TIMEOUT)[node]
+                                      read_timeout=_ProbeTimeout())[node]
     finally:
         runner.close()
     if result.fail_msg:
@@ -144,8 +150,8 @@ def IsNodedResponding(node: str) -> bool:
 
 def IsMasterdResponding() -> bool:
     """Whether the master daemon answers a LUXI query."""
-    client = luxi.Client(connect_timeout=_PROBE_TIMEOUT,
-                         rw_timeout=_PROBE_TIMEOUT)
+    client = luxi.Client(connect_timeout=_ProbeTimeout(),
+                         rw_timeout=_ProbeTimeout())
     try:
         client.QueryConfigValues(["master_node"])
     except errors.GenericError as err:
@@ -162,8 +168,8 @@ def IsRapiResponding(address: str) -> bool:
     client = rapi_client.GanetiRapiClient(
         address, netutils.GetDaemonPort(constants.RAPI),
         curl_config_fn=rapi_client.GenericCurlConfig(
-            proxy="", connect_timeout=_PROBE_TIMEOUT,
-            timeout=_PROBE_TIMEOUT))
+            proxy="", connect_timeout=_ProbeTimeout(),
+            timeout=_ProbeTimeout()))
     try:
         version = client.GetVersion()
     except rapi_client.GanetiApiError as err:
@@ -181,7 +187,7 @@ def IsVersionedHttpResponding(name: str, address: str) -> bool:
     url = "http://%s/" % netutils.FormatAddress(
         (address, netutils.GetDaemonPort(name)))
     try:
-        with urllib.request.urlopen(url, timeout=_PROBE_TIMEOUT) as answer:
+        with urllib.request.urlopen(url, timeout=_ProbeTimeout()) as answer:
             versions = serializer.LoadJson(answer.read())
     except (OSError, ValueError) as err:
         logging.warning("%s error at %s: %s", name, url, err)
@@ -446,19 +452,13 @@ def _MergeInstanceStatus(groups: list[str]) -> None:
     newest file wins for an instance seen in two groups)."""
     path = pathutils.INSTANCE_STATUS_FILE
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        deadline = time.monotonic() + INSTANCE_STATUS_LOCK_TIMEOUT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    logging.error("Can't acquire lock on instance status"
-                                  " file '%s', not updating", path)
-                    return
-                time.sleep(0.1)
+        fd = utils.LockFile(path + ".lock", INSTANCE_STATUS_LOCK_TIMEOUT)
+    except errors.LockError:
+        logging.error("Can't acquire lock on instance status file '%s',"
+                      " not updating", path)
+        return
+    try:
         data: dict[str, tuple[float, str]] = {}
         for group in groups:
             group_file = pathutils.WATCHER_GROUP_INSTANCE_STATUS_FILE % group
@@ -617,19 +617,10 @@ def _AcquireLock() -> int | None:
     path = pathutils.WATCHER_LOCK_FILE
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as err:
+        return utils.LockFile(path)
+    except (OSError, errors.LockError) as err:
         logging.error("Can't acquire lock on %s: %s", path, err)
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        logging.error("Can't acquire lock on %s: %s", path,
-                      errors.LockError("Failed to lock %s in exclusive mode"
-                                       % path))
-        return None
-    return fd
 
 
 def Main() -> int:
