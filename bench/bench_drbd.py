@@ -14,6 +14,12 @@ test/test_storage_drbd.py with real qemu-storage-daemon processes):
 * resync: 10% of a 1 GiB disk written (1 MiB pieces at random offsets)
   while the secondary was away; the bytes the mirror copied when it came
   back and the time until in sync (target: about 10%, not 100%);
+* with ``--kvm``: what a KVM guest's block layer gets, ``qemu-img
+  bench`` (1 MiB sequential and 4 KiB random writes, O_DIRECT, one
+  request at a time) into the plain file, the primary's FUSE device,
+  the device daemon's NBD socket and the image daemon's NBD socket (the
+  one KVM guests attach to on a primary): medians and the ratios to the
+  file;
 * with ``--failover`` (a virtual cluster, slower): a running fake
   hypervisor instance whose primary node died (its noded and drbd
   daemons killed), the time of ``gnt-instance failover
@@ -21,7 +27,7 @@ test/test_storage_drbd.py with real qemu-storage-daemon processes):
 
 Usage: bench/bench_drbd.py [--seq-mib 64] [--random-writes 2000]
                            [--sync-every 64] [--rounds 5] [--resync-mib 1024]
-                           [--failover] [--seed 1]
+                           [--kvm] [--failover] [--seed 1]
 """
 
 import argparse
@@ -29,8 +35,10 @@ import errno
 import mmap
 import os
 import random
+import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -165,6 +173,45 @@ def Throughput(base: str, args: argparse.Namespace) -> None:
         _Stop(pair)
 
 
+def QemuBench(target: str, size: str, count: int) -> float:
+    """Seconds ``qemu-img bench`` takes for ``count`` writes."""
+    out = subprocess.run(
+        ["qemu-img", "bench", "-w", "-f", "raw", "-t", "none", "-i",
+         "threads", "-d", "1", "-s", size, "-c", str(count), target],
+        check=True, capture_output=True, text=True).stdout
+    match = re.search(r"Run completed in ([0-9.]+) seconds", out)
+    assert match, out
+    return float(match.group(1))
+
+
+def KvmPaths(base: str, args: argparse.Namespace) -> None:
+    """Rounds over the paths a guest may write through (module doc)."""
+    plain = os.path.join(base, "kvm-plain.img")
+    with open(plain, "wb") as fobj:
+        fobj.truncate(64 * MIB)
+    pair = _NewPair(base, 64)
+    try:
+        dev = pair.Dev("pnode")
+        paths = {"file": plain, "fuse device": dev.device}
+        for name, sock in (("device daemon", dev.nbd_socket),
+                           ("image daemon", dev.image_socket)):
+            paths[name] = "nbd+unix:///disk?socket=%s" % sock
+        for label, size, count in (("sequential 1 MiB", "1M", 64),
+                                   ("random 4 KiB", "4k",
+                                    args.random_writes)):
+            times: dict[str, list[float]] = {name: [] for name in paths}
+            for _ in range(args.rounds):
+                for name, path in paths.items():
+                    times[name].append(QemuBench(path, size, count))
+            base_time = median(times["file"])
+            print("qemu-img bench %s: %s (medians of %d rounds)" % (
+                label, ", ".join(
+                    "%s %.0f%%" % (name, 100 * base_time / median(spent))
+                    for name, spent in times.items()), args.rounds))
+    finally:
+        _Stop(pair)
+
+
 def Resync(base: str, args: argparse.Namespace) -> None:
     size = args.resync_mib
     pair = _NewPair(base, size)
@@ -232,6 +279,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5,
                         help="file/drbd throughput rounds (medians)")
     parser.add_argument("--resync-mib", type=int, default=1024)
+    parser.add_argument("--kvm", action="store_true",
+                        help="also compare the paths a KVM guest may"
+                        " write through")
     parser.add_argument("--failover", action="store_true",
                         help="also time a failover on a virtual cluster")
     parser.add_argument("--seed", type=int, default=1)
@@ -240,6 +290,8 @@ def main() -> None:
     try:
         Throughput(base, args)
         Resync(base, args)
+        if args.kvm:
+            KvmPaths(base, args)
         if args.failover:
             Failover()
     finally:

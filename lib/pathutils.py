@@ -115,6 +115,8 @@ JOB_QUEUE_DRAIN_FILE = QUEUE_DIR + "/drain"
 
 # The watcher's lock: held while a watcher (and its group children) runs
 WATCHER_LOCK_FILE = LOCK_DIR + "/ganeti-watcher.lock"
+# Held while a live-repair command runs: one at a time on a node
+REPAIR_COMMAND_LOCK_FILE = LOCK_DIR + "/ganeti-repair-command.lock"
 # Every instance's status as the watcher last saw it ("<name> <status>")
 INSTANCE_STATUS_FILE = RUN_DIR + "/instance-status"
 
@@ -185,6 +187,14 @@ def DrbdSocketPath(port: int) -> str:
     export name ``disk``): KVM guests attach to it. Short: Unix socket
     paths are limited to 107 bytes."""
     return os.path.join(DRBD_RUN_DIR, "d%d.nbd" % port)
+
+
+def DrbdImageSocketPath(port: int) -> str:
+    """The Unix socket a drbd disk's primary serves its image daemon's
+    export ``disk`` on (NBD, no TLS), while it serves no peer: KVM
+    guests attach to it when it is there, one process less per write
+    than through DrbdSocketPath (storage.drbd_daemon)."""
+    return os.path.join(DRBD_RUN_DIR, "d%d.img" % port)
 
 
 # Files that may be uploaded to a node through the upload_file RPC.

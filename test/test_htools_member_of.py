@@ -160,3 +160,72 @@ def test_moves_keep_off_forbidden_nodes(kind):
     text = answer["info"] if kind == "relocate" else \
         answer["result"][1][0][1]
     assert "%s: excluded by member_of '!licensed'" % second in text
+
+
+def test_node_evacuate_applies_each_instances_own_member_of():
+    """Moving several instances, each may have further values of its own
+    (the cluster's reservation defaults depend on its tags): they steer
+    that instance only, ANDed with the request's member_of, and its
+    refusal names them."""
+    msg = simu.Message(4, 2, memory=16384, skew=0.75,
+                       templates=(constants.DT_DISKLESS, ))
+    msg["aggregates"] = {LICENSED: "licensed"}
+    _License(msg, NODES[1:3])
+    first, second = sorted(msg["instances"])
+    assert {inst["nodes"][0] for inst in msg["instances"].values()} == \
+        {NODES[0]}
+    msg["request"] = {"type": "node-evacuate", "instances": [first, second],
+                      "evac_mode": constants.NODE_EVAC_PRI,
+                      "instance_member_of": {first: ["!" + LICENSED]}}
+    answer = allocator.Run(msg)
+    assert answer["success"], answer
+    moved, failed, _ = answer["result"]
+    assert not failed
+    targets = {name: nodes[0] for name, _, nodes in moved}
+    assert targets[first] == NODES[3]
+    assert targets[second] in NODES[1:3]
+    # ANDed with the request's own: nothing is left for the first
+    msg["request"]["member_of"] = [LICENSED]
+    moved, failed, _ = allocator.Run(msg)["result"]
+    assert [name for name, _, _ in moved] == [second]
+    ((name, reason), ) = failed
+    assert name == first
+    assert "%s: excluded by member_of '!licensed'" % NODES[1] in reason
+    assert "%s: excluded by member_of 'licensed'" % NODES[3] in reason
+    msg["request"]["instance_member_of"] = ["!" + LICENSED]
+    with pytest.raises(errors.ParameterError, match="instance_member_of"):
+        allocator.Run(msg)
+
+
+def test_change_group_applies_each_instances_own_member_of():
+    """change-group (gnt-instance change-group, gnt-group evacuate) keeps
+    each instance off the nodes its own values exclude, in whichever
+    group it picks; a refusal names the value per node."""
+    msg = simu.Message(4, 1, groups=2, memory=16384, skew=0.75,
+                       templates=(constants.DT_DISKLESS, ))
+    msg["aggregates"] = {LICENSED: "licensed"}
+    # node2 is the emptiest node of the other group
+    msg["nodes"][NODES[2]]["free_memory"] += 4096
+    (name, ) = msg["instances"]
+    msg["request"] = {"type": constants.IALLOCATOR_MODE_CHG_GROUP,
+                      "instances": [name], "target_groups": []}
+
+    def Target():
+        answer = allocator.Run(msg)
+        assert answer["success"], answer
+        moved, failed, _ = answer["result"]
+        assert not failed, failed
+        ((_, group, nodes), ) = moved
+        assert group == "group1"
+        return nodes[0]
+
+    _License(msg, {NODES[2]})
+    assert Target() == NODES[2]
+    msg["request"]["instance_member_of"] = {name: ["!" + LICENSED]}
+    assert Target() == NODES[3]
+    _License(msg, NODES[2:])
+    answer = allocator.Run(msg)
+    moved, ((failed, reason), ), _ = answer["result"]
+    assert not moved and failed == name
+    for node in NODES[2:]:
+        assert "%s: excluded by member_of '!licensed'" % node in reason

@@ -130,18 +130,10 @@ def _InstallAllocator(cluster) -> None:
 @pytest.fixture(scope="module")
 def vc():
     # Short enough for the hanging allocator (masterd passes it to noded)
-    old = os.environ.get(iallocator.ENV_TIMEOUT)
-    os.environ[iallocator.ENV_TIMEOUT] = "3"
-    try:
-        with InstanceCluster("--ipolicy-bounds-specs",
-                             SMALL_IPOLICY_BOUNDS) as cluster:
-            _InstallAllocator(cluster)
-            yield cluster
-    finally:
-        if old is None:
-            os.environ.pop(iallocator.ENV_TIMEOUT, None)
-        else:
-            os.environ[iallocator.ENV_TIMEOUT] = old
+    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
+                         env={iallocator.ENV_TIMEOUT: "3"}) as cluster:
+        _InstallAllocator(cluster)
+        yield cluster
 
 
 def _Remove(vc, *names: str) -> None:
@@ -161,8 +153,8 @@ def test_input_message_has_every_field(vc):
     try:
         vc.Run("gnt-node", "modify", "--drained=yes", NODE3)
         text = vc.Run("gnt-debug", "iallocator", "--dir", "in", "-t",
-                      "file", "--disks", "12", "--mem", "16",
-                      "newinst").stdout
+                      "file", "--disks", "12", "--memory", "16", "-p",
+                      "2", "newinst").stdout
     finally:
         vc.Run("gnt-node", "modify", "--drained=no", NODE3)
         _Remove(vc, "msg1")
@@ -205,7 +197,7 @@ def test_input_message_has_every_field(vc):
                         "disks", "disk_space_total", "nics",
                         "required_nodes", "hypervisor"}
     assert (req["type"], req["required_nodes"], req["disk_space_total"],
-            req["memory"]) == ("allocate", 1, 12, 16)
+            req["memory"], req["vcpus"]) == ("allocate", 1, 12, 16, 2)
 
 
 @pytest.mark.parametrize("mode,extra", [

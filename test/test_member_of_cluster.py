@@ -130,6 +130,52 @@ def test_moves_chosen_by_the_allocator_keep_member_of(vc):
         RemoveInstances(vc, "mover")
 
 
+def _EvacuateWithTheDefaults(vc, reserved, plain):
+    """gnt-node evacuate applies each instance's reservation defaults:
+    the untagged instances on node1 may go neither to the reserved node2
+    nor to the free pool's node3, whether the allocator picks or the
+    admin names the node; once node3 is reserved for r1 too, the tagged
+    instances leave node2 for it."""
+    out = Fail(vc, "gnt-node", "evacuate", "-f", "--primary-only", NODE1)
+    for name in plain:
+        assert "%s (" % name in out, out
+    assert "%s: excluded by member_of '!in:" % NODE2 in out, out
+    assert "%s: excluded by member_of '!in:" % NODE3 in out, out
+    out = Fail(vc, "gnt-node", "evacuate", "-f", "--primary-only", "-n",
+               NODE3, NODE1)
+    # The first instance refused is node1's ballast (untagged too)
+    assert "Node %s is excluded for instance ballast by member_of '!in:" \
+        % NODE3 in out, out
+    assert {PrimaryNode(vc, name) for name in plain} == {NODE1}
+    vc.Run("gnt-node", "modify", "--add-aggregates", "res-r1", NODE3)
+    try:
+        vc.Run("gnt-node", "evacuate", "-f", "--primary-only", NODE2)
+        assert {PrimaryNode(vc, name) for name in reserved} == {NODE3}
+    finally:
+        vc.Run("gnt-node", "modify", "--remove-aggregates", "res-r1", NODE3)
+
+
+def _ChangeGroupWithTheDefaults(vc, reserved, plain):
+    """gnt-instance change-group and gnt-group evacuate apply them too:
+    in the group g2 of the reserved node2, an untagged instance finds no
+    node, a tagged one lands there."""
+    vc.Run("gnt-group", "add", "g2")
+    vc.Run("gnt-group", "assign-nodes", "g2", NODE2)
+    try:
+        out = Fail(vc, "gnt-instance", "change-group", "--to", "g2",
+                   plain[0])
+        assert "Unable to evacuate instances %s (" % plain[0] in out, out
+        assert "%s: excluded by member_of '!in:" % NODE2 in out, out
+        out = Fail(vc, "gnt-group", "evacuate", "--to", "g2", "default")
+        for name in plain:
+            assert "%s (" % name in out, out
+        vc.Run("gnt-instance", "change-group", "--to", "g2", reserved[0])
+        assert PrimaryNode(vc, reserved[0]) == NODE2
+    finally:
+        vc.Run("gnt-group", "assign-nodes", "default", NODE2)
+        vc.Run("gnt-group", "remove", "g2")
+
+
 def test_reservation_flow_with_the_cluster_prefixes(vc):
     """The spec's deployer flow: with both prefixes set to
     ``reservation:``, node3 is the free pool (metadata ``reservation:``)
@@ -170,6 +216,8 @@ def test_reservation_flow_with_the_cluster_prefixes(vc):
         out = Fail(vc, *_AddArgs("both", "--tags", "reservation:r1",
                                  "--member-of", "!res-r1"))
         assert "FailMemberOf" in out, out
+        _EvacuateWithTheDefaults(vc, reserved, plain)
+        _ChangeGroupWithTheDefaults(vc, reserved, plain)
     finally:
         RemoveInstances(vc, *reserved, *plain)
         vc.Run("gnt-cluster", "modify", "--placement-required-prefix", "",
@@ -182,3 +230,29 @@ def test_reservation_flow_with_the_cluster_prefixes(vc):
         for node in (NODE2, NODE3):
             vc.Run("gnt-node", "modify", "--add-aggregates", "licensed",
                    node)
+
+
+def test_aggregate_commands(vc):
+    """gnt-cluster aggregate list, info, add with metadata, rename and
+    remove: node groups are aggregates too, named aggregates list their
+    nodes and metadata."""
+    out = vc.Run("gnt-cluster", "aggregate", "list").stdout
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+    assert rows["default"][2] == "Y", out
+    assert rows["licensed"][2] == "N", out
+    assert rows["licensed"][3].split(",") == [NODE2, NODE3], out
+    uuid = vc.Run("gnt-cluster", "aggregate", "add", "--metadata",
+                  "owner=ops,reservation:", "tmp").stdout.strip()
+    try:
+        vc.Run("gnt-cluster", "aggregate", "rename", "tmp", "tmp2")
+        out = vc.Run("gnt-cluster", "aggregate", "info", "tmp2").stdout
+        for line in ("Aggregate: tmp2", "UUID: %s" % uuid,
+                     "Node group: N", "owner: ops", "reservation:: ",
+                     "Nodes: (none)"):
+            assert line in out, out
+        assert "tmp" not in vc.Run("gnt-cluster", "aggregate", "list",
+                                   "licensed").stdout
+    finally:
+        vc.Run("gnt-cluster", "aggregate", "remove", "tmp2")
+    out = Fail(vc, "gnt-cluster", "aggregate", "info", "tmp2")
+    assert "Aggregate 'tmp2' not known" in out, out

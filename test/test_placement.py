@@ -365,6 +365,37 @@ def test_a_removed_node_takes_the_allocations_against_it(placement_cfg):
     assert store.Serial(placement_cfg.GetPlacementState()) == serial
 
 
+def test_a_removed_node_takes_its_unused_child_providers(placement_cfg):
+    """Providers the API created under a node (a NUMA cell and its own
+    child) keep the node from going while they have allocations, the
+    refusal naming them and their consumers; without allocations they go
+    with the node (they are not left behind as roots of their own)."""
+    node = objects.Node(name="node2.example.test", primary_ip="127.0.0.2",
+                        secondary_ip="127.0.0.2",
+                        group=placement_cfg.LookupNodeGroup(None))
+    placement_cfg.AddNode(node)
+    snapshot = ([model.Provider(uuid=node.uuid, name=node.name)], [])
+    source = store.ConfigSource(placement_cfg)
+    cache = store.Store()
+    with cache.Changing(source, snapshot) as state:
+        state.CreateProvider("numa0", A, node.uuid)
+        state.CreateProvider("numa0-pf", B, A)
+        state.CreateProvider("elsewhere", C, None)
+        state.SetInventories(B, 0, {"VCPU": {"total": 4}}, True)
+        state.SetAllocations({C: {"allocations": {B: {"VCPU": 1}}}}, True)
+    text = _Refused(placement_cfg.RemoveNode, node.uuid, status=None)
+    assert "Node %s still has Placement resource providers with" \
+        " allocations under it: numa0-pf (%s) by consumer(s) %s" % (
+            node.name, B, C) in text
+    assert node.uuid in placement_cfg.GetNodeList()
+    with cache.Changing(source, snapshot) as state:
+        state.DeleteAllocations(C)
+    placement_cfg.RemoveNode(node.uuid)
+    assert node.uuid not in placement_cfg.GetNodeList()
+    with cache.Reading(source) as state:
+        assert set(state.providers) == {C}
+
+
 def _ReservationCluster(required="reservation:", forbidden="reservation:"):
     cluster = objects.Cluster(
         placement_required_prefix=required,

@@ -13,7 +13,7 @@ from ganeti.placement import model, nodes, params, search, store
 from test_placement_api import Client
 from testutils_cluster import SMALL_IPOLICY_BOUNDS
 from testutils_instance import (CHECKS, NODE1, NODE2, RAPI_PORT, Config,
-                                InstanceCluster, NodeUuid)
+                                Fail, InstanceCluster, NodeUuid)
 
 N1 = "11111111-1111-4111-8111-111111111111"
 N2 = "22222222-2222-4222-8222-222222222222"
@@ -245,7 +245,9 @@ def test_api_state_is_replicated_and_follows_node_removal(vc):
     candidate NODE2 holds them too; removing a node takes their
     allocations on it along: GET /allocations/{consumer} answers without
     the node (it failed with a KeyError), a consumer left with none is
-    unknown. Runs last in the module: it removes NODE2."""
+    unknown. A provider the API created under the node keeps it while it
+    has allocations and goes with it otherwise. Runs last in the module:
+    it removes NODE2."""
     cluster, client = vc
     uuids = _NodeUuids(cluster)
     both, only2 = "77777777-7777-4777-8777-777777777777", \
@@ -261,7 +263,26 @@ def test_api_state_is_replicated_and_follows_node_removal(vc):
     while not _Replicated(cluster, NODE2, {both, only2}):
         assert time.monotonic() < deadline, "not replicated to " + NODE2
         time.sleep(0.2)
-    cluster.Run("gnt-node", "remove", NODE2)
+    # A provider the API created under NODE2 keeps it while in use
+    numa = "99999999-9999-4999-8999-999999999999"
+    client.Ok("POST", "/resource_providers", {
+        "name": "numa2", "uuid": numa, "parent_provider_uuid": uuids[NODE2]})
+    client.Ok("PUT", "/resource_providers/%s/inventories" % numa, {
+        "resource_provider_generation": 0,
+        "inventories": {"VCPU": {"total": 2}}})
+    client.Ok("PUT", "/allocations/%s" % CHILD, {
+        "allocations": {numa: {"resources": {"VCPU": 1}}},
+        "project_id": "p2", "user_id": "u", "consumer_generation": None,
+        "consumer_type": "TEST"}, status=204)
+    out = Fail(cluster, "gnt-node", "remove", NODE2)
+    assert "Node %s still has Placement resource providers with" \
+        " allocations under it: numa2 (%s) by consumer(s) %s" % (
+            NODE2, numa, CHILD) in out, out
+    client.Ok("DELETE", "/allocations/%s" % CHILD, status=204)
+    out = cluster.Run("gnt-node", "remove", NODE2).stdout
+    assert "Removing the Placement resource providers under the node:" \
+        " numa2" in out, out
+    client.Ok("GET", "/resource_providers/%s" % numa, status=404)
     answer = client.Ok("GET", "/allocations/%s" % both)
     assert {rp: a["resources"] for rp, a in answer["allocations"].items()} \
         == {uuids[NODE1]: {"VCPU": 1}}

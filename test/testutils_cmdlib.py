@@ -164,18 +164,28 @@ class LUContext:
         cluster.candidate_pool_size = size
         self.cfg.Update(cluster)
 
-    def AddInstance(self, name, primary, secondary=None):
-        """An instance on ``primary`` (diskless), or DRBD with a
-        ``secondary`` node."""
+    def AddInstance(self, name, primary, secondary=None, file_disk=False):
+        """An instance on ``primary`` (diskless), DRBD with a
+        ``secondary`` node, or with ``file_disk`` one file disk."""
         inst = objects.Instance(name=name, primary_node=primary,
                                 hypervisor=constants.HT_FAKE, os="noop")
         disks = []
+        if file_disk:
+            disks.append(objects.Disk(
+                dev_type=constants.DT_FILE, size=128, nodes=[primary],
+                logical_id=[constants.FD_LOOP,
+                            "/srv/ganeti/file-storage/%s/disk0" % name]))
         if secondary is not None:
             disks.append(objects.Disk(
                 dev_type=constants.DT_DRBD8, size=128,
                 logical_id=[primary, secondary, 11000, 0, 0, "secret"],
                 nodes=[primary, secondary]))
         self.cfg.AddInstance(inst, disks)
+        self.glm.acquire(locking.LEVEL_CLUSTER, [locking.BGL])
+        try:
+            self.glm.add(locking.LEVEL_INSTANCE, inst.uuid)
+        finally:
+            self.glm.release(locking.LEVEL_CLUSTER)
         return inst.uuid
 
 

@@ -149,22 +149,40 @@ def ResolveMemberOf(lu: LogicalUnit, values: list[str],
     return list(_MemberOf(lu, values, tags))
 
 
+def InstancesReservationMemberOf(lu: LogicalUnit, instances: Iterable[Any]
+                                 ) -> dict[str, list[str]]:
+    """The cluster's reservation defaults of each of several instances
+    moved by one request (name -> ``member_of`` values; instances without
+    any left out): unlike the opcode's own ``member_of``, they depend on
+    each instance's tags."""
+    cluster = lu.cfg.GetClusterInfo()
+    result = {}
+    for inst in instances:
+        values = list(pcluster.ReservationMemberOf(cluster, inst.GetTags()))
+        if values:
+            result[inst.name] = values
+    return result
+
+
 def CheckNodesMemberOf(lu: LogicalUnit, values: list[str],
                        node_uuids: list[str],
-                       tags: Iterable[str] | None) -> None:
+                       tags: Iterable[str] | None,
+                       instance_name: str | None = None) -> None:
     """Nodes the admin chose must satisfy ``member_of`` too: the
     constraint holds however the nodes are picked. Refusals name the
-    value as given."""
+    value as given (and the instance, when one opcode moves several)."""
     given = _MemberOf(lu, values, tags)
     if not given:
         return
     member_of = MemberOf(list(given))
+    whose = " for instance %s" % instance_name if instance_name else ""
     for uuid in node_uuids:
         node = lu.cfg.GetNodeInfo(uuid)
         failed = member_of.Failed(pcluster.NodeAggregates(node))
         if failed is not None:
             raise errors.OpPrereqError(
-                "Node %s is excluded by %s" % (node.name, given[failed]),
+                "Node %s is excluded%s by %s" % (node.name, whose,
+                                                 given[failed]),
                 errors.ECODE_INVAL)
 
 

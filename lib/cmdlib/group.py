@@ -7,8 +7,9 @@ needs no lock change.
 
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, locking, objects, opcodes
-from ganeti.cmdlib.allocator import LoadNodeEvacResult, RunAllocator
+from ganeti import constants, errors, locking, objects, opcodes, utils
+from ganeti.cmdlib.allocator import (InstancesReservationMemberOf,
+                                     LoadNodeEvacResult, RunAllocator)
 from ganeti.cmdlib.base import (ExpandNodeUuidAndName, LogicalUnit,
                                 NoHooksLU, ResultWithJobs)
 from ganeti.masterd import iallocator
@@ -182,7 +183,7 @@ class LUGroupAssignNodes(NoHooksLU):
         new_splits, previous_splits = self._SplitInstances()
         if not new_splits:
             return
-        names = ", ".join(config.NiceSort(new_splits))
+        names = ", ".join(utils.NiceSort(new_splits))
         if not self.op.force:
             raise errors.OpPrereqError("The following instances get split by"
                                        " this change and --force was not"
@@ -193,7 +194,7 @@ class LUGroupAssignNodes(NoHooksLU):
         if previous_splits:
             self.LogWarning("In addition, these already-split instances"
                             " continue to be split across groups: %s",
-                            ", ".join(config.NiceSort(previous_splits)))
+                            ", ".join(utils.NiceSort(previous_splits)))
 
     def _SplitInstances(self) -> tuple[list[str], list[str]]:
         """Names of the DRBD instances newly split by the move, and of
@@ -289,7 +290,7 @@ class LUGroupRemove(_GroupLU):
             raise errors.OpPrereqError("Group '%s' not empty, has the"
                                        " following nodes: %s" %
                                        (self.op.group_name,
-                                        ", ".join(config.NiceSort(members))),
+                                        ", ".join(utils.NiceSort(members))),
                                        errors.ECODE_STATE)
         if len(self.cfg.GetAllNodeGroupsInfo()) == 1:
             raise errors.OpPrereqError("Group '%s' is the only group, cannot"
@@ -418,9 +419,12 @@ class LUGroupEvacuate(_GroupLU):
             self.LogInfo("No instances to evacuate from node group %s",
                          op.group_name)
             return ResultWithJobs([])
+        instances = [self.cfg.GetInstanceInfo(uuid)
+                     for uuid in self.instance_uuids]
         req = iallocator.IAReqGroupChange(
-            [self.cfg.GetInstanceInfo(uuid).name
-             for uuid in self.instance_uuids], self.target_uuids)
+            [inst.name for inst in instances], self.target_uuids,
+            instance_member_of=InstancesReservationMemberOf(self,
+                                                            instances))
         ial = RunAllocator(self, req, op.iallocator)
         jobs = LoadNodeEvacResult(self, ial.result, op.early_release, False)
         self.LogInfo("Iallocator returned %s job(s) for evacuating node"

@@ -15,6 +15,7 @@ import os
 from typing import Callable
 
 from ganeti import constants, errors, objects
+from ganeti.cmdlib.allocator import CheckNodesMemberOf
 from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.instance_utils import (
     INSTANCE_DOWN, AssembleInstanceDisks, CheckInstanceState,
@@ -90,6 +91,9 @@ class DiskTemplateConversion:
                     "Given new secondary node %s is the same as the primary"
                     " node of the instance" % lu.op.remote_node,
                     errors.ECODE_STATE)
+            # A new node: the cluster's reservation defaults apply
+            CheckNodesMemberOf(lu, [], [self.snode],
+                               self.instance.GetTags())
             CheckNodeOnline(lu, self.snode)
             CheckNodeNotDrained(lu, self.snode)
             CheckNodeVmCapable(lu, self.snode)

@@ -43,8 +43,8 @@ from typing import Any, Callable
 
 from ganeti import constants, errors, locking, objects, opcodes
 from ganeti.cmdlib.allocator import (
-    CheckIAllocatorOrNode, CheckNodesMemberOf, LoadNodeEvacResult,
-    ResolveMemberOf, RunAllocator)
+    CheckIAllocatorOrNode, CheckNodesMemberOf, InstancesReservationMemberOf,
+    LoadNodeEvacResult, ResolveMemberOf, RunAllocator)
 from ganeti.cmdlib.base import (
     ExpandNodeUuidAndName, LogicalUnit, ResultWithJobs)
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
@@ -55,7 +55,7 @@ from ganeti.cmdlib.instance_utils import (
     CheckNodeNotDrained, CheckNodeOnline, CheckNodeVmCapable,
     GetInstanceInfoText, InstanceLU, InstanceRuntimeInfo, RemoveDisks,
     SetDisksActive, SetInstancePrimaryNode, SettledMirrorStatus,
-    ShutdownInstanceDisks, StartInstance)
+    ShutdownInstanceDisks, StartInstance, WaitForSync)
 from ganeti.masterd import iallocator
 
 # Seconds between two polls of the migration status, and between two
@@ -329,6 +329,9 @@ class TLMigrateInstance:
         source_node = self.cfg.GetNodeInfo(source)
         target_name = self._NodeName(self.target_node_uuid)
         if self.int_mirror:
+            if not (instance.disks_active or source_node.offline or
+                    self.ignore_consistency):
+                self._AssembleForCheck()
             self._CheckMirrorConsistency(source_node)
         self.feedback_fn("* shutting down instance on source node")
         logging.info("Shutting down instance %s on node %s", instance.name,
@@ -369,6 +372,22 @@ class TLMigrateInstance:
                           ignore_secondaries=self.int_mirror)
         elif self.instance.disks_active:
             self.instance = SetDisksActive(lu, self.instance.uuid, False)
+
+    def _AssembleForCheck(self) -> None:
+        """Assemble the pair of an instance whose disks are down.
+
+        Only the primary's running mirror knows whether the secondary
+        holds every write (unlike DRBD's metadata, an image records
+        nothing of it), so Ganeti's skip of the check for such instances
+        could make a stale copy the primary's. The resync is incremental
+        (persistent bitmap); the failover's shutdown takes the pair down
+        again.
+        """
+        self.feedback_fn("* activating the instance's disks to check their"
+                         " consistency")
+        disks = self._Disks()
+        AssembleInstanceDisks(self.lu, self.instance, disks)
+        WaitForSync(self.lu, self.instance, disks)
 
     def _CheckMirrorConsistency(self, source_node: objects.Node) -> None:
         """The target must hold all the data (Ganeti's disk consistency
@@ -843,7 +862,9 @@ class LUInstanceChangeGroup(InstanceLU):
     The instance allocator's (``-I``, else the cluster's default)
     ``change-group`` answer gives the follow-up jobs: a migration (falling
     back to a failover for a stopped instance) for externally mirrored
-    disks, an instance move (copying the disks) for plain and file ones.
+    disks; for drbd ones a new secondary in the target group, a migration
+    to it and another new secondary there; an instance move (copying the
+    disks) for plain and file ones.
     """
 
     HPATH = "instance-change-group"
@@ -908,7 +929,7 @@ class LUInstanceChangeGroup(InstanceLU):
                                        errors.ECODE_INVAL)
         self.target_uuids = sorted(targets)
         self.template = self.cfg.GetInstanceDiskTemplate(instance.uuid)
-        if self.template not in constants.DTS_EXT_MIRROR and \
+        if self.template not in constants.DTS_MIRRORED and \
                 self.template not in constants.DTS_COPYABLE:
             raise errors.OpPrereqError(
                 "Instance's disk layout '%s' does not allow changing the"
@@ -927,8 +948,10 @@ class LUInstanceChangeGroup(InstanceLU):
         return [master], [master]
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
-        req = iallocator.IAReqGroupChange([self.instance.name],
-                                          self.target_uuids)
+        req = iallocator.IAReqGroupChange(
+            [self.instance.name], self.target_uuids,
+            instance_member_of=InstancesReservationMemberOf(
+                self, [self.instance]))
         ial = RunAllocator(self, req, self.op.iallocator)
         return ResultWithJobs(LoadNodeEvacResult(
             self, ial.result, self.op.early_release, False))
@@ -962,7 +985,12 @@ class LUNodeMigrate(LogicalUnit):
 
     def CheckPrereq(self) -> None:
         self.instance_uuids = self.cfg.GetNodeInstances(self.op.node_uuid)[0]
-        if self.instance_uuids:
+        # What the admin named goes to every migration (Ganeti's rule); the
+        # cluster's default allocator only to those that need a new node:
+        # a drbd instance moves to its secondary and refuses an allocator
+        self.requested = (self.op.iallocator, self.op.target_node)
+        if any(self.cfg.GetInstanceDiskTemplate(uuid) not in
+               constants.DTS_INT_MIRROR for uuid in self.instance_uuids):
             CheckIAllocatorOrNode(self, "iallocator", "target_node")
 
     def BuildHooksEnv(self) -> dict[str, Any]:
@@ -975,12 +1003,16 @@ class LUNodeMigrate(LogicalUnit):
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
         op = self.op
-        jobs = [[opcodes.OpInstanceMigrate(
-            instance_name=self.cfg.GetInstanceInfo(uuid).name,
-            mode=op.mode, live=op.live, target_node=op.target_node,
-            allow_runtime_changes=op.allow_runtime_changes,
-            ignore_ipolicy=op.ignore_ipolicy, iallocator=op.iallocator)]
-            for uuid in self.instance_uuids]
+        jobs = []
+        for uuid in self.instance_uuids:
+            iallocator, target = (
+                self.requested if self.cfg.GetInstanceDiskTemplate(uuid) in
+                constants.DTS_INT_MIRROR else (op.iallocator, op.target_node))
+            jobs.append([opcodes.OpInstanceMigrate(
+                instance_name=self.cfg.GetInstanceInfo(uuid).name,
+                mode=op.mode, live=op.live, target_node=target,
+                allow_runtime_changes=op.allow_runtime_changes,
+                ignore_ipolicy=op.ignore_ipolicy, iallocator=iallocator)])
         return ResultWithJobs(jobs)
 
 
@@ -999,7 +1031,8 @@ class LUNodeEvacuate(LogicalUnit):
     disruptive way its disks allow: a migration (falling back to a
     failover) when they are externally mirrored, a failover when it is
     stopped, a live migration when the hypervisor copies its ``file``
-    disks, else a move copying them.
+    disks, else a move copying them; a drbd primary migrates to its
+    secondary and the named node becomes its new secondary.
     """
 
     HPATH = "node-evacuate"
@@ -1045,6 +1078,7 @@ class LUNodeEvacuate(LogicalUnit):
     def CheckPrereq(self) -> None:
         op = self.op
         self.instance_uuids = self._Instances()
+        self.instance_member_of: dict[str, list[str]] = {}
         owned = self.glm.list_owned(locking.LEVEL_INSTANCE)
         names = sorted(self.cfg.GetInstanceInfo(uuid).name
                        for uuid in self.instance_uuids)
@@ -1063,27 +1097,40 @@ class LUNodeEvacuate(LogicalUnit):
             return
         self.LogInfo("Evacuating instances from node '%s': %s",
                      op.node_name, ", ".join(names))
+        instances = [self.cfg.GetInstanceInfo(uuid)
+                     for uuid in self.instance_uuids]
         if op.iallocator:
-            # The allocator's answer says what can move where
+            # The allocator's answer says what can move where; the
+            # cluster's reservation defaults differ by instance
+            self.instance_member_of = InstancesReservationMemberOf(
+                self, instances)
             return
         target = op.remote_node_uuid
-        CheckNodesMemberOf(self, op.member_of, [target], None)
+        for inst in sorted(instances, key=lambda inst: inst.name):
+            CheckNodesMemberOf(self, op.member_of, [target], inst.GetTags(),
+                               inst.name)
         CheckNodeOnline(self, target)
         CheckNodeNotDrained(self, target)
         CheckNodeVmCapable(self, target)
-        instances = [self.cfg.GetInstanceInfo(uuid)
-                     for uuid in self.instance_uuids]
         for inst in instances:
             if inst.primary_node == target:
                 raise errors.OpPrereqError(
                     "Node %s is the primary node of instance %s, cannot use"
                     " it as secondary" % (op.remote_node, inst.name),
                     errors.ECODE_INVAL)
+            if (op.mode != constants.NODE_EVAC_PRI and
+                    inst.primary_node == op.node_uuid and
+                    target in self.cfg.GetInstanceSecondaryNodes(inst.uuid)):
+                raise errors.OpPrereqError(
+                    "Node %s is the secondary node of instance %s, cannot"
+                    " use it as the new secondary" % (op.remote_node,
+                                                      inst.name),
+                    errors.ECODE_INVAL)
         stuck = sorted(
             "%s (%s)" % (inst.name, template) for inst, template in
             ((inst, self.cfg.GetInstanceDiskTemplate(inst.uuid))
              for inst in instances if inst.primary_node == op.node_uuid)
-            if template not in constants.DTS_EXT_MIRROR and
+            if template not in constants.DTS_MIRRORED and
             template not in constants.DTS_COPYABLE)
         if stuck:
             raise errors.OpPrereqError(
@@ -1100,44 +1147,61 @@ class LUNodeEvacuate(LogicalUnit):
         master = self.cfg.GetMasterNode()
         return [master], [master]
 
-    def _MoveOp(self, uuid: str) -> opcodes.OpCode:
-        """The opcode moving one instance to the target node."""
+    def _MoveOps(self, uuid: str) -> list[opcodes.OpCode]:
+        """The opcodes moving one instance to the target node.
+
+        A drbd primary moves to its secondary (hail's ``failover``), the
+        target becoming the new secondary unless it is that already
+        (``FailoverAndReplace``).
+        """
         instance = self.cfg.GetInstanceInfo(uuid)
         template = self.cfg.GetInstanceDiskTemplate(uuid)
         target = self.op.remote_node
+        new_secondary = opcodes.OpInstanceReplaceDisks(
+            instance_name=instance.name, remote_node=target, disks=[],
+            mode=constants.REPLACE_DISK_CHG,
+            early_release=self.op.early_release)
         if instance.primary_node != self.op.node_uuid:
             # The node is the secondary of a drbd instance
-            return opcodes.OpInstanceReplaceDisks(
-                instance_name=instance.name, remote_node=target, disks=[],
-                mode=constants.REPLACE_DISK_CHG,
-                early_release=self.op.early_release)
+            return [new_secondary]
         running = instance.admin_state == objects.ADMINST_UP
+        if template in constants.DTS_INT_MIRROR:
+            ops: list[opcodes.OpCode] = [
+                opcodes.OpInstanceMigrate(instance_name=instance.name,
+                                          allow_failover=True)
+                if running else
+                opcodes.OpInstanceFailover(instance_name=instance.name)]
+            if self.op.remote_node_uuid not in \
+                    self.cfg.GetInstanceSecondaryNodes(uuid):
+                ops.append(new_secondary)
+            return ops
         if template in constants.DTS_EXT_MIRROR:
             if running:
-                return opcodes.OpInstanceMigrate(
+                return [opcodes.OpInstanceMigrate(
                     instance_name=instance.name, target_node=target,
-                    allow_failover=True)
-            return opcodes.OpInstanceFailover(instance_name=instance.name,
-                                              target_node=target)
+                    allow_failover=True)]
+            return [opcodes.OpInstanceFailover(instance_name=instance.name,
+                                               target_node=target)]
         if (running and template == constants.DT_FILE and
                 HypervisorClass(instance.hypervisor).CAN_MIGRATE_STORAGE):
-            return opcodes.OpInstanceMigrate(instance_name=instance.name,
-                                             target_node=target)
-        return opcodes.OpInstanceMove(instance_name=instance.name,
-                                      target_node=target)
+            return [opcodes.OpInstanceMigrate(instance_name=instance.name,
+                                              target_node=target)]
+        return [opcodes.OpInstanceMove(instance_name=instance.name,
+                                       target_node=target)]
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
         op = self.op
         if not self.instance_uuids:
             return ResultWithJobs([])
         if not op.iallocator:
-            return ResultWithJobs([[self._MoveOp(uuid)]
+            return ResultWithJobs([self._MoveOps(uuid)
                                    for uuid in self.instance_uuids])
         req = iallocator.IAReqNodeEvac(
             [self.cfg.GetInstanceInfo(uuid).name
              for uuid in self.instance_uuids], op.mode,
             ignore_soft_errors=bool(op.ignore_soft_errors),
-            member_of=ResolveMemberOf(self, op.member_of, None))
+            member_of=ResolveMemberOf(self, op.member_of, None),
+            instance_member_of=self.instance_member_of)
         ial = RunAllocator(self, req, op.iallocator)
         return ResultWithJobs(LoadNodeEvacResult(self, ial.result,
                                                  op.early_release, True))

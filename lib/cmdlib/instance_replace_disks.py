@@ -19,7 +19,9 @@ Two kinds of replacement, both while the instance runs:
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, objects
-from ganeti.cmdlib.allocator import RunAllocator
+from ganeti.cmdlib.allocator import (CheckIAllocatorOrNode,
+                                     CheckNodesMemberOf, ResolveMemberOf,
+                                     RunAllocator)
 from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.instance_utils import (
     AssembleInstanceDisks, CheckNodeFreeDisk, CheckNodeNotDrained,
@@ -48,6 +50,9 @@ class LUInstanceReplaceDisks(InstanceLU):
                 raise errors.OpPrereqError(
                     "Give either the iallocator or the new secondary, not"
                     " both", errors.ECODE_INVAL)
+            if remote is None:
+                # "-I ." names the cluster's default allocator
+                CheckIAllocatorOrNode(self, "iallocator", "remote_node")
         elif remote is not None or self.op.iallocator is not None:
             raise errors.OpPrereqError(
                 "The iallocator and new node options can only be used when"
@@ -161,6 +166,8 @@ class LUInstanceReplaceDisks(InstanceLU):
             raise errors.OpPrereqError("The specified node is already the"
                                        " secondary node of the instance",
                                        errors.ECODE_INVAL)
+        # The cluster's reservation defaults, however the node was chosen
+        CheckNodesMemberOf(self, [], [new], instance.GetTags())
         CheckNodeOnline(self, instance.primary_node)
         CheckNodeOnline(self, new)
         CheckNodeNotDrained(self, new)
@@ -172,7 +179,8 @@ class LUInstanceReplaceDisks(InstanceLU):
         """The allocator's new secondary (Ganeti's relocation request)."""
         req = iallocator.IAReqRelocate(
             inst_uuid=self.instance.uuid,
-            relocate_from_node_uuids=[self.old_snode])
+            relocate_from_node_uuids=[self.old_snode],
+            member_of=ResolveMemberOf(self, [], self.instance.GetTags()))
         ial = RunAllocator(self, req, self.op.iallocator)
         if len(ial.result) != 1:
             raise errors.OpPrereqError(

@@ -13,12 +13,13 @@ shrink a pool that is larger than wanted.
 import logging
 from typing import Any, Callable
 
-from ganeti import (bootstrap, config, constants, errors, locking, netutils,
-                    objects)
+from ganeti import (bootstrap, constants, errors, locking, netutils, objects,
+                    utils)
 from ganeti.cmdlib.base import (ExpandNodeUuidAndName, LogicalUnit,
                                 NoHooksLU, RunPostHook)
 from ganeti.parameters.base import ForceParamDict, GetUpdatedParams
 from ganeti.placement import cluster as pcluster
+from ganeti.placement import model as pmodel
 from ganeti.rpc import node as rpc_node
 
 
@@ -309,10 +310,18 @@ class LUNodeRemove(LogicalUnit):
             raise errors.OpPrereqError("Instance %s is still running on the"
                                        " node, please remove first" %
                                        inst.name, errors.ECODE_INVAL)
+        placement = self.cfg.GetPlacementState()
+        pmodel.CheckNodeRemovable(placement, self.node.uuid, self.node.name)
+        self.placement_below = sorted(
+            p["name"] for p in pmodel.ProvidersUnder(placement,
+                                                     self.node.uuid))
 
     def Exec(self, feedback_fn: Callable[[str], None]) -> None:
         node = self.node
         logging.info("Removing node %s from the cluster", node.name)
+        if self.placement_below:
+            self.LogInfo("Removing the Placement resource providers under"
+                         " the node: %s", ", ".join(self.placement_below))
         AdjustCandidatePool(self, [node.uuid])
         # The node's own post hooks, while it is still reachable
         RunPostHook(self, node.uuid)
@@ -691,7 +700,7 @@ class LUNodeQueryStorage(NoHooksLU):
                                           su_args, self.op.name, fields)
         result = []
         nodes = sorted((self.cfg.GetNodeInfo(uuid) for uuid in node_uuids),
-                       key=lambda node: config.NiceSortKey(node.name))
+                       key=lambda node: utils.NiceSortKey(node.name))
         for node in nodes:
             nresult = data[node.uuid]
             if nresult.offline:
@@ -701,7 +710,7 @@ class LUNodeQueryStorage(NoHooksLU):
                                 node.name, nresult.fail_msg)
                 continue
             rows = {row[0]: row for row in nresult.payload}
-            for name in config.NiceSort(rows):
+            for name in utils.NiceSort(rows):
                 row = rows[name]
                 out = []
                 for field in self.op.output_fields:

@@ -18,9 +18,10 @@ an iallocator message raises ``errors.ParameterError``.
 
 Our extensions of the message: each node's Placement aggregate UUIDs
 (``aggregates``), their names (top-level ``aggregates``) and, in an
-allocate, relocate or node-evacuate request, ``member_of`` (Placement's
-values, ANDed): nodes that fail it are no candidates (``FailMemberOf``,
-``excluded by member_of``).
+allocate, relocate, node-evacuate or change-group request, ``member_of``
+(Placement's values, ANDed): nodes that fail it are no candidates
+(``FailMemberOf``, ``excluded by member_of``); a node-evacuate or
+change-group request may add values per instance (``instance_member_of``).
 """
 
 import sys
@@ -43,6 +44,10 @@ EXPLAIN_TOP = 5
 # Our extension key of allocate requests: Placement ``member_of`` values
 # (aggregate UUIDs), ANDed; allocators that do not know it ignore it
 REQ_MEMBER_OF = "member_of"
+# And of node-evacuate and change-group requests: instance name -> further
+# member_of values of that instance alone (the cluster's reservation
+# defaults)
+REQ_INSTANCE_MEMBER_OF = "instance_member_of"
 
 
 def _Answer(success: bool, info: str, result: Any) -> dict:
@@ -198,6 +203,17 @@ class _Request:
                            for item in sorted(result.details.items()))
         return kept, excluded
 
+    @staticmethod
+    def _InstanceMemberOf(req: dict, name: str) -> dict:
+        """The request's ``member_of`` with instance ``name``'s own
+        values (``instance_member_of``) ANDed, as a request fragment."""
+        own = req.get(REQ_INSTANCE_MEMBER_OF) or {}
+        if not isinstance(own, dict):
+            raise errors.ParameterError("Invalid %s: not an object" %
+                                        REQ_INSTANCE_MEMBER_OF)
+        return {REQ_MEMBER_OF: list(req.get(REQ_MEMBER_OF) or ()) +
+                list(own.get(name) or ())}
+
     def Relocate(self, req: dict) -> dict:
         inst = self._Instance(req["name"])
         sources = list(req.get("relocate_from") or ())
@@ -244,7 +260,8 @@ class _Request:
                 scores[group.uuid] = Score(self.cluster.GroupNodes(group))
             targets, not_admitted = self._Admitted(
                 group, evacuate.GroupTargets(self.cluster, group,
-                                             excluded | {inst.pnode}), req)
+                                             excluded | {inst.pnode}),
+                self._InstanceMemberOf(req, inst.name))
             try:
                 plan = evacuate.PlanInstance(self.cluster, inst, mode,
                                              targets, scores[group.uuid],
@@ -280,7 +297,8 @@ class _Request:
                                           self.cluster.groups.values())
                       if group is not current]
             try:
-                plan = self._ChangeGroupPlan(inst, groups)
+                plan = self._ChangeGroupPlan(
+                    inst, groups, self._InstanceMemberOf(req, name))
             except evacuate.EvacError as err:
                 failed.append((inst.name, str(err)))
                 continue
@@ -288,10 +306,14 @@ class _Request:
             moved.append((inst, plan))
         return self._EvacAnswer(moved, failed)
 
-    def _ChangeGroupPlan(self, inst: Instance, groups: list) -> list:
+    def _ChangeGroupPlan(self, inst: Instance, groups: list,
+                         member_of: dict) -> list:
+        """The moves into the best of ``groups``, on nodes admitted by
+        ``member_of`` (a request fragment) only."""
         required = 2 if inst.internal_mirror else 1
         results = [placement.TryGroup(self.cluster, self.score, group, inst,
-                                      required, None, self.strict, keep=1)
+                                      required, None, self.strict, keep=1,
+                                      member_of=self._MemberOf(member_of))
                    for group in groups
                    if inst.networks <= group.networks]
         alloc = placement.Allocation(results, [])
@@ -299,7 +321,9 @@ class _Request:
             raise evacuate.EvacError("No group can take the instance: %s" %
                                      alloc.Info())
         group = alloc.chosen.group
-        targets = evacuate.GroupTargets(self.cluster, group, set())
+        targets, _ = self._Admitted(
+            group, evacuate.GroupTargets(self.cluster, group, set()),
+            member_of)
         score = Score(self.cluster.GroupNodes(group))
         return evacuate.PlanInstance(self.cluster, inst, evacuate.CHANGE_ALL,
                                      targets, score, self.strict, copy=True)

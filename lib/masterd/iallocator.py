@@ -11,11 +11,11 @@ and never a half-done operation.
 
 import importlib
 import logging
-import os
 from typing import Any
 
 from ganeti import constants, errors, ht, objects, serializer
 from ganeti.placement import cluster as pcluster
+from ganeti.utils import tunable
 
 # Opcodes an evacuation or group-change answer may contain
 _EVAC_OPCODES = frozenset(["OP_INSTANCE_FAILOVER", "OP_INSTANCE_MIGRATE",
@@ -37,11 +37,7 @@ ENV_TIMEOUT = "GANETI_IALLOCATOR_TIMEOUT"
 
 def _Timeout() -> float:
     """How long an allocator program may run."""
-    try:
-        value = float(os.environ.get(ENV_TIMEOUT, ""))
-    except ValueError:
-        return constants.IALLOCATOR_TIMEOUT
-    return value if value > 0 else constants.IALLOCATOR_TIMEOUT
+    return tunable.Seconds(ENV_TIMEOUT, constants.IALLOCATOR_TIMEOUT)
 
 
 def DiskSpaceTotal(disks: list[dict], template: str) -> int:
@@ -269,6 +265,16 @@ class _IAReqEvacBase(IARequest):
     RESULT_CHECK = _TNevacResult
     # The opcodes its jobs may contain
     OPCODES = _EVAC_OPCODES
+    # Instance name -> its own further member_of values (the cluster's
+    # reservation defaults, which depend on the instance's tags)
+    instance_member_of: dict[str, list[str]] | None = None
+
+    def _WithInstanceMemberOf(self, request: dict) -> dict:
+        if self.instance_member_of:
+            request["instance_member_of"] = {
+                name: list(values)
+                for name, values in self.instance_member_of.items()}
+        return request
 
     def ValidateResult(self, ia: "IAllocator", result: Any) -> None:
         super().ValidateResult(ia, result)
@@ -299,15 +305,18 @@ class IAReqNodeEvac(_IAReqEvacBase):
 
     def __init__(self, instances: list[str], evac_mode: str,
                  ignore_soft_errors: bool = False,
-                 member_of: list[str] | None = None):
+                 member_of: list[str] | None = None,
+                 instance_member_of: dict[str, list[str]] | None = None):
         self.instances = instances
         self.evac_mode = evac_mode
         self.ignore_soft_errors = ignore_soft_errors
         self.member_of = member_of
+        self.instance_member_of = instance_member_of
 
     def GetRequest(self, cfg: Any) -> dict:
-        return _WithMemberOf({"instances": list(self.instances),
-                              "evac_mode": self.evac_mode}, self.member_of)
+        return self._WithInstanceMemberOf(_WithMemberOf(
+            {"instances": list(self.instances),
+             "evac_mode": self.evac_mode}, self.member_of))
 
     def ExtraParams(self) -> dict:
         return {"ignore-soft-errors": None} if self.ignore_soft_errors \
@@ -321,9 +330,11 @@ class IAReqGroupChange(_IAReqEvacBase):
     # plain and file instances change group by a copy of their disks
     OPCODES = _EVAC_OPCODES | {"OP_INSTANCE_MOVE"}
 
-    def __init__(self, instances: list[str], target_groups: list[str]):
+    def __init__(self, instances: list[str], target_groups: list[str],
+                 instance_member_of: dict[str, list[str]] | None = None):
         self.instances = instances
         self.target_groups = target_groups
+        self.instance_member_of = instance_member_of
 
     def _First(self, cfg: Any) -> objects.Instance | None:
         return cfg.GetInstanceInfoByName(self.instances[0]) \
@@ -340,8 +351,9 @@ class IAReqGroupChange(_IAReqEvacBase):
             super().DiskTemplate(cfg)
 
     def GetRequest(self, cfg: Any) -> dict:
-        return {"instances": list(self.instances),
-                "target_groups": list(self.target_groups)}
+        return self._WithInstanceMemberOf(
+            {"instances": list(self.instances),
+             "target_groups": list(self.target_groups)})
 
 
 class IAllocator:
@@ -425,7 +437,9 @@ class IAllocator:
             return result
         hv_name = self.req.Hypervisor(self.cfg)
         template = self.req.DiskTemplate(self.cfg)
+        # drbd images live below the file storage directory (storage.drbd)
         storage_dir = {constants.DT_FILE: cluster.file_storage_dir,
+                       constants.DT_DRBD8: cluster.file_storage_dir,
                        constants.DT_SHARED_FILE:
                        cluster.shared_file_storage_dir}.get(template)
         uuids = [node.uuid for node in live]

@@ -113,10 +113,46 @@ class Consumer:
         return cls(**data)
 
 
+def ProvidersUnder(data: dict, uuid: str) -> list[dict]:
+    """The stored providers (``State.ToDict``) in the tree under the
+    provider ``uuid``: its children, theirs and so on, parents first."""
+    providers = data.get("providers", [])
+    below: list[dict] = []
+    parents = {uuid}
+    while parents:
+        level = [p for p in providers if p["parent"] in parents]
+        below += level
+        parents = {p["uuid"] for p in level}
+    return below
+
+
+def CheckNodeRemovable(data: dict, uuid: str, name: str) -> None:
+    """Refuse to remove the node ``name`` while providers the API created
+    under it (NUMA cells and the like) have allocations: Placement never
+    deletes a provider in use, and those consumers are not the cluster's
+    to drop. Providers under a node without allocations describe parts of
+    the node and go with it (``WithoutProvider``)."""
+    in_use = {c["uuid"]: c for c in data.get("consumers", [])}
+    busy = []
+    for provider in ProvidersUnder(data, uuid):
+        users = sorted(consumer for consumer, c in in_use.items()
+                       if provider["uuid"] in c["allocations"])
+        if users:
+            busy.append("%s (%s) by consumer(s) %s" % (
+                provider["name"], provider["uuid"], ", ".join(users)))
+    if busy:
+        raise errors.OpPrereqError(
+            "Node %s still has Placement resource providers with"
+            " allocations under it: %s; delete those allocations (DELETE"
+            " /placement/allocations/{consumer}) first" %
+            (name, "; ".join(busy)), errors.ECODE_STATE)
+
+
 def WithoutProvider(data: dict, uuid: str) -> dict | None:
-    """A stored state (``State.ToDict``) without the allocations against
-    the provider ``uuid`` of a node leaving the cluster; None if it has
-    none.
+    """A stored state (``State.ToDict``) without the provider tree of a
+    node leaving the cluster: the allocations against the node ``uuid``
+    and the API's providers under it (``CheckNodeRemovable`` made sure
+    they have no allocations); None if there is none of either.
 
     Placement never lists an allocation against a provider that is gone
     (it refuses to delete one that has allocations); a node is removed by
@@ -126,7 +162,8 @@ def WithoutProvider(data: dict, uuid: str) -> dict | None:
     their generations change.
     """
     consumers = data.get("consumers", [])
-    if not any(uuid in c["allocations"] for c in consumers):
+    below = {p["uuid"] for p in ProvidersUnder(data, uuid)}
+    if not below and not any(uuid in c["allocations"] for c in consumers):
         return None
     kept = []
     for consumer in consumers:
@@ -138,7 +175,9 @@ def WithoutProvider(data: dict, uuid: str) -> dict | None:
             consumer = dict(consumer, allocations=allocations,
                             generation=consumer["generation"] + 1)
         kept.append(consumer)
-    return dict(data, consumers=kept)
+    return dict(data, consumers=kept,
+                providers=[p for p in data.get("providers", [])
+                           if p["uuid"] not in below])
 
 
 class State:
@@ -389,12 +428,15 @@ class State:
         provider.generation += 1
         return provider
 
-    def SetInventory(self, uuid: str, rclass: str, generation: Any,
+    def SetInventory(self, uuid: str, rclass: str, generation: int | None,
                      data: dict, reserved_may_equal: bool,
                      must_exist: bool) -> Provider:
-        """Add or replace the inventory of one resource class."""
+        """Add or replace the inventory of one resource class; the
+        generation is checked unless None (Placement's POST, which adds
+        one, has none to check)."""
         provider = self.GetWritableProvider(uuid)
-        self.CheckGeneration(provider, generation)
+        if generation is not None:
+            self.CheckGeneration(provider, generation)
         if must_exist and rclass not in provider.inventories:
             raise errors.PlacementError(
                 400, "No inventory record with resource class for resource"

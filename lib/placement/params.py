@@ -372,7 +372,8 @@ def _CheckTraitConflicts(groups: list[RequestGroup]) -> None:
                                                    ", ".join(names)))
     if conflicts:
         _BadRequest("Conflicting required and forbidden traits found in the"
-                    " following traits keys: %s" % ", ".join(conflicts))
+                    " following traits keys: %s" %
+                    ", ".join(sorted(conflicts)))
 
 
 def _ParseSameSubtree(query: Query) -> list[list[str]]:

@@ -37,6 +37,9 @@ def ParseConsumerRequest(res: base.Resource, body: Any) -> dict:
             base.CheckUuid(rp_uuid)
             item = base.CheckObject(item, ("resources", "generation"),
                                     ("resources", ))
+            if "generation" in item:
+                # Accepted and ignored, as in Placement
+                base.CheckGeneration(item["generation"])
             allocations[rp_uuid] = _CheckResources(item["resources"])
     else:
         value = body["allocations"]
@@ -53,9 +56,8 @@ def ParseConsumerRequest(res: base.Resource, body: Any) -> dict:
     for key in ("project_id", "user_id", "consumer_type"):
         if key in body:
             base.CheckString(body[key])
-    if "consumer_generation" in body and \
-            body["consumer_generation"] is not None:
-        base.CheckInt(body["consumer_generation"])
+    if "consumer_generation" in body:
+        base.CheckGeneration(body["consumer_generation"], nullable=True)
     return dict(body, allocations=allocations)
 
 

@@ -55,6 +55,18 @@ def CheckInt(value: Any, minimum: int = 0,
     return value
 
 
+def CheckGeneration(value: Any, nullable: bool = False) -> int | None:
+    """A generation in a body: any integer (None too, for a consumer that
+    should be new), as Placement's schemas have it. One that nothing has,
+    negative ones included, is then stale (409), not malformed (400)."""
+    if value is None and nullable:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        BadBody("%s is not of type %s" % (
+            _Repr(value), "'integer', 'null'" if nullable else "'integer'"))
+    return value
+
+
 def CheckString(value: Any, max_length: int = 255) -> str:
     if not isinstance(value, str):
         BadBody("%s is not of type 'string'" % _Repr(value))
@@ -93,7 +105,8 @@ def CheckInventories(body: Any) -> tuple[int, dict[str, dict]]:
     .../inventories, also one provider's part of a reshape)."""
     body = CheckObject(body, ("resource_provider_generation", "inventories"),
                        ("resource_provider_generation", "inventories"))
-    generation = CheckInt(body["resource_provider_generation"])
+    generation = body["resource_provider_generation"]
+    CheckGeneration(generation)
     if not isinstance(body["inventories"], dict):
         BadBody("%r is not of type 'object'" % (body["inventories"], ))
     return generation, {rc: CheckInventory(data)

@@ -111,15 +111,17 @@ class Inventories(base.Resource):
     def POST(self) -> dict:
         body = base.CheckInventory(self.body, ("resource_class",
                                                "resource_provider_generation"))
-        for key in ("resource_class", "resource_provider_generation"):
-            if key not in body:
-                base.BadBody("'%s' is a required property" % key)
+        if "resource_class" not in body:
+            base.BadBody("'resource_class' is a required property")
+        # The generation may be given but is not checked, as in Placement
+        if "resource_provider_generation" in body:
+            base.CheckGeneration(body["resource_provider_generation"])
         rclass = body["resource_class"]
         data = {k: v for k, v in body.items() if k in model.INVENTORY_FIELDS}
         with self.store.Changing() as state:
             provider = state.SetInventory(
-                self.items[0], rclass, body["resource_provider_generation"],
-                data, self.AtLeast(1, 26), must_exist=False)
+                self.items[0], rclass, None, data, self.AtLeast(1, 26),
+                must_exist=False)
             self.Created("/resource_providers/%s/inventories/%s" %
                          (provider.uuid, rclass))
             return _InventoryBody(provider, rclass)
@@ -149,6 +151,7 @@ class Inventory(base.Resource):
         if "resource_provider_generation" not in body:
             base.BadBody("'resource_provider_generation' is a required"
                          " property")
+        base.CheckGeneration(body["resource_provider_generation"])
         data = {k: v for k, v in body.items() if k in model.INVENTORY_FIELDS}
         with self.store.Changing() as state:
             provider = state.SetInventory(
@@ -184,6 +187,7 @@ class ProviderTraits(base.Resource):
         if not isinstance(traits, list) or \
                 not all(isinstance(t, str) for t in traits):
             base.BadBody("%r is not of type 'array' of strings" % (traits, ))
+        base.CheckGeneration(body["resource_provider_generation"])
         with self.store.Changing() as state:
             return self._Answer(state.SetProviderTraits(
                 self.items[0], body["resource_provider_generation"], traits))
@@ -220,7 +224,8 @@ class ProviderAggregates(base.Resource):
                                     ("aggregates",
                                      "resource_provider_generation"))
             aggregates, generation = (body["aggregates"],
-                                      body["resource_provider_generation"])
+                                      base.CheckGeneration(
+                                          body["resource_provider_generation"]))
         else:
             aggregates = self.body
         if not isinstance(aggregates, list):
