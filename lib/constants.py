@@ -393,6 +393,34 @@ DIAGNOSE_STATUSES = frozenset([DIAGNOSE_OK, DIAGNOSE_LIVE_REPAIR,
 # repair_command RPC waits a little longer)
 REPAIR_COMMAND_TIMEOUT = 30 * 60
 
+# Only one repair command runs on a node at a time: a request waits this
+# long for the one running; a refused or failed one is answered only after
+# REPAIR_COMMAND_FAIL_DELAY seconds, the lock still held, so that failures
+# can't be provoked in quick succession (the restricted commands' rules)
+REPAIR_COMMAND_LOCK_TIMEOUT = 60
+REPAIR_COMMAND_FAIL_DELAY = 5
+
+# Auto-repair (harep, and maintd doing harep's duties): the instance,
+# group or cluster tags allowing repairs up to a type, suspending them
+# (forever, or until a Unix time), and the state tags of a repair
+AUTO_REPAIR_TAG_PREFIX = "ganeti:watcher:autorepair:"
+AUTO_REPAIR_TAG_ENABLED = AUTO_REPAIR_TAG_PREFIX
+AUTO_REPAIR_TAG_PENDING = AUTO_REPAIR_TAG_PREFIX + "pending:"
+AUTO_REPAIR_TAG_RESULT = AUTO_REPAIR_TAG_PREFIX + "result:"
+AUTO_REPAIR_TAG_SUSPENDED = AUTO_REPAIR_TAG_PREFIX + "suspend:"
+AUTO_REPAIR_FIX_STORAGE = "fix-storage"
+AUTO_REPAIR_MIGRATE = "migrate"
+AUTO_REPAIR_FAILOVER = "failover"
+AUTO_REPAIR_REINSTALL = "reinstall"
+# From the least to the most destructive; each allows the ones before it
+AUTO_REPAIR_TYPES = (AUTO_REPAIR_FIX_STORAGE, AUTO_REPAIR_MIGRATE,
+                     AUTO_REPAIR_FAILOVER, AUTO_REPAIR_REINSTALL)
+AUTO_REPAIR_SUCCESS = "success"
+AUTO_REPAIR_FAILURE = "failure"
+AUTO_REPAIR_ENOPERM = "enoperm"
+AUTO_REPAIR_ALL_RESULTS = frozenset([AUTO_REPAIR_SUCCESS, AUTO_REPAIR_FAILURE,
+                                     AUTO_REPAIR_ENOPERM])
+
 # RPC -------------------------------------------------------------------------
 RPC_CONNECT_TIMEOUT = 5
 # Header of a request not safe to repeat: its id, run at most once by the
@@ -473,8 +501,11 @@ CV_ENODEN1 = (CV_TNODE, "ENODEN1",
               "Not enough memory to accommodate instance failovers")
 CV_EINSTANCEFAULTYDISK = (CV_TINSTANCE, "EINSTANCEFAULTYDISK",
                           "Impossible to retrieve status for a disk")
+# Ganeti's code and title; here the block daemons of the drbd disks
+CV_ENODEDRBD = (CV_TNODE, "ENODEDRBD", "Error parsing the DRBD status file")
 CV_ALL_ECODES = frozenset([
-    CV_EINSTANCEFAULTYDISK, CV_ENODEN1, CV_ECLUSTERCFG, CV_ECLUSTERCERT,
+    CV_EINSTANCEFAULTYDISK, CV_ENODEDRBD, CV_ENODEN1, CV_ECLUSTERCFG,
+    CV_ECLUSTERCERT,
     CV_ECLUSTERFILECHECK,
     CV_ECLUSTERDANGLINGNODES, CV_ECLUSTERDANGLINGINST, CV_ENODEFILECHECK,
     CV_ENODERPC, CV_ENODEVERSION, CV_ENODETIME,
@@ -505,6 +536,9 @@ NV_FILE_STORAGE_FILES_MAX = 10000
 # The name of a hypervisor: its view of the node (GetNodeInfo), whose
 # free memory the N+1 check compares with what failovers would need
 NV_HVINFO = "hvinfo"
+# The drbd disk sides whose block daemons run on the node: answered as
+# [[port, disk UUID or None, device exported (the primary role)], ...]
+NV_DRBDLIST = "drbd-list"
 
 # Largest clock difference between a node and the master, in seconds
 NODE_MAX_CLOCK_SKEW = 150
@@ -574,6 +608,11 @@ DTS_GROWABLE = frozenset([DT_SHARED_FILE, DT_DRBD8, DT_PLAIN, DT_EXT,
                           DT_FILE])
 DTS_MAY_ADOPT = frozenset([DT_BLOCK, DT_PLAIN])
 DTS_MUST_ADOPT = frozenset([DT_BLOCK])
+# Disk parameters of Ganeti's naming the LVM volume groups of a disk (its
+# data and, for drbd, metadata): no template here keeps a disk in LVM, so
+# they are accepted and unused, as Ganeti does for its file templates
+# (scripts pass them for drbd disks)
+IDISK_LVM_PARAMS = frozenset(["vg", "metavg"])
 DTS_FILEBASED = frozenset([DT_FILE, DT_SHARED_FILE])
 # Storage local to one node, which a move copies to another
 DTS_COPYABLE = frozenset([DT_PLAIN, DT_FILE])

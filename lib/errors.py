@@ -98,6 +98,11 @@ class JobLost(GenericError):
     """The job is not in the queue (any more)."""
 
 
+class JobCanceled(GenericError):
+    """The job a client waited for was canceled (Ganeti's clients report
+    it as an unhandled error)."""
+
+
 class JobFileCorrupted(GenericError):
     """A job file could not be parsed."""
 
@@ -145,6 +150,11 @@ class CommandError(GenericError):
 
 class SignatureError(GenericError):
     """A signed message has no valid signature of the expected key."""
+
+
+class AutoRepairError(GenericError):
+    """An instance's auto-repair tags contradict each other (two repairs
+    pending at once)."""
 
 
 class DataCollectorError(GenericError):

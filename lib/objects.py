@@ -1196,7 +1196,10 @@ class Maintenance(ConfigObject):
     It lives in the configuration, as design-maintd asks, so that it is
     replicated with it and a maintd on a new master carries on after a
     failover. The settings (``roundDelay``, ``balance``,
-    ``balanceThreshold``) are changed by OpClusterSetParams, ``canceled``
+    ``balanceThreshold``, ``balanceDiskMoves``: whether balancing may move
+    disks, ``balanceDynamicLoad``: whether it balances the nodes' dynamic
+    load (from their monitoring daemons) too, ``harep``: whether maintd
+    does harep's duties) are changed by OpClusterSetParams, ``canceled``
     (the incidents the admin canceled, which maintd never writes) by
     OpClusterRepairCancel; the rest is maintd's state, written through
     the master daemon: the incidents (dicts as ``/1/status`` reports
@@ -1207,6 +1210,9 @@ class Maintenance(ConfigObject):
     roundDelay: int
     balance: bool
     balanceThreshold: float
+    balanceDiskMoves: bool
+    balanceDynamicLoad: bool
+    harep: bool
     jobs: list[int]
     evacuated: list[str]
     incidents: list[dict[str, Any]]
@@ -1221,6 +1227,9 @@ class Maintenance(ConfigObject):
         "roundDelay": ht.TNonNegativeInt,
         "balance": ht.TBool,
         "balanceThreshold": ht.TNonNegativeNumber,
+        "balanceDiskMoves": ht.TBool,
+        "balanceDynamicLoad": ht.TBool,
+        "harep": ht.TBool,
         "jobs": ht.TListOf(ht.TNonNegativeInt),
         "evacuated": ht.TListOf(ht.TString),
         "incidents": ht.TListOf(ht.TDict),
@@ -1234,6 +1243,8 @@ class Maintenance(ConfigObject):
         "roundDelay": constants.MAINTD_DEFAULT_ROUND_DELAY,
         "balance": False,
         "balanceThreshold": constants.MAINTD_DEFAULT_BALANCE_THRESHOLD,
+        "balanceDiskMoves": True, "balanceDynamicLoad": False,
+        "harep": False,
         "jobs": [], "evacuated": [], "incidents": [], "lastRounds": [],
         "lastRoundStart": 0.0, "canceled": [], "serial_no": 1,
     }

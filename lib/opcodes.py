@@ -165,9 +165,9 @@ class OpClusterSetParams(OpCode):
         _PUnsupported("use_external_mip_script", None, ht.TMaybeBool,
                       "Whether to manage the master IP with an external"
                       " script", inactive=(False, )),
-        _PUnsupported("modify_etc_hosts", None, ht.TMaybeBool,
-                      "Whether to keep /etc/hosts of the nodes current",
-                      inactive=(False, )),
+        ("modify_etc_hosts", None, ht.TMaybeBool,
+         "Whether the cluster should keep /etc/hosts of the nodes current"
+         " (recorded only: this cluster does not manage /etc/hosts)"),
         _PUnsupported("gluster_storage_dir", None, ht.TMaybe(ht.TString),
                       "Directory for Gluster-based instance disks",
                       inactive=("", )),
@@ -204,6 +204,16 @@ class OpClusterSetParams(OpCode):
          ht.TMaybe(ht.TNonNegativeNumber),
          "Cluster score above which the maintenance daemon balances the"
          " cluster"),
+        ("maint_balance_disk_moves", None, ht.TMaybeBool,
+         "Whether the maintenance daemon's balancing may move disks"
+         " (replace secondaries) or only fail over and migrate"),
+        ("maint_balance_dynamic_load", None, ht.TMaybeBool,
+         "Whether the maintenance daemon's balancing takes the nodes'"
+         " dynamic load (CPU load from their monitoring daemons) into"
+         " account"),
+        ("maint_harep", None, ht.TMaybeBool,
+         "Whether the maintenance daemon repairs instances as harep does"
+         " (the ganeti:watcher:autorepair tags)"),
     ]
     OP_RESULT = ht.TNone
 
@@ -868,8 +878,8 @@ class OpTestDelay(OpCode):
     """Sleep for a while on the master and/or nodes (tests, benchmarks)."""
     OP_DSC_FIELD = "duration"
     OP_PARAMS = [
-        ("duration", ht.NoDefault, ht.TPositiveNumber,
-         "Duration in seconds (must be positive)"),
+        ("duration", ht.NoDefault, ht.TNonNegativeNumber,
+         "Duration in seconds (0: none, as in Ganeti)"),
         ("on_master", True, ht.TBool, "Whether to sleep on the master"),
         ("on_nodes", [], ht.TListOf(ht.TNonEmptyString),
          "Nodes to sleep on"),

@@ -13,7 +13,8 @@ import os
 from ganeti import constants
 
 import test_gnt_instance_drbd as drbd_tests
-from testutils_instance import (CHECKS, NODE2, Config, DiskPaths,
+from testutils_cluster import WaitFor
+from testutils_instance import (CHECKS, NODE2, NODE3, Config, DiskPaths,
                                 FindInstance, NodeUuid, PrimaryNode,
                                 RemoveInstances)
 from test_gnt_instance_drbd import (SIZE, _Add, _Contents, _Device, _Image,
@@ -195,3 +196,37 @@ def test_convert_file_to_drbd_and_back(vc):
         assert _FileDigest(path) == digest
     finally:
         RemoveInstances(vc, "drbdc1")
+
+
+def _Tags(cluster, name):
+    return cluster.Run("gnt-instance", "list-tags", name).stdout.split()
+
+
+def test_harep_replaces_an_offline_secondary(vc):
+    """harep (Ganeti's auto-repair tags): an instance allowed to be
+    repaired up to ``migrate`` whose secondary is offline gets a new
+    secondary from the allocator (``fix-storage``), tagged pending with
+    the repair's job; the next run tags the result."""
+    _Add(vc, "drbdh1", vc.node, NODE2, "--tags",
+         "ganeti:watcher:autorepair:migrate")
+    vc.Run("gnt-node", "modify", "--offline", "yes", "--auto-promote", NODE2)
+    try:
+        out = vc.Run("harep", "--job-delay", "0").stdout
+        assert "Executing fix-storage repair on drbdh1" in out, out
+        (pending, ) = [tag for tag in _Tags(vc, "drbdh1")
+                       if tag.startswith("ganeti:watcher:autorepair:"
+                                         "pending:fix-storage:")]
+        job_id = int(pending.rsplit(":", 1)[1])
+        WaitFor(lambda: vc.Luxi().QueryJobs([job_id], ["status"])[0][0]
+                in constants.JOBS_FINALIZED, 180, "the repair job")
+        out = vc.Run("harep").stdout
+        assert 'Moving drbdh1 from "Pending repair" to "Healthy"' in out, out
+        tags = _Tags(vc, "drbdh1")
+        assert pending not in tags
+        assert [tag for tag in tags if ":result:" in tag][0].endswith(
+            ":success:%d" % job_id), tags
+        _, (disk, ) = FindInstance(vc, "drbdh1")
+        assert disk["nodes"] == [NodeUuid(vc, vc.node), NodeUuid(vc, NODE3)]
+    finally:
+        vc.Run("gnt-node", "modify", "--offline", "no", NODE2)
+        RemoveInstances(vc, "drbdh1")

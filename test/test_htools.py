@@ -1,6 +1,7 @@
 """The built-in allocator, capacity and balance planning (ganeti.htools)."""
 
 import copy
+import hashlib
 import json
 import os
 import random
@@ -12,7 +13,7 @@ import pytest
 import ganeti
 from ganeti import errors, opcodes
 from ganeti.htools import (allocator, balance, capacity, metrics, model,
-                           moves, movescore, placement, simu)
+                           moves, movescore, placement, simu, utilisation)
 
 pytestmark = pytest.mark.unit
 
@@ -711,11 +712,12 @@ def test_move_scores_equal_apply_score_undo(seed):
         evaluator.Changed({node.name for node in applied.touched})
 
 
-def _ReferencePlan(msg: dict, opts: balance.Options) -> tuple[list, float]:
+def _ReferencePlan(msg: dict, opts: balance.Options,
+                   util: dict | None = None) -> tuple[list, float]:
     """The moves and final score of ``balance.PlanBalance``'s greedy rounds
     (same levels of sources and targets, same acceptance) with each level's
     best move found by applying, scoring and undoing every candidate."""
-    cluster = model.Cluster(msg)
+    cluster = model.Cluster(msg, util)
     nodes = list(cluster.nodes.values())
     strict = not opts.ignore_soft_errors
     online = [node for node in nodes if not node.offline]
@@ -781,3 +783,288 @@ def test_plan_equals_full_rescoring_reference(seed):
         assert [step.move for step in plan.steps] == expected, opts
         assert plan.final_score == final, opts
         assert expected or opts != balance.Options(), opts
+
+
+def test_plan_pinned_for_fixed_cluster():
+    """The plan for a fixed skewed cluster (the benchmark's kind, through
+    every level of ``balance.Levels``) stays move for move what it is:
+    speed-ups of the planner must not change it."""
+    msg = simu.Message(20, 160, templates=("drbd", "diskless"), skew=0.5)
+    plan = balance.PlanBalance(msg)
+    moved = [tuple(step.move) for step in plan.steps]
+    assert moved[:2] == [
+        ("inst00100.example.com", "replace-and-failover",
+         "node0010.example.com"),
+        ("inst00016.example.com", "replace-primary", "node0011.example.com")]
+    assert (len(moved), len(plan.jobsets)) == (118, 66)
+    assert round(plan.initial_score, 9) == 1.367971567
+    assert round(plan.final_score, 9) == 0.16769797
+    digest = hashlib.sha256("\n".join(
+        "%s %s %s" % move for move in moved).encode()).hexdigest()
+    assert digest == ("f0ddd56a34277c6e12c438ba8806579f"
+                      "493c4d31fe50aa8816a40856bd49ceaf")
+
+
+def _Even(nodes: int, per_node: int) -> dict:
+    """A statically balanced cluster: ``per_node`` equal diskless
+    instances on each node (score 0)."""
+    msg = simu.Message(nodes, nodes * per_node, templates=("diskless", ))
+    for data in msg["instances"].values():
+        data["memory"], data["vcpus"] = 1024, 1
+    for name, data in msg["nodes"].items():
+        data["free_memory"] = data["total_memory"] - 1024 - 1024 * sum(
+            1 for inst in msg["instances"].values()
+            if inst["nodes"][0] == name)
+    return msg
+
+
+def _Hot(msg: dict, node: str, cpu: float) -> dict:
+    """Utilisation (CPU only): the node's primaries use ``cpu``, the
+    others 0.1."""
+    return {name: (cpu if data["nodes"][0] == node else 0.1, 0.0, 0.0, 0.0)
+            for name, data in msg["instances"].items()}
+
+
+def test_parse_utilisation():
+    util = utilisation.ParseUtilisation(
+        "inst1 0.5 0.25 1 0\n\n  inst2\t1e-1 0.2 0.3 0.4  \n")
+    assert util == {"inst1": (0.5, 0.25, 1.0, 0.0),
+                    "inst2": (0.1, 0.2, 0.3, 0.4)}
+    assert utilisation.ParseUtilisation("") == {}
+
+
+@pytest.mark.parametrize("text,why", [
+    ("inst1 0.5 0.5 0.5\n", "line 1: expected 'name cpu_util"),
+    ("inst1 0.5 0.5 0.5 0.5 0.5\n", "line 1: expected"),
+    ("inst1 1 1 1 1\ninst2 1 x 1 1\n", "line 2: not a number"),
+    ("inst1 1 -1 1 1\n", "line 1: values must be finite and not negative"),
+    ("inst1 1 nan 1 1\n", "line 1: values must be finite"),
+    ("inst1 1 1 1 1\ninst1 1 1 1 1\n", "line 2: instance inst1 given twice"),
+])
+def test_parse_utilisation_errors(text, why):
+    with pytest.raises(errors.ParameterError, match=why):
+        utilisation.ParseUtilisation(text)
+
+
+def test_read_utilisation_file(tmp_path):
+    path = tmp_path / "util"
+    path.write_text("inst00000.example.com 0.5 0.5 0.5 0.5\n")
+    assert utilisation.ReadUtilisation(str(path)) == {
+        "inst00000.example.com": (0.5, 0.5, 0.5, 0.5)}
+    with pytest.raises(errors.ParameterError,
+                       match="Cannot read the utilisation file"):
+        utilisation.ReadUtilisation(str(tmp_path / "missing"))
+
+
+def test_utilisation_of_unknown_instance_aborts():
+    msg = _Even(3, 2)
+    with pytest.raises(errors.ParameterError,
+                       match="Unknown instance\\(s\\): ghost1, ghost2"):
+        balance.PlanBalance(msg, util={"ghost2": (1, 1, 1, 1),
+                                       "ghost1": (1, 1, 1, 1)})
+
+
+def test_load_components():
+    """Per node the sums of its instances' utilisation (disk also of
+    secondaries), their population std-dev over online nodes with weight
+    1 each; unnamed instances count one per metric; without load data
+    the components are absent and the score is the static one."""
+    msg = simu.Message(3, 6, templates=("drbd", ), memory=32768)
+    names = sorted(msg["instances"])
+    util = {names[0]: (0.8, 0.4, 0.2, 0.6)}
+    plain = metrics.Score(list(model.Cluster(msg).nodes.values()))
+    assert len(plain.weights) == len(metrics.STDDEV_WEIGHTS)
+    assert "cpu_load_cv" not in plain.Components()
+    cluster = model.Cluster(msg, util)
+    score = metrics.Score(list(cluster.nodes.values()))
+    expected = {node: [0.0] * 4 for node in msg["nodes"]}
+    for name, data in msg["instances"].items():
+        values = util.get(name, model.BASE_UTIL)
+        for k in range(4):
+            expected[data["nodes"][0]][k] += values[k]
+        expected[data["nodes"][1]][2] += values[2]
+    for name, node in cluster.nodes.items():
+        assert node.load == pytest.approx(expected[name])
+    components = score.Components()
+    total = plain.Total()
+    for k, name in enumerate(metrics.LOAD_COMPONENTS):
+        column = [expected[node][k] for node in sorted(expected)]
+        mean = sum(column) / 3
+        stddev = (sum((v - mean) ** 2 for v in column) / 3) ** 0.5
+        assert components[name] == pytest.approx(stddev)
+        total += stddev
+    assert score.Total() == pytest.approx(total)
+    # the load follows the instances as they move
+    inst = cluster.instances[names[0]]
+    pnode, snode = cluster.nodes[inst.pnode], cluster.nodes[inst.snode]
+    before = list(pnode.load), list(snode.load)
+    applied = moves.ApplyMove(cluster, moves.Move(names[0], moves.FAILOVER,
+                                                  None), False)
+    assert not isinstance(applied, model.Failure)
+    assert pnode.load == pytest.approx([before[0][0] - 0.8,
+                                        before[0][1] - 0.4, before[0][2],
+                                        before[0][3] - 0.6])
+    assert snode.load == pytest.approx([before[1][0] + 0.8,
+                                        before[1][1] + 0.4, before[1][2],
+                                        before[1][3] + 0.6])
+
+
+def test_dynamic_load_moves_instances_off_a_loaded_node():
+    """Static resources are balanced (nothing to do without load data);
+    with a node's instances busy, instances move off it and the CPU load
+    spreads."""
+    msg = _Even(3, 2)
+    assert balance.PlanBalance(copy.deepcopy(msg)).steps == []
+    hot = "node0000.example.com"
+    util = _Hot(msg, hot, 0.9)
+    plan = balance.PlanBalance(copy.deepcopy(msg), util=util)
+    assert plan.steps
+    first = plan.steps[0].move
+    assert msg["instances"][first.instance]["nodes"][0] == hot
+    assert first.target != hot
+    assert plan.final_score < plan.initial_score
+    cluster = model.Cluster(msg, util)
+    for step in plan.steps:
+        moves.ApplyMove(cluster, step.move, False)
+    loads = [node.load[0] for node in cluster.nodes.values()]
+    assert max(loads) < 1.8
+    # --ignore-dynu's effect: no data, the static plan
+    assert balance.PlanBalance(copy.deepcopy(msg), util=None).steps == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_move_scores_with_load_equal_apply_score_undo(seed):
+    """With load data the analytic candidate scores and the pruned search
+    still agree with applying, scoring and undoing each move."""
+    rnd = random.Random(seed)
+    msg = simu.Message(rnd.randint(3, 8), rnd.randint(10, 40),
+                       memory=32768, seed=seed,
+                       templates=("drbd", "diskless", "plain"), skew=0.5)
+    util = {name: tuple(round(rnd.random(), 2) for _ in range(4))
+            for name in msg["instances"] if rnd.random() < 0.8}
+    cluster = model.Cluster(msg, util)
+    nodes = list(cluster.nodes.values())
+    score = metrics.Score(nodes)
+    evaluator = movescore.Evaluator(cluster, score, True)
+    insts = sorted(cluster.instances.values(), key=lambda inst: inst.name)
+    for _ in range(3):
+        candidates = [move for inst in insts
+                      for move in _Candidates(inst, nodes)]
+        for move in candidates:
+            applied = moves.ApplyMove(cluster, move, True)
+            expected = None
+            if not isinstance(applied, model.Failure):
+                expected = round(score.With(applied.touched), 10)
+                moves.UndoMove(cluster, applied)
+            value = evaluator.Value(move)
+            if expected is None:
+                assert value is None, move
+            else:
+                assert value == pytest.approx(expected, abs=1e-9), move
+        best = evaluator.Best(insts, nodes)
+        assert best == _BruteBest(cluster, score, candidates, True)
+        if best is None:
+            break
+        applied = moves.ApplyMove(cluster, best[1], True)
+        score.Update(applied.touched)
+        evaluator.Changed({node.name for node in applied.touched})
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_plan_with_load_equals_full_rescoring_reference(seed):
+    rnd = random.Random(seed)
+    msg = simu.Message(rnd.randint(6, 9), rnd.randint(24, 36),
+                       memory=32768, seed=seed, skew=0.3,
+                       templates=("drbd", "diskless"))
+    util = {name: tuple(round(rnd.random(), 2) for _ in range(4))
+            for name in msg["instances"]}
+    plan = balance.PlanBalance(copy.deepcopy(msg), util=util)
+    expected, final = _ReferencePlan(copy.deepcopy(msg), balance.Options(),
+                                     util)
+    assert [step.move for step in plan.steps] == expected
+    assert plan.final_score == final
+    assert expected
+
+
+def test_utilisation_from_mond():
+    """A node's busy CPU fraction is shared by its primaries in
+    proportion to their vCPUs; a missing report disables the data."""
+    msg = _Even(2, 2)
+    names = sorted(msg["instances"])
+    msg["instances"][names[0]]["vcpus"] = 3
+    node0, node1 = sorted(msg["nodes"])
+
+    def cpu(total, number):
+        return {"name": "cpu-avg-load", "category": None,
+                "kind": 0, "version": "B", "format_version": 1,
+                "timestamp": 0, "data": {"cpu_total": total,
+                                         "cpu_number": number,
+                                         "cpus": [total / number] * number}}
+
+    reports = {node0: [cpu(2.0, 4)], node1: [cpu(0.5, 4)]}
+    # simu places the instances round-robin: 0 and 2 on node0
+    assert [msg["instances"][name]["nodes"][0] for name in names] == \
+        [node0, node1, node0, node1]
+    util = utilisation.UtilisationFromMond(msg, reports)
+    assert util is not None and sorted(util) == names
+    for name, cpu_util in zip(names, (0.5 * 3 / 4, 0.125 / 2, 0.5 / 4,
+                                       0.125 / 2)):
+        assert util[name] == pytest.approx((cpu_util, 0, 0, 0))
+    assert utilisation.UtilisationFromMond(msg, {node0: reports[node0]}) \
+        is None
+    # an offline node's missing report does not matter
+    msg["nodes"][node1]["offline"] = True
+    assert utilisation.UtilisationFromMond(msg, {node0: reports[node0]})
+    with pytest.raises(errors.ParameterError, match="Can't parse MonD data"):
+        utilisation.ParseMondData('{"node": "x"}')
+    data = utilisation.ParseMondData(json.dumps(
+        [{"node": node0, "reports": reports[node0]}]))
+    assert data == {node0: reports[node0]}
+
+
+def test_hbal_utilisation_options(tmp_path):
+    """-U and --mond-data combine (MonD's CPU load, the file's other
+    metrics); --ignore-dynu takes precedence."""
+    from ganeti.client import hbal
+    msg = _Even(2, 1)
+    inst0, inst1 = sorted(msg["instances"])
+    node0 = msg["instances"][inst0]["nodes"][0]
+    dynu = tmp_path / "dynu"
+    dynu.write_text("%s 0.1 0.2 0.3 0.4\n" % inst0)
+    mond = tmp_path / "mond"
+    mond.write_text(json.dumps([
+        {"node": node, "reports": [{"name": "cpu-avg-load", "data": {
+            "cpu_total": 1.0 if node == node0 else 0.0, "cpu_number": 2}}]}
+        for node in msg["nodes"]]))
+
+    def opts(**values):
+        base = {"ignore_dynu": False, "dynu_file": None, "mond_data": None,
+                "mond": False}
+        base.update(values)
+        return type("Opts", (), base)
+
+    assert hbal._Utilisation(opts(), msg) is None
+    assert hbal._Utilisation(opts(dynu_file=str(dynu)), msg) == {
+        inst0: (0.1, 0.2, 0.3, 0.4)}
+    both = hbal._Utilisation(opts(dynu_file=str(dynu),
+                                  mond_data=str(mond)), msg)
+    assert both == {inst0: (0.5, 0.2, 0.3, 0.4), inst1: (0.0, 0, 0, 0)}
+    assert hbal._Utilisation(opts(ignore_dynu=True, dynu_file=str(dynu),
+                                  mond_data=str(mond)), msg) is None
+
+
+def test_min_score_is_when_to_stop_not_the_least_gain():
+    """hbal's -e only says when the score is good enough: while the
+    score is above it, moves gaining less than it are taken."""
+    msg = simu.Message(10, 60, memory=32768, skew=0.5,
+                       templates=("drbd", ))
+    plan = balance.PlanBalance(copy.deepcopy(msg))
+    small = min(step.gain for step in plan.steps)
+    stop = plan.final_score + (plan.initial_score - plan.final_score) / 2
+    assert small < stop
+    limited = balance.PlanBalance(copy.deepcopy(msg), opts=balance.Options(
+        min_score=stop))
+    assert limited.steps
+    assert [s.move for s in limited.steps] == \
+        [s.move for s in plan.steps[:len(limited.steps)]]
+    assert limited.final_score <= stop < limited.steps[-1].before

@@ -15,6 +15,7 @@ configuration, so the maintd master-failover starts on the new master
 carries on.
 """
 
+import fcntl
 import http.server
 import json
 import re
@@ -141,19 +142,26 @@ def test_maintenance_settings(vc):
     assert "auto balancing: False" in info
     assert "auto balancing threshold: %s" % \
         constants.MAINTD_DEFAULT_BALANCE_THRESHOLD in info
+    assert "auto balancing disk moves: True" in info
+    assert "harep: False" in info
     vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "yes",
-           "--auto-balance-threshold", "2.5")
+           "--auto-balance-threshold", "2.5", "--auto-balance-disk-moves",
+           "no", "--maintd-harep", "yes")
     try:
         info = vc.Run("gnt-cluster", "info").stdout
         assert "auto balancing: True" in info
         assert "auto balancing threshold: 2.5" in info
+        assert "auto balancing disk moves: False" in info
+        assert "harep: True" in info
         maint = _ConfigMaintenance(vc)
         assert (maint["roundDelay"], maint["balance"],
-                maint["balanceThreshold"]) == (0, True, 2.5)
+                maint["balanceThreshold"], maint["balanceDiskMoves"],
+                maint["harep"]) == (0, True, 2.5, False, True)
     finally:
         vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "no",
                "--auto-balance-threshold",
-               str(constants.MAINTD_DEFAULT_BALANCE_THRESHOLD))
+               str(constants.MAINTD_DEFAULT_BALANCE_THRESHOLD),
+               "--auto-balance-disk-moves", "yes", "--maintd-harep", "no")
     result = vc.Run("gnt-cluster", "modify", "--maintenance-interval", "-1",
                     check=False)
     assert result.returncode != 0
@@ -263,6 +271,83 @@ def test_auto_balance(vc):
         vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "no",
                "--auto-balance-threshold",
                str(constants.MAINTD_DEFAULT_BALANCE_THRESHOLD))
+        WaitFor(lambda: _Maintd(vc, "/1/jobs") == [], 120, "the round's end")
+        RemoveInstances(vc, *names)
+
+
+class _LoadMond(http.server.BaseHTTPRequestHandler):
+    """A mond whose only report is a CPU load (the server's ``cpu``)."""
+
+    def do_GET(self):  # pylint: disable=invalid-name
+        if self.path != "/1/report/all":
+            self.send_error(404)
+            return
+        cpu = self.server.cpu  # type: ignore[attr-defined]
+        body = serializer.DumpJsonBytes([report.BuildReport(
+            constants.DATA_COLLECTOR_CPU_LOAD, None, report.KIND_PERFORMANCE,
+            {"cpu_number": 1, "cpus": [cpu], "cpu_total": cpu})])
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args):
+        pass
+
+
+def test_auto_balance_dynamic_load(vc):
+    """With --auto-balance-dynamic-load maintd balances the CPU load the
+    nodes' monds report: at a threshold just above the static score
+    there is nothing to do, but the first node is busy, so an instance
+    moves off it."""
+    names = ["dl1a", "dl1b", "dl2", "dl3"]
+    for name, node in zip(names, (NODE1, NODE1, NODE2, NODE3)):
+        vc.Run("gnt-instance", "add", "-t", "diskless", "-n", node,
+               "--no-install", "-B", "memory=256", *CHECKS, name)
+    assert "auto balancing dynamic load: False" in \
+        vc.Run("gnt-cluster", "info").stdout
+    static = re.search(r"Initial score: ([0-9.]+)",
+                       vc.Run("gnt-cluster", "rebalance").stdout)
+    assert static
+    threshold = "%.6f" % (float(static.group(1)) + 0.05)
+    on_node1 = [name for name, pnode in (line.split("|") for line in vc.Run(
+        "gnt-instance", "list", "--no-headers", "--separator=|", "-o",
+        "name,pnode").stdout.split()) if pnode == NODE1]
+    servers = []
+    for node in vc.nodes.values():
+        node.Run("daemon-util", "stop", "ganeti-mond")
+        server = http.server.ThreadingHTTPServer(
+            (node.node_ip, constants.DEFAULT_MOND_PORT), _LoadMond)
+        server.cpu = 1.0 if node.name == NODE1 else 0.0  # type: ignore
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+    try:
+        out = vc.Run("gnt-cluster", "rebalance", "-e", threshold).stdout
+        assert "already well balanced" in out, out
+        out = vc.Run("gnt-cluster", "rebalance", "-e", threshold, "--mond",
+                     "yes").stdout
+        assert re.search(r"  1\. (%s) +%s => " % (
+            "|".join(on_node1), re.escape(NODE1)), out), out
+        vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "yes",
+               "--auto-balance-threshold", threshold,
+               "--auto-balance-dynamic-load", "yes")
+        assert "auto balancing dynamic load: True" in \
+            vc.Run("gnt-cluster", "info").stdout
+        WaitFor(lambda: any(Field(vc, name, "pnode") != NODE1
+                            for name in on_node1), 120,
+                "a move off the busy node")
+        assert "Balancing with the nodes' dynamic load" in _MaintdLog(vc)
+    finally:
+        vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "no",
+               "--auto-balance-threshold",
+               str(constants.MAINTD_DEFAULT_BALANCE_THRESHOLD),
+               "--auto-balance-dynamic-load", "no")
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+        for node in vc.nodes.values():
+            node.Run("daemon-util", "start", "ganeti-mond")
         WaitFor(lambda: _Maintd(vc, "/1/jobs") == [], 120, "the round's end")
         RemoveInstances(vc, *names)
 
@@ -413,6 +498,11 @@ def test_live_repair_not_white_listed(vc, tmp_path):
     _WriteDiagnose(node3, constants.DIAGNOSE_LIVE_REPAIR, "badfix")
     incident = _Incident(vc, "failed")
     assert incident["tag"] == "maintd:repairfailed:" + incident["id"]
+    # The refusal came only after the back-off delay
+    ((start, end), ) = vc.Luxi().QueryJobs(incident["jobs"][:1],
+                                           ["start_ts", "end_ts"])
+    assert end[0] + end[1] / 1e6 - start[0] - start[1] / 1e6 >= \
+        constants.REPAIR_COMMAND_FAIL_DELAY
     WaitFor(lambda: incident["tag"] in _NodeInfo(vc, NODE3)[2], 30,
           "the repairfailed tag")
     assert "must be writable by its owner only" in \
@@ -421,6 +511,28 @@ def test_live_repair_not_white_listed(vc, tmp_path):
     _WriteDiagnose(node3, constants.DIAGNOSE_OK)
     vc.Run("gnt-node", "remove-tags", NODE3, incident["tag"])
     WaitFor(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")
+
+
+def test_one_repair_command_at_a_time(vc, tmp_path):
+    """A repair command waits while another one runs on its node (the
+    node's repair lock, held here as a running command would)."""
+    node3 = vc.nodes[NODE3]
+    marker = str(tmp_path / "repair-input")
+    _WriteRepair(node3, "fixdisk", marker)
+    lock_path = node3.NodePath(pathutils.REPAIR_COMMAND_LOCK_FILE)
+    os.makedirs(os.path.dirname(lock_path), exist_ok=True)
+    with open(lock_path, "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _WriteDiagnose(node3, constants.DIAGNOSE_LIVE_REPAIR, "fixdisk")
+        incident = _Incident(vc, "pending")
+        WaitFor(lambda: _JobStatus(vc, incident["jobs"][0]) == "running",
+                30, "the repair job to run")
+        time.sleep(2)
+        assert not os.path.exists(marker)
+        assert _JobStatus(vc, incident["jobs"][0]) == "running"
+    incident = _Incident(vc, "completed")
+    assert os.path.exists(marker)
+    _Acknowledge(vc, node3, incident)
 
 
 def test_job_filter_holds_the_round(vc, tmp_path):
@@ -487,6 +599,133 @@ def test_cancel(vc, tmp_path):
     WaitFor(lambda: _Maintd(vc, "/1/status") == [], 60, "the incidents to go")
 
 
+def _FinishedJob(cluster, duration: float = 0.01, fail: bool = False) -> int:
+    """The id of a finished job (a test delay; failing: on a node that
+    does not exist)."""
+    op = {"OP_ID": "OP_TEST_DELAY", "duration": duration}
+    if fail:
+        op["on_nodes"] = ["no-such-node"]
+    job_id = int(cluster.Luxi().SubmitJob([op]))
+    WaitFor(lambda: _JobStatus(cluster, job_id) in ("success", "error"), 30,
+            "the job to finish")
+    return job_id
+
+
+def _Instances(cluster) -> list[str]:
+    return cluster.Run("gnt-instance", "list", "--no-headers", "-o",
+                       "name").stdout.split()
+
+
+def _InstanceTags(cluster, name: str) -> list[str]:
+    return cluster.Run("gnt-instance", "list-tags",
+                       name).stdout.split()
+
+
+def test_harep_finishes_pending_repairs(vc):
+    """harep (the command, then maintd with --maintd-harep) follows the
+    pending tags of Ganeti's auto-repair: a repair whose jobs all
+    succeeded gets a result:success tag, one with a failed job a
+    result:failure tag, the pending tag removed."""
+    vc.Run("gnt-instance", "add", "-t", "diskless", "-n", NODE2,
+           "--no-install", "--ignore-ipolicy", "-B", "memory=64",
+           *CHECKS, "hr-a", "--tags",
+           "ganeti:watcher:autorepair:fix-storage")
+    vc.Run("gnt-instance", "add", "-t", "diskless", "-n", NODE2,
+           "--no-install", "--ignore-ipolicy", "-B", "memory=64",
+           *CHECKS, "hr-b")
+    try:
+        good = _FinishedJob(vc)
+        pending = ("ganeti:watcher:autorepair:pending:fix-storage:"
+                   "1f0e-aa:1700000000:%d" % good)
+        vc.Run("gnt-instance", "add-tags", "hr-a", pending)
+        out = vc.Run("harep").stdout
+        assert 'Moving hr-a from "Pending repair" to "Healthy"' in out, out
+        assert out.endswith("Instance status count\n---------------------\n"
+                            "Healthy: %d\n" % len(_Instances(vc))), out
+        (result, ) = [tag for tag in _InstanceTags(vc, "hr-a")
+                      if ":result:" in tag]
+        assert result.startswith("ganeti:watcher:autorepair:result:"
+                                 "fix-storage:1f0e-aa:")
+        assert result.endswith(":success:%d" % good)
+        assert pending not in _InstanceTags(vc, "hr-a")
+        # Nothing more to do: a second run changes nothing
+        out = vc.Run("harep").stdout
+        assert "Moving" not in out and "Executing" not in out, out
+
+        # maintd does harep's duties once enabled
+        bad = _FinishedJob(vc, fail=True)
+        pending = ("ganeti:watcher:autorepair:pending:failover:"
+                   "2b1c-bb:1700000000:%d+%d" % (good, bad))
+        vc.Run("gnt-instance", "add-tags", "hr-b", pending)
+        vc.Run("gnt-cluster", "modify", "--maintd-harep", "yes")
+        try:
+            WaitFor(lambda: "ganeti:watcher:autorepair:result:failover:"
+                    "2b1c-bb:" in ",".join(_InstanceTags(vc, "hr-b")), 60,
+                    "maintd's result tag")
+        finally:
+            vc.Run("gnt-cluster", "modify", "--maintd-harep", "no")
+        (result, ) = [tag for tag in _InstanceTags(vc, "hr-b")
+                      if tag.startswith("ganeti:watcher:autorepair:")]
+        assert result.endswith(":failure:%d+%d" % (good, bad)), result
+        WaitFor(lambda: _Maintd(vc, "/1/jobs") == [], 60, "the round's end")
+        jobs = [ops for job_id, ops in vc.Luxi().QueryJobs(
+                    None, ["id", "ops"]) if job_id > bad]
+        assert any(entry[:2] == [constants.OPCODE_REASON_SRC_MAINTD,
+                                 "harep"]
+                   for ops in jobs for op in ops for entry in op["reason"])
+        # A failed repair sticks: harep leaves the instance alone
+        out = vc.Run("harep").stdout
+        assert "Failed repair: 1" in out, out
+    finally:
+        RemoveInstances(vc, "hr-a", "hr-b")
+
+
+def test_round_order_evacuation_then_harep(vc, tmp_path):
+    """One round holds the evacuation of a node reporting ``evacuate``
+    and harep's work (design-maintd's order: the evacuation first)."""
+    node2, node3 = vc.nodes[NODE2], vc.nodes[NODE3]
+    vc.Run("gnt-instance", "add", "-t", "diskless", "-n", NODE1,
+           "--no-install", "--ignore-ipolicy", "-B", "memory=64",
+           *CHECKS, "ro-a")
+    marker = str(tmp_path / "repair-input")
+    _WriteRepair(node3, "fixdisk", marker)
+    rule = _PauseMaintd(vc)
+    try:
+        # A first round, held by the filter, while the work piles up
+        _WriteDiagnose(node3, constants.DIAGNOSE_LIVE_REPAIR, "fixdisk")
+        held = _Incident(vc, "pending")
+        vc.Run("gnt-instance", "add-tags", "ro-a",
+               "ganeti:watcher:autorepair:pending:migrate:3c2d-cc:"
+               "1700000000:%d" % _FinishedJob(vc))
+        vc.Run("gnt-cluster", "modify", "--maintd-harep", "yes")
+        _WriteDiagnose(node2, constants.DIAGNOSE_EVACUATE)
+        uuid2 = _NodeInfo(vc, NODE2)[0]
+        evacuation = _Incident(vc, "noted", node_uuid=uuid2)
+        time.sleep(2)
+        assert _Maintd(vc, "/1/jobs") == held["jobs"]
+    finally:
+        vc.Run("gnt-filter", "delete", rule)
+    try:
+        WaitFor(lambda: any(evacuation["id"] in past["incidents"]
+                            for past in _ConfigMaintenance(vc)[
+                                "lastRounds"]), 120, "the second round")
+        (second, ) = [past for past in _ConfigMaintenance(vc)["lastRounds"]
+                      if evacuation["id"] in past["incidents"]]
+        assert second["incidents"] == [evacuation["id"]]
+        assert second["harep"], second
+        evacuation = _Incident(vc, "completed", node_uuid=uuid2)
+        assert min(evacuation["jobs"]) < min(second["harep"])
+        assert any(tag.startswith("ganeti:watcher:autorepair:result:"
+                                  "migrate:3c2d-cc:")
+                   for tag in _InstanceTags(vc, "ro-a"))
+    finally:
+        vc.Run("gnt-cluster", "modify", "--maintd-harep", "no")
+        RemoveInstances(vc, "ro-a")
+    _Acknowledge(vc, node2, evacuation)
+    _Acknowledge(vc, node3, _Incident(vc, "completed",
+                                      node_uuid=held["node"]))
+
+
 def test_state_survives_master_failover(vc):
     """master-failover stops maintd on the old master and starts it on
     the new one, which carries on with the same incidents (the state is
@@ -512,3 +751,4 @@ def test_state_survives_master_failover(vc):
     # The new maintd honours the old incident's acknowledgement
     node3.Run("gnt-node", "remove-tags", NODE2, incident["tag"])
     WaitFor(lambda: _Maintd(vc, "/1/status") == [], 60, "the incident to go")
+

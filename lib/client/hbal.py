@@ -6,23 +6,29 @@ data the built-in allocator sees. The moves come from
 ``ganeti.htools.balance``; they are printed in hbal's format and, with
 -X, submitted as hbal does: one job per move, the jobs of a job set in
 parallel, the job sets one after the other, stopping at the first set
-with a failed job. ``gnt-cluster rebalance`` is this same command.
+with a failed job. ``gnt-cluster rebalance`` is this same command. With
+-U, --mond or --mond-data the nodes' dynamic load is balanced too
+(``ganeti.htools.utilisation``); the monds are asked from here.
 """
 
+import logging
 import sys
 import time
+import urllib.request
 from optparse import OptionParser
 from typing import Any, Callable
 
-from ganeti import cli, constants, errors, opcodes, serializer
+from ganeti import cli, constants, errors, netutils, opcodes, serializer
 from ganeti.cli_opts import (DEBUG_OPT, PRIORITY_OPT, REASON_OPT,
                              CliOption, cli_option)
-from ganeti.htools import balance, moves
+from ganeti.htools import balance, moves, utilisation
 from ganeti.htools.model import Cluster, Failure
 
 # Name of the (never created) instance of the probe request whose input
 # message describes the cluster
 _PROBE_NAME = "htools-cluster-probe"
+_FETCH_TIMEOUT = 5.0
+_REPORT_ALL_PATH = "/1/report/all"
 
 GROUP_OPT = cli_option("-G", "--group", dest="group", default=None,
                        metavar="GROUP",
@@ -74,11 +80,29 @@ LUXI_OPT = cli_option("-L", "--luxi", dest="luxi", default=False,
                       action="store_true",
                       help="Read the cluster from the master daemon (always"
                       " done; accepted for hbal compatibility)")
+DYNU_FILE_OPT = cli_option("-U", "--dynu-file", dest="dynu_file",
+                           default=None, metavar="FILE",
+                           help="Import dynamic utilisation data from the"
+                           " given FILE (lines of 'instance cpu mem disk"
+                           " net')")
+IGNORE_DYNU_OPT = cli_option("--ignore-dynu", dest="ignore_dynu",
+                             default=False, action="store_true",
+                             help="Ignore any dynamic utilisation"
+                             " information")
+MOND_OPT = cli_option("--mond", dest="mond", type="bool", default=False,
+                      metavar="yes|no",
+                      help="Pass either 'yes' or 'no' to query all MonDs"
+                      " (their CPU load)")
+MOND_DATA_OPT = cli_option("--mond-data", dest="mond_data", default=None,
+                           metavar="FILE",
+                           help="Import data provided by MonDs from the"
+                           " given FILE")
 
 REBALANCE_OPTS = [GROUP_OPT, MAX_CPU_OPT, MIN_GAIN_OPT, MIN_GAIN_LIMIT_OPT,
                   MIN_SCORE_OPT, MAX_LENGTH_OPT, NO_DISK_MOVES_OPT,
-                  EVAC_MODE_OPT, IGNORE_SOFT_ERRORS_OPT, PRINT_COMMANDS_OPT,
-                  EXEC_OPT, LUXI_OPT, PRIORITY_OPT]
+                  EVAC_MODE_OPT, IGNORE_SOFT_ERRORS_OPT, DYNU_FILE_OPT,
+                  IGNORE_DYNU_OPT, MOND_OPT, MOND_DATA_OPT,
+                  PRINT_COMMANDS_OPT, EXEC_OPT, LUXI_OPT, PRIORITY_OPT]
 
 # hbal's short names of the elementary steps of each move kind
 _MOVE_CODES = {
@@ -138,6 +162,64 @@ class _Line:
 
 def _NodeText(pnode: str | None, snode: str | None) -> str:
     return "%s:%s" % (pnode, snode) if snode else str(pnode)
+
+
+def FetchMondReports(addresses: dict[str, str], port: int
+                     ) -> dict[str, list[Any]]:
+    """Node name -> its mond's ``/1/report/all``, for the nodes (name ->
+    address) whose mond answered; the others are logged and left out."""
+    result = {}
+    for name, address in sorted(addresses.items()):
+        url = "http://%s:%d%s" % (address, port, _REPORT_ALL_PATH)
+        try:
+            with urllib.request.urlopen(url, timeout=_FETCH_TIMEOUT) as answer:
+                reports = serializer.LoadJson(answer.read())
+        except (OSError, ValueError) as err:
+            logging.warning("Can't read the reports of node %s at %s: %s",
+                            name, url, err)
+            continue
+        if isinstance(reports, list):
+            result[name] = reports
+        else:
+            logging.warning("Ignoring the reports of node %s: not a list",
+                            name)
+    return result
+
+
+def MondUtilisation(message: dict, port: int | None = None
+                    ) -> dict[str, tuple[float, ...]] | None:
+    """The instances' utilisation from the online nodes' monitoring
+    daemons (see ``utilisation.UtilisationFromMond``)."""
+    if port is None:
+        port = netutils.GetDaemonPort(constants.MOND)
+    addresses = {name: info["primary_ip"]
+                 for name, info in message["nodes"].items()
+                 if not info.get("offline") and info.get("primary_ip")}
+    return utilisation.UtilisationFromMond(
+        message, FetchMondReports(addresses, port))
+
+
+def _Utilisation(opts: Any, message: dict
+                 ) -> dict[str, tuple[float, ...]] | None:
+    """The dynamic utilisation the options ask for, None for none: the
+    -U file's, overridden per instance by the MonDs' (--mond-data's
+    without asking them); --ignore-dynu takes precedence."""
+    if opts.ignore_dynu:
+        return None
+    util = None
+    if opts.dynu_file:
+        util = utilisation.ReadUtilisation(opts.dynu_file)
+    mond = None
+    if opts.mond_data:
+        mond = utilisation.UtilisationFromMond(
+            message, utilisation.ReadMondData(opts.mond_data))
+    elif opts.mond:
+        mond = MondUtilisation(message)
+    if mond is not None:
+        util = dict(util or {})
+        for name, values in mond.items():
+            util[name] = values[:1] + util.get(name, values)[1:]
+    return util
 
 
 def _Lines(message: dict, plan: balance.Plan) -> dict[balance.Step, _Line]:
@@ -213,7 +295,8 @@ def Rebalance(opts: Any, args: list[str]) -> int:
         min_score=opts.min_score, max_cpu=opts.max_cpu,
         no_disk_moves=opts.no_disk_moves, evac_mode=opts.evac_mode,
         max_length=opts.max_length,
-        ignore_soft_errors=opts.ignore_soft_errors))
+        ignore_soft_errors=opts.ignore_soft_errors),
+        util=_Utilisation(opts, message))
     cli.ToStdout("Loaded %d nodes, %d instances", len(message["nodes"]),
                  len(message["instances"]))
     cli.ToStdout("Selected node group: %s", plan.group)

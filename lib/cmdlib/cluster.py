@@ -73,6 +73,9 @@ def BuildClusterInfo(cfg: Any) -> dict:
     result["maint_round_delay"] = maintenance.roundDelay
     result["maint_balance"] = maintenance.balance
     result["maint_balance_threshold"] = maintenance.balanceThreshold
+    result["maint_balance_disk_moves"] = maintenance.balanceDiskMoves
+    result["maint_balance_dynamic_load"] = maintenance.balanceDynamicLoad
+    result["maint_harep"] = maintenance.harep
     for attr in _CLUSTER_ATTRS:
         value = getattr(cluster, attr, None)
         if isinstance(value, (set, frozenset)):
@@ -224,6 +227,8 @@ _SIMPLE_PARAMS = ["candidate_pool_size", "max_running_jobs",
                   "max_tracked_jobs", "mac_prefix", "master_netdev",
                   "master_netmask", "file_storage_dir",
                   "shared_file_storage_dir", "maintain_node_health",
+                  # Recorded only: this cluster does not manage /etc/hosts
+                  "modify_etc_hosts",
                   "default_iallocator", "default_iallocator_params",
                   "enabled_disk_templates", "compression_tools",
                   "diagnose_data_collector_filename",
@@ -232,7 +237,10 @@ _SIMPLE_PARAMS = ["candidate_pool_size", "max_running_jobs",
 # Opcode parameter -> field of the configuration's maintenance section
 _MAINT_PARAMS = {"maint_round_delay": "roundDelay",
                  "maint_balance": "balance",
-                 "maint_balance_threshold": "balanceThreshold"}
+                 "maint_balance_threshold": "balanceThreshold",
+                 "maint_balance_disk_moves": "balanceDiskMoves",
+                 "maint_balance_dynamic_load": "balanceDynamicLoad",
+                 "maint_harep": "harep"}
 # Opcode parameter -> cluster attribute of the static resource states
 _STATIC_STATES = {"hv_state": "hv_state_static",
                   "disk_state": "disk_state_static"}

@@ -9,7 +9,9 @@ arithmetic with hail's checks; ``metrics``: the cluster score;
 ``placement``: allocation on one node or a pair, group choice;
 ``moves``: instance moves and the opcodes describing them;
 ``allocator``: the request types and the ``halloc`` program;
-``capacity`` and ``balance``: hspace- and hbal-style planning.
+``capacity`` and ``balance``: hspace- and hbal-style planning;
+``utilisation``: the instances' dynamic load (hbal's ``-U`` file, mond
+reports) that balancing may take into account.
 """
 
 # Why a candidate was rejected, in the order hail lists them (FailMode)

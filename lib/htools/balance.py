@@ -31,7 +31,7 @@ from operator import mul
 from typing import NamedTuple
 
 from ganeti import errors
-from ganeti.htools import metrics, moves, movescore
+from ganeti.htools import moves, movescore
 from ganeti.htools.metrics import Score
 from ganeti.htools.model import Cluster, Failure, Node
 
@@ -40,10 +40,14 @@ TARGETS = 8
 SPREAD_SOURCES = 2
 SPREAD_TARGETS = 4
 WIDE_SOURCES = 12
+# The least gain of an accepted move: absorbs the rounding of the
+# candidates' scores, so a move and its reverse can never both look like
+# gains (hbal's -e, ``min_score``, is only when to stop)
+_ROUNDING = 1e-9
 
 # Sign of each std-dev component when telling loaded nodes: a low free
-# fraction is a loaded node, a high usage fraction too
-_LOAD_SIGN = (-1.0, -1.0, 1.0, 1.0, 1.0, -1.0)
+# fraction is a loaded node, a high usage fraction or dynamic load too
+_LOAD_SIGN = (-1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0, 1.0)
 
 
 class Options(NamedTuple):
@@ -116,7 +120,7 @@ def _Loads(score: Score, nodes: list[Node]) -> list[dict[str, float]]:
         each = [sign * (value - mean) for sign, value, mean
                 in zip(_LOAD_SIGN, values.vec, means)]
         result[0][name] = values.add + sum(
-            map(mul, metrics.STDDEV_WEIGHTS, each))
+            map(mul, score.weights, each))
         for loads, load in zip(result[1:], each):
             loads[name] = load
     return result
@@ -147,10 +151,12 @@ def Levels(score: Score, nodes: list[Node],
 
 
 def PlanBalance(message: dict, group: str | None = None,
-                opts: Options = Options()) -> Plan:
+                opts: Options = Options(),
+                util: dict[str, tuple[float, ...]] | None = None) -> Plan:
     """Compute hbal's moves for one node group (required when the
-    cluster has several)."""
-    cluster = Cluster(message)
+    cluster has several), balancing the dynamic load too when ``util``
+    (the instances' utilisation, see ``utilisation``) is given."""
+    cluster = Cluster(message, util)
     if group is None:
         if len(cluster.groups) != 1:
             raise errors.ParameterError("Found multiple node groups: %s;"
@@ -214,15 +220,13 @@ def PlanBalance(message: dict, group: str | None = None,
 def _Limit(current: float, opts: Options) -> float:
     """The highest score an acceptable move may reach (``_Acceptable``
     up to float rounding, which ``Evaluator.Best`` allows for)."""
-    gain = opts.min_score
+    gain = _ROUNDING
     if current <= opts.min_gain_limit:
         gain = max(gain, opts.min_gain)
     return current - gain
 
 
 def _Acceptable(current: float, new: float, opts: Options) -> bool:
-    # min_score also absorbs the rounding of the candidates' scores, so a
-    # move and its reverse can never both look like gains
     gain = current - new
-    return gain > opts.min_score and (current > opts.min_gain_limit or
-                                      gain >= opts.min_gain)
+    return gain > _ROUNDING and (current > opts.min_gain_limit or
+                                 gain >= opts.min_gain)

@@ -17,8 +17,10 @@ offline_all_cnt             4       instances on offline nodes
 offline_pri_cnt             16      primary instances on offline nodes
 vcpu_ratio_cv               0.5     std-dev of used vCPUs per physical CPU
                                     (divided by the node's cpu_speed)
-cpu/mem/disk/net_load_cv    1 each  std-dev of dynamic load; the message
-                                    carries no load data, so always 0
+cpu/mem/disk/net_load_cv    1 each  std-dev of the dynamic load (sum of
+                                    the instances' utilisation, disk also
+                                    of secondaries); only with load data
+                                    (``-U``, mond), else always 0
 pri_tags_score              2       primaries sharing an exclusion tag
 spindles_cv                 0.5     std-dev of spindle use / allowed
 free_mem_cv_forth           0.5     free memory also counting instances
@@ -36,7 +38,9 @@ std-dev, so their instances only weigh through the offline counts.
 
 The score is kept as running sums (count, sum and sum of squares per
 std-dev component, plus the additive part) so a candidate that changes
-a few nodes is scored in constant time: ``Score.With``.
+a few nodes is scored in constant time: ``Score.With``. Without dynamic
+load data the four load components are left out of the vectors (they
+would be 0): the scores are the same and candidates cheaper to score.
 """
 
 import math
@@ -50,6 +54,10 @@ from ganeti.htools.model import Node
 STDDEV_COMPONENTS = ("free_mem_cv", "free_disk_cv", "reserved_mem_cv",
                      "vcpu_ratio_cv", "spindles_cv", "free_mem_cv_forth")
 STDDEV_WEIGHTS = (0.5, 0.5 + 0.5, 1.0, 0.5 + 0.5, 0.5 + 0.5, 0.5)
+# The dynamic load components, present when the nodes carry load data
+LOAD_COMPONENTS = ("cpu_load_cv", "mem_load_cv", "disk_load_cv",
+                   "net_load_cv")
+LOAD_WEIGHTS = (1.0, 1.0, 1.0, 1.0)
 W_N1 = 1.0
 W_OFFLINE_ALL = 4.0
 W_OFFLINE_PRI = 16.0
@@ -78,10 +86,13 @@ def NodeValues(node: Node) -> Values:
     else:
         p_dsk = node.f_dsk / node.t_dsk if node.t_dsk else 0.0
     p_rem = node.r_mem / t_mem
-    vec = (node.f_mem / t_mem, p_dsk, p_rem,
-           node.u_cpu / node.p_cpus / node.cpu_speed,
-           node.inst_sp / node.hi_sp if node.hi_sp else 0.0,
-           node.f_mem_forth / t_mem)
+    vec: tuple[float, ...] = (node.f_mem / t_mem, p_dsk, p_rem,
+                              node.u_cpu / node.p_cpus / node.cpu_speed,
+                              node.inst_sp / node.hi_sp if node.hi_sp
+                              else 0.0,
+                              node.f_mem_forth / t_mem)
+    if node.load is not None:
+        vec += tuple(node.load)
     if node.f_mem <= node.r_mem:
         add += W_N1 * (nprim + len(node.slist))
     if node.xtags:
@@ -89,17 +100,20 @@ def NodeValues(node: Node) -> Values:
     return Values(vec, add + W_RESERVED_RTOTAL * p_rem)
 
 
-_K = range(len(STDDEV_WEIGHTS))
-
-
 class Score:
-    """Running sums of the score over a set of nodes."""
+    """Running sums of the score over a set of nodes; ``weights`` are
+    those of the std-dev components the nodes' vectors have (the load
+    components only with load data)."""
 
     def __init__(self, nodes: list[Node]) -> None:
+        dynamic = any(node.load is not None for node in nodes)
+        self.weights = STDDEV_WEIGHTS + LOAD_WEIGHTS if dynamic \
+            else STDDEV_WEIGHTS
+        self._k = range(len(self.weights))
         self.values: dict[str, Values] = {}
         self.count = 0
-        self.sums = [0.0] * len(_K)
-        self.squares = [0.0] * len(_K)
+        self.sums = [0.0] * len(self._k)
+        self.squares = [0.0] * len(self._k)
         self.add = 0.0
         for node in nodes:
             self._Account(node.name, NodeValues(node), 1)
@@ -110,7 +124,7 @@ class Score:
         self.add += sign * values.add
         if values.vec is not None:
             self.count += sign
-            for k in _K:
+            for k in self._k:
                 value = values.vec[k]
                 self.sums[k] += sign * value
                 self.squares[k] += sign * value * value
@@ -118,16 +132,15 @@ class Score:
     def Total(self) -> float:
         return self._Compute(self.count, self.sums, self.squares, self.add)
 
-    @staticmethod
-    def _Compute(count: int, sums: list[float], squares: list[float],
+    def _Compute(self, count: int, sums: list[float], squares: list[float],
                  add: float) -> float:
         total = add
         if count:
-            for k in _K:
-                mean = sums[k] / count
-                var = squares[k] / count - mean * mean
+            for weight, sum_k, square_k in zip(self.weights, sums, squares):
+                mean = sum_k / count
+                var = square_k / count - mean * mean
                 if var > 0:
-                    total += STDDEV_WEIGHTS[k] * math.sqrt(var)
+                    total += weight * math.sqrt(var)
         return total
 
     def With(self, nodes: list[Node]) -> float:
@@ -158,13 +171,13 @@ class Score:
         add -= old.add
         if old.vec is not None:
             count -= 1
-            for k in _K:
+            for k in self._k:
                 sums[k] -= old.vec[k]
                 squares[k] -= old.vec[k] * old.vec[k]
         add += new.add
         if new.vec is not None:
             count += 1
-            for k in _K:
+            for k in self._k:
                 sums[k] += new.vec[k]
                 squares[k] += new.vec[k] * new.vec[k]
         state[0] = count
@@ -189,7 +202,7 @@ class Score:
         if not count:
             return total
         for weight, total_k, square_k, out, into in zip(
-                STDDEV_WEIGHTS, sums, squares, old.vec, new.vec):
+                self.weights, sums, squares, old.vec, new.vec):
             mean = (total_k - out + into) / count
             var = (square_k - out * out + into * into) / count - mean * mean
             if var > 0:
@@ -206,6 +219,8 @@ class Score:
 
     def Copy(self) -> "Score":
         result = Score([])
+        result.weights = self.weights
+        result._k = self._k
         result.values = dict(self.values)
         result.count = self.count
         result.sums = list(self.sums)
@@ -216,7 +231,8 @@ class Score:
     def Components(self) -> dict[str, float]:
         """Each component's value (unweighted), for explanations."""
         result = {}
-        for k, name in enumerate(STDDEV_COMPONENTS):
+        names = STDDEV_COMPONENTS + LOAD_COMPONENTS
+        for k, name in enumerate(names[:len(self.weights)]):
             if self.count:
                 mean = self.sums[k] / self.count
                 var = self.squares[k] / self.count - mean * mean

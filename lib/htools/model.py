@@ -32,6 +32,16 @@ DTS_LOCAL_STORAGE = frozenset([constants.DT_PLAIN, constants.DT_DRBD8,
 DTS_EXT_MIRROR = constants.DTS_EXT_MIRROR | {families.DT_RBD,
                                              families.DT_GLUSTER}
 
+# Dynamic utilisation (cpu, memory, disk, network): hbal's default for
+# an instance the load data does not name, and that of a cluster without
+# load data (whose load components are left out of the score)
+BASE_UTIL = (1.0, 1.0, 1.0, 1.0)
+ZERO_UTIL = (0.0, 0.0, 0.0, 0.0)
+# Utilisation values are rounded to multiples of this power of two, so
+# that the nodes' sums are exact: placing and taking away an instance
+# (as scoring a candidate does) restores a node's load bit for bit
+UTIL_QUANTUM = 2.0 ** -20
+
 _POLICY_RANK = {constants.ALLOC_POLICY_PREFERRED: 0,
                 constants.ALLOC_POLICY_LAST_RESORT: 1,
                 constants.ALLOC_POLICY_UNALLOCABLE: 2}
@@ -75,9 +85,10 @@ class Instance:
     defaults for the node accounting, without building the object."""
     __slots__ = ("name", "mem", "dsk", "vcpus", "spindle_use", "disks",
                  "disk_data", "template", "tags", "xtags", "pnode",
-                 "snode", "runs", "offline", "nics")
+                 "snode", "runs", "offline", "nics", "util")
 
-    def __init__(self, name: str, data: dict, ex_prefixes: tuple) -> None:
+    def __init__(self, name: str, data: dict, ex_prefixes: tuple,
+                 util: tuple[float, ...] = ZERO_UTIL) -> None:
         # Read straight from the message: clusters with 10,000 instances
         # are parsed for every request
         get = data.get
@@ -100,6 +111,7 @@ class Instance:
         self.runs = state == "up"
         self.offline = state == "offline"
         self.nics: list[dict] = get("nics") or []
+        self.util = util
 
     @property
     def disk_spindles(self) -> list[int | None]:
@@ -136,7 +148,8 @@ class Node:
                  "n_mem", "f_mem", "f_mem_forth", "t_dsk", "f_dsk", "t_cpu",
                  "n_cpu", "u_cpu", "cpu_speed", "excl", "t_sp", "f_sp",
                  "inst_sp", "hi_sp", "vcpu_ratio", "peers", "r_mem",
-                 "plist", "slist", "xtags", "loc_score", "aggregates")
+                 "plist", "slist", "xtags", "loc_score", "aggregates",
+                 "load")
 
     def __init__(self, name: str, data: dict, group: Group,
                  loc_prefixes: tuple) -> None:
@@ -178,6 +191,10 @@ class Node:
         self.slist: set[str] = set()
         self.xtags: Counter = Counter()
         self.loc_score = 0
+        # Dynamic load (cpu, memory, disk, network): the sums of the
+        # instances' utilisation, disk also of secondaries (hbal's
+        # ``utilLoad``); None when the cluster has no load data
+        self.load: list[float] | None = None
 
     # Derived values --------------------------------------------------------
 
@@ -275,6 +292,8 @@ class Node:
         self.inst_sp += inst.spindle_use
         self.xtags.update(inst.xtags)
         self.plist.add(inst.name)
+        if self.load is not None:
+            _AddLoad(self.load, inst.util, 1.0)
 
     def RemovePri(self, inst: Instance) -> None:
         """Undo ``AddPri`` (also: the instance moves away)."""
@@ -291,6 +310,8 @@ class Node:
             if self.xtags[tag] <= 0:
                 del self.xtags[tag]
         self.plist.discard(inst.name)
+        if self.load is not None:
+            _AddLoad(self.load, inst.util, -1.0)
 
     def AddSec(self, inst: Instance, pnode: str,
                strict: bool = True) -> Failure | None:
@@ -336,6 +357,8 @@ class Node:
         if self.excl:
             self.f_sp -= sum(sp or 0 for sp in inst.disk_spindles)
         self.slist.add(inst.name)
+        if self.load is not None:
+            self.load[2] += inst.util[2]
 
     def RemoveSec(self, inst: Instance, pnode: str) -> None:
         """Undo ``AddSec``."""
@@ -349,6 +372,15 @@ class Node:
         if self.excl:
             self.f_sp += sum(sp or 0 for sp in inst.disk_spindles)
         self.slist.discard(inst.name)
+        if self.load is not None:
+            self.load[2] -= inst.util[2]
+
+
+def _AddLoad(load: list[float], util: tuple[float, ...],
+             sign: float) -> None:
+    """Add (sign 1) or take away (-1) a primary's utilisation."""
+    for k, value in enumerate(util):
+        load[k] += sign * value
 
 
 def PolicyFailure(inst: Instance, ipolicy: dict,
@@ -412,16 +444,20 @@ class InstanceMap(MutableMapping):
     """The cluster's instances by name, each built from its message entry
     on first access (most requests look at a few of them only)."""
 
-    def __init__(self, raw: dict, ex_prefixes: tuple) -> None:
+    def __init__(self, raw: dict, ex_prefixes: tuple,
+                 util: dict[str, tuple[float, ...]] | None) -> None:
         self._items: dict[str, Instance | dict] = dict(raw)
         self._ex_prefixes = ex_prefixes
+        self._util = util
 
     def __getitem__(self, name: str) -> Instance:
         item = self._items[name]
         if isinstance(item, Instance):
             return item
         try:
-            inst = Instance(name, item, self._ex_prefixes)
+            inst = Instance(name, item, self._ex_prefixes,
+                            ZERO_UTIL if self._util is None
+                            else self._util.get(name, BASE_UTIL))
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise errors.ParameterError("Invalid allocator input: instance"
                                         " %s: %s: %s" %
@@ -446,12 +482,25 @@ class InstanceMap(MutableMapping):
 
 
 class Cluster:
-    """Groups, nodes and instances of an iallocator input message."""
+    """Groups, nodes and instances of an iallocator input message, with
+    the instances' dynamic utilisation when given (instances it does not
+    name get hbal's default, ``BASE_UTIL``)."""
 
-    def __init__(self, message: dict) -> None:
+    def __init__(self, message: dict,
+                 util: dict[str, tuple[float, ...]] | None = None) -> None:
         if not isinstance(message, dict):
             raise errors.ParameterError("The allocator input must be a"
                                         " JSON object")
+        raw = message.get("instances") or {}
+        if util is not None:
+            unknown = sorted(set(util) - set(raw))
+            if unknown:
+                raise errors.ParameterError("Unknown instance(s): %s" %
+                                            ", ".join(unknown))
+        self.util = None if util is None else {
+            name: tuple(round(value / UTIL_QUANTUM) * UTIL_QUANTUM
+                        for value in values)
+            for name, values in util.items()}
         try:
             self._Load(message)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
@@ -483,9 +532,11 @@ class Cluster:
             if group is None:
                 group = self.groups[uuid] = Group(uuid, {}, cluster_ipolicy)
             self.nodes[name] = Node(name, data, group, self.loc_prefixes)
+            if self.util is not None:
+                self.nodes[name].load = [0.0] * len(BASE_UTIL)
         raw = message.get("instances") or {}
         self._Account(raw)
-        self.instances = InstanceMap(raw, self.ex_prefixes)
+        self.instances = InstanceMap(raw, self.ex_prefixes, self.util)
 
     def _Account(self, raw: dict) -> None:
         """Account the existing instances on their nodes (the free values
@@ -498,6 +549,7 @@ class Cluster:
         """
         nodes = self.nodes
         ex_prefixes = self.ex_prefixes
+        util = self.util or {}
         for name, data in raw.items():
             get = data.get
             inodes = get("nodes")
@@ -516,12 +568,16 @@ class Cluster:
                     xtags = _ExTags(get("tags") or [], ex_prefixes)
                     if xtags:
                         pnode.xtags.update(xtags)
+                if pnode.load is not None:
+                    _AddLoad(pnode.load, util.get(name, BASE_UTIL), 1.0)
             if len(inodes) < 2:
                 continue
             snode = nodes.get(inodes[1])
             if snode is None:
                 continue
             snode.slist.add(name)
+            if snode.load is not None:
+                snode.load[2] += util.get(name, BASE_UTIL)[2]
             peer = snode.peers.get(pname, 0.0)
             if state != "offline":
                 peer += get("memory", 0)

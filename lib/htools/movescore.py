@@ -46,11 +46,9 @@ from heapq import heapify, heappop, heapreplace
 from operator import add, itemgetter, mul, sub
 
 from ganeti.htools import moves
-from ganeti.htools.metrics import STDDEV_WEIGHTS, NodeValues, Score
+from ganeti.htools.metrics import NodeValues, Score
 from ganeti.htools.model import Cluster, Instance, Node
 
-_K = range(len(STDDEV_WEIGHTS))
-_ZERO = (0.0, ) * len(STDDEV_WEIGHTS)
 # Covers the rounding of the scores to 10 decimals and float error
 _MARGIN = 1e-9
 # Std-devs below this are not linearized (the bound would be useless)
@@ -65,8 +63,6 @@ _LOW = itemgetter(0)
 _INF = float("inf")
 # The highest bound a candidate may have: a failed check's is infinite
 _FINITE = sys.float_info.max
-# The part of a node the move leaves as it is
-_NOTHING: Part = (0.0, _ZERO, _ZERO)
 # Per kind of move to a target: its index in the parts of _Toward and
 # _Target, and that of its part in those of _Fixed
 _KINDS = ((moves.REPLACE_SECONDARY, 0, 2), (moves.REPLACE_AND_FAILOVER, 1, 2),
@@ -84,6 +80,10 @@ class Evaluator:
         self.cluster = cluster
         self.score = score
         self.strict = strict
+        # per std-dev component of the score (see ``Score.weights``)
+        self._zero = (0.0, ) * len(score.weights)
+        # the part of a node the move leaves as it is
+        self._nothing: Part = (0.0, self._zero, self._zero)
         self._memo: dict[str, dict[tuple, Part | None]] = {}
         # per target node, (round, lower bounds, parts) of _Target
         self._bundles: dict[str, dict[tuple, tuple]] = {}
@@ -141,7 +141,8 @@ class Evaluator:
         if shape is None:
             full = (inst.mem, inst.dsk,
                     sum(sp or 0 for sp in inst.disk_spindles), inst.vcpus,
-                    inst.spindle_use, inst.sec_mem, inst.template, inst.xtags)
+                    inst.spindle_use, inst.sec_mem, inst.template, inst.xtags,
+                    inst.util)
             shape = self._shape_ids.setdefault(full, len(self._shape_ids))
             self._shapes[inst.name] = shape
         return shape
@@ -205,10 +206,10 @@ class Evaluator:
         old = self.score.values.get(node.name)
         if old is None:
             # not in the scored set
-            return (0.0, _ZERO, _ZERO)
+            return self._nothing
         new = NodeValues(node)
         if old.vec is None or new.vec is None:
-            return (new.add - old.add, _ZERO, _ZERO)
+            return (new.add - old.add, self._zero, self._zero)
         return (new.add - old.add, tuple(map(sub, new.vec, old.vec)),
                 tuple(map(sub, map(mul, new.vec, new.vec),
                           map(mul, old.vec, old.vec))))
@@ -266,7 +267,7 @@ class Evaluator:
         dloc = ploc - lps
         return (
             self._Part(pnode, inst, ("pr", dloc), dloc=dloc) if dloc
-            else _NOTHING,
+            else self._nothing,
             self._Part(pnode, inst, ("pf", pnode.peers.get(target),
                                      p_strict, lps),
                        remove_pri=True, checks=((target, p_strict), ),
@@ -472,7 +473,7 @@ class Evaluator:
             for part in parts:
                 sums = map(add, sums, part[1])
                 squares = map(add, squares, part[2])
-            for weight, sum_k, square_k in zip(STDDEV_WEIGHTS, sums,
+            for weight, sum_k, square_k in zip(score.weights, sums,
                                                squares):
                 mean = sum_k / count
                 var = square_k / count - mean * mean
@@ -497,8 +498,7 @@ class Evaluator:
         count = score.count
         base = score.add
         grad = []
-        for k in _K:
-            weight = STDDEV_WEIGHTS[k]
+        for k, weight in enumerate(score.weights):
             if count:
                 mean = score.sums[k] / count
                 var = score.squares[k] / count - mean * mean

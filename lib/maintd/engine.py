@@ -23,6 +23,14 @@ only) and ``repaired``; the command's output, or the error, is kept in
 the incident's ``repair-output``. Every job carries the reason
 ``gnt:daemon:maintd`` with the incident's id.
 
+Rounds follow design-maintd's order: evacuations first (at most one node
+per node group in a round) and live repairs, then, with ``harep`` on
+(gnt-cluster modify --maintd-harep), harep's repairs
+(ganeti.maintd.autorepair) of instances on nodes without an incident,
+then, with auto-balancing on, the rebalance planner's first moves (disk
+moves only if allowed; with --auto-balance-dynamic-load also balancing
+the CPU load the nodes' monds report) on the nodes none of these touch.
+
 An incident the admin canceled (OpClusterRepairCancel, the
 configuration's ``canceled`` list) goes to ``canceled``: its queued jobs
 are canceled, nothing more is done for it, and it is forgotten once its
@@ -38,7 +46,7 @@ from ganeti import (constants, errors, luxi, netutils, objects, opcodes,
                     pathutils, serializer, ssconf)
 from ganeti.client import hbal
 from ganeti.htools import balance
-from ganeti.maintd import state as mstate
+from ganeti.maintd import autorepair, state as mstate
 from ganeti.monitoring import report
 
 DIAGNOSE_PATH = "/1/report/%s/diagnose" % report.CATEGORY_NODE
@@ -127,6 +135,9 @@ class Engine:
         self.maintenance_interval = float(constants.MAINTD_DEFAULT_ROUND_DELAY)
         self.balance = False
         self.balance_threshold = constants.MAINTD_DEFAULT_BALANCE_THRESHOLD
+        self.balance_disk_moves = True
+        self.balance_dynamic_load = False
+        self.harep = False
         self._last_balance_check = 0.0
         self._luxi_address = luxi_address
         self._key_file = key_file
@@ -181,6 +192,10 @@ class Engine:
         self.maintenance_interval = float(maintenance["roundDelay"])
         self.balance = maintenance["balance"]
         self.balance_threshold = maintenance["balanceThreshold"]
+        self.balance_disk_moves = maintenance.get("balanceDiskMoves", True)
+        self.balance_dynamic_load = maintenance.get("balanceDynamicLoad",
+                                                    False)
+        self.harep = maintenance.get("harep", False)
         self._canceled = frozenset(maintenance.get("canceled", []))
         if not self.state.loaded:
             self.state.FromConfig(maintenance)
@@ -314,10 +329,11 @@ class Engine:
         current = self.state.round
         if current is None:
             return
-        balancing = current.get("balancing")
-        if balancing and any(
+        # The round's jobs of no incident: balancing and harep's
+        others = current.get("balancing", []) + current.get("harep", [])
+        if others and any(
                 row and row[0] not in constants.JOBS_FINALIZED
-                for row in self._Luxi().QueryJobs(balancing, ["status"])):
+                for row in self._Luxi().QueryJobs(others, ["status"])):
             return
         if not any(self.state.incidents.get(inc_id, {}).get("phase") in
                    _IN_FLIGHT for inc_id in current["incidents"]):
@@ -358,42 +374,32 @@ class Engine:
                     node_name=incident["node-name"], offline=False)])
 
     def _StartRound(self) -> None:
-        """Handle the most invasive noted incident of each node (evacuate
-        or repair it), if the last round is over and the maintenance
-        interval has passed; with none, balance if asked to."""
+        """Start a round if the last one is over and the maintenance
+        interval has passed, in design-maintd's order: per node the most
+        invasive noted incident, evacuations first (one node per node
+        group, so that no evacuation moves instances onto a node another
+        one empties) and live repairs; then harep's repairs (if enabled)
+        of instances on nodes without an incident, one per node; then the
+        balancing moves (if enabled) on the nodes left. All the round's
+        jobs are submitted at once."""
         if self.state.round is not None or \
                 time.time() - self.state.last_round_start < \
                 self.maintenance_interval:
             return
-        todo: dict[str, dict[str, Any]] = {}
-        for incident in self.state.incidents.values():
-            rank = _INVASIVENESS.get(incident["original"]["status"])
-            if incident["phase"] is not None or rank is None:
-                continue
-            chosen = todo.get(incident["node"])
-            if chosen is None or \
-                    rank > _INVASIVENESS[chosen["original"]["status"]]:
-                todo[incident["node"]] = incident
-        balancing = self._BalanceJobs() if not todo else []
-        if not todo and not balancing:
+        todo = self._RoundIncidents()
+        busy = {inc["node-name"] for inc in self.state.incidents.values()}
+        affected = {inc["node-name"] for inc in self.state.incidents.values()
+                    if inc["phase"] != PHASE_CANCELED}
+        repairs = self._HarepActions(affected) if self.harep else []
+        for action in repairs:
+            busy |= action[1]
+        balancing = self._BalanceJobs(busy)
+        if not todo and not repairs and not balancing:
             return
         now = time.time()
         self.state.last_round_start = now
         self.state.round = {"started": now, "incidents": [], "jobs": []}
-        if balancing:
-            job_ids = []
-            for success, value in self._Luxi().SubmitManyJobs(balancing):
-                if success:
-                    job_ids.append(int(value))
-                else:
-                    logging.warning("A balancing job could not be"
-                                    " submitted: %s", value)
-            logging.info("Balancing round: submitted jobs %s",
-                         ", ".join(map(str, job_ids)))
-            self.state.round["balancing"] = job_ids
-            self.state.round["jobs"].extend(job_ids)
-            return
-        for incident in todo.values():
+        for incident in todo:
             self.state.round["incidents"].append(incident["id"])
             incident["repair-status"] = mstate.PENDING
             if incident["original"]["status"] in _EVACUATIONS:
@@ -402,8 +408,120 @@ class Engine:
             else:
                 incident["phase"] = PHASE_REPAIRING
                 self._Submit(incident, self._LiveRepairOps(incident))
-        logging.info("Round started for incidents %s",
-                     ", ".join(self.state.round["incidents"]))
+        if todo:
+            logging.info("Round started for incidents %s",
+                         ", ".join(self.state.round["incidents"]))
+        if repairs:
+            self.state.round["harep"] = self._SubmitHarep(repairs)
+            self.state.round["jobs"].extend(self.state.round["harep"])
+        if balancing:
+            job_ids = []
+            for success, value in self._Luxi().SubmitManyJobs(balancing):
+                if success:
+                    job_ids.append(int(value))
+                else:
+                    logging.warning("A balancing job could not be"
+                                    " submitted: %s", value)
+            logging.info("Balancing: submitted jobs %s",
+                         ", ".join(map(str, job_ids)))
+            self.state.round["balancing"] = job_ids
+            self.state.round["jobs"].extend(job_ids)
+
+    def _RoundIncidents(self) -> list[dict[str, Any]]:
+        """The incidents a new round handles: each node's most invasive
+        noted one, at most one evacuation per node group."""
+        chosen: dict[str, dict[str, Any]] = {}
+        for incident in self.state.incidents.values():
+            rank = _INVASIVENESS.get(incident["original"]["status"])
+            if incident["phase"] is not None or rank is None:
+                continue
+            other = chosen.get(incident["node"])
+            if other is None or \
+                    rank > _INVASIVENESS[other["original"]["status"]]:
+                chosen[incident["node"]] = incident
+        groups = self._NodeGroups() if any(
+            inc["original"]["status"] in _EVACUATIONS
+            for inc in chosen.values()) else {}
+        used: set[str | None] = set()
+        result = []
+        for incident in sorted(chosen.values(),
+                               key=lambda inc: (-_INVASIVENESS[
+                                   inc["original"]["status"]], inc["id"])):
+            if incident["original"]["status"] in _EVACUATIONS:
+                group = groups.get(incident["node-name"])
+                if group in used:
+                    continue
+                used.add(group)
+            result.append(incident)
+        return result
+
+    def _NodeGroups(self) -> dict[str, str]:
+        """Node name -> node group UUID."""
+        return dict(self._Luxi().QueryNodes([], ["name", "group.uuid"],
+                                            False))
+
+    def _HarepActions(self, affected: set[str]
+                      ) -> list[tuple[list[autorepair.Action], set[str]]]:
+        """harep's pass over the instances none of whose nodes has an
+        incident: per instance its actions and its nodes; the instances
+        to repair have no node in common."""
+        cl = self._Luxi()
+        group_tags = {uuid: list(tags) for uuid, tags in
+                      cl.QueryGroups([], ["uuid", "tags"], False)}
+        cluster_tags = list(cl.QueryTags(constants.TAG_CLUSTER, None))
+        offline = {name for name, off, drained in
+                   cl.QueryNodes([], ["name", "offline", "drained"], False)
+                   if off or drained}
+        taken: set[str] = set()
+        result = []
+        for row in cl.QueryInstances([], autorepair.Instance.Fields(),
+                                     False):
+            inst = autorepair.Instance.FromQuery(row, group_tags,
+                                                 cluster_tags)
+            nodes = {inst.pnode, *inst.snodes}
+            if nodes & (affected | taken):
+                continue
+            try:
+                plan = autorepair.PlanInstance(inst, offline.__contains__,
+                                               self._JobStatuses)
+            except errors.AutoRepairError as err:
+                logging.warning("Not repairing: %s", err)
+                continue
+            if any(action.repair for action in plan.actions):
+                taken |= nodes
+            if plan.actions:
+                result.append((plan.actions, nodes))
+        return result
+
+    def _JobStatuses(self, job_ids: list[int]) -> list[str | None]:
+        return [found[0] if found else None for found in
+                self._Luxi().QueryJobs(job_ids, ["status"])]
+
+    def _SubmitHarep(self, repairs: list[tuple[list[autorepair.Action],
+                                               set[str]]]) -> list[int]:
+        """Submit harep's actions as harep does: a repair's job, then the
+        job tagging its instance pending with the repair's job id; a
+        tagging job for the other actions. The jobs' ids."""
+        reason = [[constants.OPCODE_REASON_SRC_MAINTD, "harep",
+                   time.time_ns()]]
+        job_ids = []
+        for actions, _ in repairs:
+            for action in actions:
+                logging.info("harep: %s", action.message)
+                tag = None
+                if action.repair is not None:
+                    ops = list(action.repair.ops)
+                    for op in ops:
+                        op.reason = list(reason)
+                    repair_job = int(self._Luxi().SubmitJob(ops))
+                    job_ids.append(repair_job)
+                    tag = action.PendingTag([repair_job])
+                tag_ops = action.TagOps(tag)
+                for op in tag_ops:
+                    op.reason = list(reason)
+                if tag_ops:
+                    job_ids.append(int(self._Luxi().SubmitJob(tag_ops)))
+        return job_ids
 
     @staticmethod
     def _LiveRepairOps(incident: dict[str, Any]) -> list[opcodes.OpCode]:
@@ -460,10 +578,12 @@ class Engine:
                                           mode=constants.NODE_EVAC_SEC))
         return ops
 
-    def _BalanceJobs(self) -> list[list[dict[str, Any]]]:
+    def _BalanceJobs(self, busy: set[str]) -> list[list[dict[str, Any]]]:
         """The first job set of the rebalance planner (gnt-cluster
         rebalance's) for each node group whose score is above the
-        threshold, leaving out moves touching a node with an incident;
+        threshold, with the configured allowance of disk moves and, if
+        allowed, the nodes' dynamic load (the CPU load their monitoring
+        daemons report), leaving out moves touching a ``busy`` node;
         nothing unless auto-balancing is on. The cluster is planned at
         most once per maintenance interval."""
         now = time.time()
@@ -471,8 +591,8 @@ class Engine:
                 now - self._last_balance_check < self.maintenance_interval:
             return []
         self._last_balance_check = now
-        busy = {inc["node-name"] for inc in self.state.incidents.values()}
-        options = balance.Options(min_score=self.balance_threshold)
+        options = balance.Options(min_score=self.balance_threshold,
+                                  no_disk_moves=not self.balance_disk_moves)
         reason = [constants.OPCODE_REASON_SRC_MAINTD,
                   "auto-balancing the cluster", time.time_ns()]
         jobs = []
@@ -480,7 +600,13 @@ class Engine:
             message = hbal.ClusterMessage(None, cl=self._Luxi())
             groups = sorted(info["name"] for info in
                             message["nodegroups"].values())
-            plans = [balance.PlanBalance(message, group=group, opts=options)
+            util = None
+            if self.balance_dynamic_load:
+                util = hbal.MondUtilisation(message)
+                logging.info("Balancing %s dynamic load", "without"
+                             if util is None else "with the nodes'")
+            plans = [balance.PlanBalance(message, group=group, opts=options,
+                                         util=util)
                      for group in groups]
         except errors.GenericError as err:
             logging.warning("Can't plan the balancing: %s", err)

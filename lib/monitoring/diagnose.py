@@ -21,15 +21,21 @@ as ganeti-maintd acts on it.
 
 The repair commands of ``live-repair`` (RunRepairCommand, run by noded
 for maintd's OpRepairCommand) follow the same white-list rules in their
-own directory, NODE_REPAIR_COMMANDS_DIR.
+own directory, NODE_REPAIR_COMMANDS_DIR, and the other rules of Ganeti's
+restricted commands: one at a time on a node (a lock file), and a
+refused or failed one answered only after a delay, still holding the
+lock, so that failures can't be provoked in quick succession.
 """
 
+import contextlib
 import logging
 import os
 import stat
+import time
+from collections.abc import Iterator
 from typing import Any, Callable
 
-from ganeti import constants, errors, pathutils, serializer
+from ganeti import constants, errors, pathutils, serializer, utils
 from ganeti.monitoring import collectors, report
 from ganeti.utils import process
 
@@ -140,14 +146,46 @@ def RunDiagnose(filename: str, timeout: float) -> dict[str, Any]:
     return ParseDiagnoseOutput(result.stdout)
 
 
+@contextlib.contextmanager
+def _RepairLock(timeout: float) -> Iterator[None]:
+    """Hold the node's repair command lock, waiting at most ``timeout``
+    seconds for the command running; CommandError if it still runs."""
+    path = pathutils.REPAIR_COMMAND_LOCK_FILE
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        fd = utils.LockFile(path, timeout)
+    except errors.LockError:
+        raise errors.CommandError(
+            "Another repair command is still running on this node (waited"
+            " %s seconds)" % timeout) from None
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
 def RunRepairCommand(command: str, input_data: str | None,
-                     timeout: float = constants.REPAIR_COMMAND_TIMEOUT
+                     timeout: float = constants.REPAIR_COMMAND_TIMEOUT,
+                     lock_timeout: float =
+                     constants.REPAIR_COMMAND_LOCK_TIMEOUT,
+                     fail_delay: float = constants.REPAIR_COMMAND_FAIL_DELAY
                      ) -> str:
     """Run a live-repair command (design-maintd): white-listed in
     NODE_REPAIR_COMMANDS_DIR under the rules of the diagnose commands,
-    no arguments, the diagnose object on its standard input. Its output
-    is the result; CommandError (with the output) if it is not
-    white-listed, fails or outlives ``timeout``."""
+    no arguments, the diagnose object on its standard input, the only
+    repair command running on the node. Its output is the result;
+    CommandError (with the output) if it is not white-listed, fails or
+    outlives ``timeout``, raised ``fail_delay`` seconds later."""
+    with _RepairLock(lock_timeout):
+        try:
+            return _RunRepair(command, input_data, timeout)
+        except errors.CommandError as err:
+            logging.warning("%s; answering in %s seconds", err, fail_delay)
+            time.sleep(fail_delay)
+            raise
+
+
+def _RunRepair(command: str, input_data: str | None, timeout: float) -> str:
     try:
         path = WhiteListedCommand(command, pathutils.NODE_REPAIR_COMMANDS_DIR,
                                   what="repair")

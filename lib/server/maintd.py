@@ -129,7 +129,11 @@ def BuildParser() -> optparse.OptionParser:
         " maintenance interval (gnt-cluster modify --maintenance-interval)."
         " Removing the repairready"
         " tag of a node that no longer reports the problem forgets the"
-        " incident and brings the node back online. It starts only if most"
+        " incident and brings the node back online. With gnt-cluster modify"
+        " --maintd-harep yes it also repairs instances as harep does (the"
+        " ganeti:watcher:autorepair tags); with --auto-balance-cluster yes"
+        " it balances the nodes the round's evacuations and repairs leave"
+        " alone. It starts only if most"
         " nodes agree that this node is the master (see --no-voting) and"
         " exits with code 11 on other nodes.",
         usage="%prog [-f] [-d] [-b ADDRESS] [-p PORT] [--max-clients N]"
