@@ -24,7 +24,7 @@ from ganeti import (constants, errors, luxi, objects, opcodes, pathutils,
                     qlang, ssconf, vcluster)
 from ganeti.cli_opts import *  # noqa: F401,F403 (re-exported API)
 from ganeti.cli_opts import COMMON_OPTS, ArgCommand, SplitKeyVal
-from ganeti.utils.text import FormatUnit
+from ganeti.utils.text import FormatUnit, TryToRoman
 
 # Results of FormatQueryResult
 QR_NORMAL, QR_UNKNOWN, QR_INCOMPLETE = range(3)
@@ -124,11 +124,13 @@ def AskUser(text: str, choices: list[tuple] | None = None,
 
 
 def ConfirmOperation(names: list[str], list_type: str, text: str,
-                     skip_option: Option | None = None) -> bool:
+                     skip_option: Option | None = None,
+                     extra: str = "") -> bool:
     """Ask to confirm an operation on several objects (Ganeti's wording),
-    offering to view the list first when it is longer than 20."""
-    msg = ("The %s will operate on %d %s.\nDo you want to continue?" %
-           (text, len(names), list_type))
+    offering to view the list first when it is longer than 20; ``extra``
+    is a warning put before the question."""
+    msg = ("The %s will operate on %d %s.\n%sDo you want to continue?" %
+           (text, len(names), list_type, extra))
     affected = "\nAffected %s:\n%s" % (list_type, "\n".join(
         "  %s" % name for name in names))
     choices = [("y", True, "Yes, execute the %s" % text),
@@ -678,7 +680,7 @@ def GenericPollJob(job_id: int, cl: luxi.Client,
         return opresult
     if status in (constants.JOB_STATUS_CANCELING,
                   constants.JOB_STATUS_CANCELED):
-        raise errors.OpExecError("Job was canceled")
+        raise errors.JobCanceled("Job was canceled")
     has_ok = False
     for idx, (op_status, msg) in enumerate(zip(opstatus, opresult)):
         if op_status == constants.OP_STATUS_SUCCESS:
@@ -817,6 +819,20 @@ class JobExecutor:
         self.jobs = []
         results.sort(key=lambda item: item[0])
         return [(success, result) for _, success, result in results]
+
+    def WaitOrShow(self, wait: bool) -> list[tuple[bool, Any]]:
+        """GetResults, or (``wait`` false, as for ``--submit``) submit and
+        print each job's id and name: ``(submitted, job id or error)``."""
+        if wait:
+            return self.GetResults()
+        if self.queue:
+            self.SubmitPending()
+        for _, status, result, name in self.jobs:
+            if status:
+                ToStdout("%s: %s", result, name)
+            else:
+                ToStderr("Failure for %s: %s", name, result)
+        return [(status, result) for _, status, result, _ in self.jobs]
 
 
 def RunFollowUpJobs(op: Any, opts: Any, cl: luxi.Client) -> int | None:
@@ -1129,17 +1145,20 @@ def RemoveTags(opts: Any, args: list[str]) -> int:
 
 # Generic "info" output -------------------------------------------------------
 
-def FormatParamsDictInfo(custom: dict, actual: dict) -> dict:
+def FormatParamsDictInfo(custom: dict, actual: dict,
+                         roman: bool = False) -> dict:
     """Effective parameters for display: own values as they are, inherited
-    ones as "default (<value>)"."""
+    ones as "default (<value>)"; integers in roman numerals with
+    ``roman``."""
     result: dict[str, dict | str] = {}
     for key, value in actual.items():
         if isinstance(value, dict) and value:
-            result[key] = FormatParamsDictInfo(custom.get(key) or {}, value)
+            result[key] = FormatParamsDictInfo(custom.get(key) or {}, value,
+                                               roman)
         elif key in custom:
-            result[key] = str(custom[key])
+            result[key] = str(TryToRoman(custom[key], roman))
         else:
-            result[key] = "default (%s)" % (value, )
+            result[key] = "default (%s)" % (TryToRoman(value, roman), )
     return result
 
 
@@ -1191,8 +1210,8 @@ def BuildIPolicy(opts: Any, allow_reset: bool = False) -> dict | None:
     return ipolicy or None
 
 
-def FormatPolicyInfo(custom: dict, effective: dict,
-                     iscluster: bool) -> list[tuple[str, Any]]:
+def FormatPolicyInfo(custom: dict, effective: dict, iscluster: bool,
+                     roman: bool = False) -> list[tuple[str, Any]]:
     """An instance policy for PrintGenericInfo, in Ganeti's layout:
     "bounds specs" (a ``min/N``, ``max/N`` pair per entry), the cluster's
     "std" specs, "allowed disk templates" and the ratios, inherited
@@ -1203,20 +1222,23 @@ def FormatPolicyInfo(custom: dict, effective: dict,
     own = bool(custom.get(objects.ISPECS_MINMAX))
     minmax = (custom if own else effective)[objects.ISPECS_MINMAX]
     bounds = [[("%s/%d" % (key, idx),
-                FormatParamsDictInfo(specs[key] if own else {}, specs[key]))
+                FormatParamsDictInfo(specs[key] if own else {}, specs[key],
+                                     roman))
                for key in (objects.ISPECS_MIN, objects.ISPECS_MAX)]
               for idx, specs in enumerate(minmax)]
     result: list[tuple[str, Any]] = [("bounds specs", bounds)]
     if iscluster:
         std = custom[objects.ISPECS_STD]
-        result.append((objects.ISPECS_STD, FormatParamsDictInfo(std, std)))
+        result.append((objects.ISPECS_STD,
+                       FormatParamsDictInfo(std, std, roman)))
     templates = custom.get(objects.IPOLICY_DTS)
     result.append(("allowed disk templates",
                    ", ".join(templates) if templates is not None else
                    "default (%s)" % ", ".join(effective[objects.IPOLICY_DTS])))
     for key in (objects.IPOLICY_SPINDLE_RATIO, objects.IPOLICY_VCPU_RATIO):
-        result.append((key, str(custom.get(
-            key, "default (%s)" % (effective[key], )))))
+        result.append((key, str(TryToRoman(custom.get(
+            key, "default (%s)" % (TryToRoman(effective[key], roman),
+                                   )), roman))))
     return result
 
 

@@ -46,8 +46,10 @@ __all__ = [
     "MIGRATION_MODE_OPT", "NET_OPT", "NODE_LIST_OPT", "NODE_PLACEMENT_OPT",
     "NOHDR_OPT", "NONLIVE_OPT", "NORUNTIME_CHGS_OPT", "NWSYNC_OPT",
     "OOB_TIMEOUT_OPT", "OS_OPT", "POWER_DELAY_OPT",
-    "OSPARAMS_OPT", "OSPARAMS_PRIVATE_OPT", "PRINT_JOBID_OPT", "PRIORITY_OPT",
-    "REASON_OPT", "SEP_OPT", "SHUTDOWN_TIMEOUT_OPT", "SINGLE_NODE_OPT",
+    "OSPARAMS_OPT", "OSPARAMS_PRIVATE_OPT", "OSPARAMS_SECRET_OPT",
+    "PRINT_JOBID_OPT", "PRIORITY_OPT",
+    "REASON_OPT", "ROMAN_OPT", "SEP_OPT", "SHUTDOWN_TIMEOUT_OPT",
+    "SINGLE_NODE_OPT",
     "SUBMIT_OPT", "TAG_SRC_OPT", "TO_GROUP_OPT", "UNITS_OPT", "VERBOSE_OPT",
     "YES_DOIT_OPT",
 ]
@@ -585,6 +587,10 @@ SHUTDOWN_TIMEOUT_OPT = OpcodeOption(opcodes.OpInstanceRemove,
 ALL_OPT = cli_option("--all", dest="show_all", default=False,
                      action="store_true", help="Apply to all objects")
 
+ROMAN_OPT = cli_option("--roman", dest="roman_integers", default=False,
+                       action="store_true",
+                       help="Use roman numbers for positive integers")
+
 IALLOCATOR_OPT = cli_option("-I", "--iallocator", metavar="<NAME>",
                             dest="iallocator", default=None,
                             help="Select nodes for the instance automatically"
@@ -681,9 +687,21 @@ OSPARAMS_PRIVATE_OPT = cli_option("--os-parameters-private",
                                   help="Private OS parameters (not shown by"
                                   " gnt-instance info)")
 
+OSPARAMS_SECRET_OPT = cli_option("--os-parameters-secret",
+                                 dest="osparams_secret", type="keyval",
+                                 default={},
+                                 help="Secret OS parameters (neither logged"
+                                 " nor saved; to be given again for every"
+                                 " operation)")
+
 DISK_OPT = cli_option("--disk", dest="disks", action="append",
                       type="identkeyval", default=[],
                       help="Disk parameters, e.g. 0:size=10G")
+
+OS_SIZE_OPT = cli_option("-s", "--os-size", dest="sd_size",
+                         help="Enforces a single-disk configuration using the"
+                         " given disk size, in MiB unless a suffix is used",
+                         default=None, type="unit", metavar="<size>")
 
 NET_OPT = cli_option("--net", dest="nics", action="append",
                      type="identkeyval", default=[],

@@ -63,10 +63,12 @@ class OpInstanceCreate(OpCode):
         _PUnsupported("identify_defaults", False, ht.TBool,
                       "Whether to reset the parameters equal to the"
                       " cluster defaults to their defaults"),
-        _PUnsupported("osparams_private", None, _TMaybePrivateDict,
-                      "Private OS parameters for the instance"),
-        _PUnsupported("osparams_secret", None, _TMaybePrivateDict,
-                      "Secret OS parameters for the OS scripts"),
+        ("osparams_private", None, _TMaybePrivateDict,
+         "Private OS parameters for the instance (not shown by gnt-instance"
+         " info)"),
+        ("osparams_secret", None, _TMaybePrivateDict,
+         "Secret OS parameters: given to the OS scripts of this creation"
+         " only, never stored"),
         _PInstanceCommunication(False),
         _PUnsupported("helper_startup_timeout", None, ht.TMaybe(ht.TInt),
                       "Startup timeout of the installation helper VM"),

@@ -123,8 +123,9 @@ def test_opcode_option_types_and_help():
     assert duration.type == "float"
     assert duration.default is None
     assert _Parse(duration, "--duration", "2.5").duration == 2.5
-    with pytest.raises(ValueError, match="positive number"):
-        _Parse(duration, "--duration", "0")
+    assert _Parse(duration, "--duration", "0").duration == 0
+    with pytest.raises(ValueError, match="non-negative number"):
+        _Parse(duration, "--duration", "-1")
     nodes = cli_opts.OpcodeOption(delay, "on_nodes", "--nodes")
     assert _Parse(nodes, "--nodes", "n1,n2").on_nodes == ["n1", "n2"]
     appended = cli_opts.OpcodeOption(delay, "on_nodes", "-n",
@@ -165,7 +166,8 @@ def test_opcode_option_negated_help():
 
 
 _CLIENTS = ["gnt_backup", "gnt_cluster", "gnt_debug", "gnt_filter",
-            "gnt_group", "gnt_instance", "gnt_job", "gnt_node", "gnt_os"]
+            "gnt_group", "gnt_instance", "gnt_job", "gnt_network", "gnt_node",
+            "gnt_os", "gnt_storage"]
 
 
 @pytest.mark.parametrize("client", _CLIENTS)
@@ -227,7 +229,8 @@ def test_reboot_type_option():
 
 
 def test_params_options_list_their_keys():
-    from ganeti.client import gnt_cluster, gnt_group, gnt_instance
+    from ganeti.client import _cluster_params as gnt_cluster
+    from ganeti.client import gnt_group, gnt_instance
     from ganeti.parameters import families, hypervisors
     backend = gnt_cluster.BEPARAMS_OPT
     assert backend._short_opts == ["-B"]
@@ -655,7 +658,7 @@ def test_poll_job_reraises_opcode_error(master):
 
 def test_poll_job_canceled_and_unencoded_error(master):
     master(_JobMaster("canceled", ["canceled"], [None]))
-    with pytest.raises(errors.OpExecError, match="Job was canceled"):
+    with pytest.raises(errors.JobCanceled, match="Job was canceled"):
         cli.PollJob(42)
 
 
@@ -802,3 +805,15 @@ def test_format_policy_info(capsys):
     assert lines[-3:] == [
         "  allowed disk templates: default (file, diskless)",
         "  spindle-ratio: default (32.0)", "  vcpu-ratio: 2.0"]
+    # --roman: integers in roman numerals, other values as they are
+    cli.PrintGenericInfo([("Policy", cli.FormatPolicyInfo(
+        {"vcpu-ratio": 2.0}, policy, False, roman=True))])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:4] == ["    - min/0:", "        cpu-count: default (I)"]
+    assert "        memory-size: default (CXXVIII)" in lines
+    assert "        disk-count: default (0)" in lines
+    assert lines[-2:] == ["  spindle-ratio: default (32.0)",
+                          "  vcpu-ratio: 2.0"]
+    cli.PrintGenericInfo([("Policy", cli.FormatPolicyInfo(
+        policy, policy, True, roman=True))])
+    assert "  vcpu-ratio: IV" in capsys.readouterr().out.splitlines()

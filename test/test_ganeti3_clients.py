@@ -10,13 +10,14 @@ of its output, and the effect through our own tools.
 
 import os
 import re
+import shutil
 import tempfile
 
 import pytest
 
-from ganeti import constants, queryfields
+from ganeti import constants, pathutils, queryfields
 
-from testutils_cluster import SMALL_IPOLICY_BOUNDS
+from testutils_cluster import SMALL_IPOLICY_BOUNDS, TOP
 from testutils_ganeti3 import FieldDefinitions, Ganeti3
 from testutils_instance import (CHECKS, FILE_VDIR, NODE1, NODE2, Config,
                                 FakeState, Field, InstanceCluster,
@@ -25,6 +26,8 @@ from testutils_instance import (CHECKS, FILE_VDIR, NODE1, NODE2, Config,
 pytestmark = pytest.mark.integration
 
 SHARED_VDIR = "/srv/ganeti/shared-file-storage"
+ES_DIR = pathutils.ES_SEARCH_PATH[0]
+EXAMPLE_PROVIDER = os.path.join(TOP, "share", "extstorage", "example-file")
 # Added with our gnt-instance: a file instance on node2, a sharedfile one
 # (which can migrate) on node1
 FILE_INST = "g3file"
@@ -227,7 +230,8 @@ _INSTALLATION_LINES = ("  OS search path: ",
                        "  ExtStorage Providers search path: ",
                        "Diagnose data collector filename: ",
                        "Maintenance daemon:", "  maintenance interval: ",
-                       "  auto balancing: ", "  auto balancing threshold: ",
+                       # every "auto balancing ..." setting
+                       "  auto balancing", "  harep: ",
                        "Placement:", "  required aggregate metadata prefix: ",
                        "  default forbidden aggregate metadata prefix: ")
 # (command, a fragment of our output, exactly)
@@ -487,3 +491,156 @@ def test_network_add_connect_list_info(vc):
         _Ganeti3(vc, "gnt-network", "disconnect", "g3net", "default")
         _Ganeti3(vc, "gnt-network", "remove", "g3net")
     assert "g3net" not in vc.Run("gnt-network", "list").stdout
+
+
+def test_debug_test_jobqueue(vc):
+    """Ganeti 3.0's own job queue test passes against our master daemon:
+    a batch with a job of a priority clients may not use is refused
+    whole, relative dependencies are resolved, and OpTestJqueue jobs
+    notify it through their sockets in the expected states."""
+    out = _Ganeti3(vc, "gnt-debug", "test-jobqueue")
+    assert "Job dependency tests were successful\n" in out
+    assert out.endswith("Job queue test successful\n")
+
+
+def test_debug_test_osparams(vc):
+    code, out = _Both(vc, "gnt-debug", "test-osparams",
+                      "--os-parameters-secret", "pw=sesame")
+    assert code == 0 and "Secret OS parameters: {'pw': 'sesame'}\n" in out
+    code, out = _Both(vc, "gnt-debug", "test-osparams")
+    assert code == 1 and "Opcode needs secret parameters" in out
+
+
+def test_instance_add_private_and_secret_os_parameters(vc):
+    _Ganeti3(vc, "gnt-instance", "add", "-t", "diskless", "-o", "tinyimage",
+             "-n", NODE1, "-B", "memory=32", "--no-start",
+             "--os-parameters-private=hostname=g3host",
+             "--os-parameters-secret=message=sesame", *CHECKS, "g3secret")
+    try:
+        inst = [inst for inst in Config(vc)["instances"].values()
+                if inst["name"] == "g3secret"][0]
+        assert inst["osparams_private"] == {"hostname": "g3host"}
+        assert "sesame" not in str(Config(vc))
+    finally:
+        vc.Run("gnt-instance", "remove", "-f", "g3secret")
+
+
+def test_storage_diagnose_and_info(vc):
+    """gnt-storage prints what Ganeti's does: the example provider on
+    every node (valid), an empty directory on NODE2 only (invalid there,
+    missing on NODE1)."""
+    added = []
+    for node in vc.nodes.values():
+        added.append(node.NodePath(os.path.join(ES_DIR, "g3example")))
+        shutil.copytree(EXAMPLE_PROVIDER, added[-1])
+    added.append(vc.nodes[NODE2].NodePath(os.path.join(ES_DIR, "g3broken")))
+    os.makedirs(added[-1])
+    try:
+        code, out = _Both(vc, "gnt-storage", "diagnose")
+        assert code == 0
+        assert "Provider: g3broken\n---\n  Node: node1.example.test," \
+            " status: ExtStorage provider not found\n" in out
+        assert "Provider: g3example\n---\n  Node: node1.example.test," \
+            " status: valid (path: %s/g3example) [parameters: dir, loop]" \
+            % ES_DIR in out
+        code, out = _Both(vc, "gnt-storage", "info", "nosuch", "g3example")
+        assert code == 0
+        assert out.startswith("g3example:\n  - Valid for nodegroups:\n"
+                              "      default\n  - Supported parameters:\n")
+        assert out.endswith("nosuch: Not Found\n\n")
+    finally:
+        for path in added:
+            shutil.rmtree(path)
+
+
+def test_cluster_modify_etc_hosts(vc):
+    for value, recorded in (("yes", True), ("no", False)):
+        _Ganeti3(vc, "gnt-cluster", "modify", "--modify-etc-hosts", value)
+        assert Config(vc)["cluster"]["modify_etc_hosts"] is recorded
+
+
+@pytest.mark.parametrize("args", [
+    ("gnt-group", "show-ispecs-cmd"),
+    ("gnt-group", "show-ispecs-cmd", "--include-defaults", "default"),
+    ("gnt-cluster", "show-ispecs-cmd"),
+    ("gnt-cluster", "modify", "--vg-name=xenvg"),
+    ("gnt-cluster", "modify", "--reserved-lvs=xenvg/a"),
+    ("gnt-cluster", "modify", "--zeroing-image="),
+], ids=lambda args: " ".join(args))
+def test_commands_as_ganeti(vc, args):
+    """Our client answers these as Ganeti's (the features behind the
+    modify options are missing here: both refuse them)."""
+    _Both(vc, *args)
+
+
+def test_rejected_job_created_and_canceled(vc):
+    """A job a REJECT rule applies to gets an id and is canceled (Ganeti's
+    scheduler does so); a rule on a field no opcode has is refused."""
+    out = _Ganeti3(vc, "gnt-filter", "add", "--action=REJECT",
+                   "--predicates",
+                   '[["opcode", ["=", "OP_ID", "OP_TEST_DELAY"]]]')
+    uuid = out.strip()
+    try:
+        code, out = _Both(vc, "gnt-debug", "delay", "0")
+        assert code == 1 and "Job was canceled" in out
+        (job_id, ) = vc.Run("gnt-job", "list", "--no-headers", "-o", "id",
+                            "--separator=|").stdout.split()[-1:]
+        assert vc.Run("gnt-job", "list", "--no-headers", "-o",
+                      "status,opresult", "--separator=|",
+                      job_id).stdout.strip() == \
+            "canceled|['Job canceled by filter rule %s']" % uuid
+    finally:
+        _Ganeti3(vc, "gnt-filter", "delete", uuid)
+    result = vc.ganeti3.Run("gnt-filter", "add", "--predicates",
+                            '[["opcode", ["=", "instance_nmae", "x"]]]',
+                            check=False)
+    assert result.returncode == 1
+    assert 'Unknown field "instance_nmae"' in result.stdout + result.stderr
+
+
+def _JobIdsMasked(result) -> list[str]:
+    """A run's output lines, job ids replaced (each run has its own)."""
+    return [re.sub(r"\b\d+\b", "N", line)
+            for line in _Lines(result.stdout + result.stderr)]
+
+
+def test_multi_instance_ops_as_ganeti(vc):
+    """Selecting instances by tag and by node: Ganeti 3.0's client (over
+    our classic LUXI queries) and ours act and print alike."""
+    vc.Run("gnt-instance", "add-tags", FILE_INST, "g3multi")
+    try:
+        outputs = []
+        for run in (vc.Run, vc.ganeti3.Run):
+            for command in ("shutdown", "startup"):
+                result = run("gnt-instance", command, "--force-multiple",
+                             "--tags", "g3multi")
+                assert result.returncode == 0, result
+                outputs.append(_JobIdsMasked(result))
+                assert Field(vc, FILE_INST, "status") == \
+                    ("ADMIN_down" if command == "shutdown" else "running")
+        assert outputs[:2] == outputs[2:]
+        assert outputs[0] == ["Submitted jobs N",
+                              "Waiting for job N for g3file ..."]
+        code, out = _Both(vc, "gnt-instance", "reboot", "--force-multiple",
+                          "--secondary", NODE1)
+        assert code == 1 and \
+            "Selection filter does not match any instances" in out
+    finally:
+        vc.Run("gnt-instance", "remove-tags", FILE_INST, "g3multi")
+
+
+def test_node_powercycle_as_ganeti(vc):
+    code, out = _Both(vc, "gnt-node", "powercycle", "--yes", NODE2)
+    assert code == 1 and "OP_NODE_POWERCYCLE is not supported" in out
+
+
+def test_job_list_archived_as_ganeti(vc):
+    vc.Run("gnt-instance", "add-tags", FILE_INST, "g3archive")
+    vc.Run("gnt-instance", "remove-tags", FILE_INST, "g3archive")
+    job = vc.Run("gnt-job", "list", "--no-headers", "-o",
+                 "id").stdout.split()[-1]
+    _Ganeti3(vc, "gnt-job", "archive", job)
+    code, out = _Both(vc, "gnt-job", "list", "--archived", "--no-headers",
+                      "--separator=|", "-o", "id,summary")
+    assert code == 0
+    assert "%s|TAGS_DEL|Y\n" % job in out, out

@@ -10,6 +10,7 @@ transfers.
 import configparser
 import gzip
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -19,7 +20,7 @@ from ganeti.backend import export as backend_export
 
 from testutils_instance import (CHECKS as NAME_CHECKS, NODE1, NODE2, NODE3,
                                 DiskPaths, Fail, Field, FindInstance,
-                                InstanceCluster, OsVariant)
+                                InstanceCluster, OsVariant, RemoveInstances)
 
 pytestmark = pytest.mark.integration
 
@@ -168,6 +169,35 @@ def test_import_overrides_and_explicit_source(vc, inst1):
         assert "INSTANCE_NAME=inst1" in _Cat(dst, "/etc/tinyimage.conf")
     finally:
         vc.Run("gnt-instance", "remove", "-f", "inst1c")
+
+
+def test_import_keeps_private_os_parameters(vc, inst1):
+    """The export's private OS parameters are the new instance's, under
+    those given on the command line (as in Ganeti)."""
+    _EnsureExport(vc, inst1)
+    export = _ExportDir(vc, NODE3, "inst1p")
+    shutil.copytree(_ExportDir(vc, NODE3, inst1), export)
+    try:
+        ini = configparser.RawConfigParser()
+        ini.read(os.path.join(export, "config.ini"))
+        ini.remove_option("os", "message")
+        ini.set("os_private", "hostname", "fromexport")
+        ini.set("os_private", "message", "private")
+        with open(os.path.join(export, "config.ini"), "w",
+                  encoding="utf-8") as fobj:
+            ini.write(fobj)
+        vc.Run("gnt-backup", "import", "-n", NODE2, "-t", "file",
+               "--src-node", NODE3, "--src-dir", "inst1p",
+               "--os-parameters-private", "message=given",
+               # Ganeti's options of import, too
+               "--no-wait-for-sync", "--no-conflicts-check", *CHECKS,
+               "inst1d")
+        new, _ = FindInstance(vc, "inst1d")
+        assert new["osparams_private"] == {"hostname": "fromexport",
+                                           "message": "given"}
+    finally:
+        shutil.rmtree(export)
+        RemoveInstances(vc, "inst1d")
 
 
 def test_export_moves_and_remove(vc, inst1):

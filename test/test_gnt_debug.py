@@ -111,7 +111,10 @@ def test_submit_job(master, tmp_path, capsys):
     assert len(master.jobs) == 2
     assert [op["duration"] for op in master.jobs[0]] == [0.1, 0.2, 0.1, 0.2]
     assert all(op["reason"] for job in master.jobs for op in job)
+    assert not any(op.get("dry_run") for job in master.jobs for op in job)
     assert "Submitted jobs 1, 2" in capsys.readouterr().out
+    assert _Run("submit-job", "--dry-run", str(fname)) == 0
+    assert all(op["dry_run"] for op in master.jobs[-1])
 
 
 def test_submit_job_bad_file(master, tmp_path, capsys):
@@ -134,3 +137,34 @@ def test_locks(master, capsys):
                 "name,owner") == 0
     assert capsys.readouterr().out.splitlines() == [
         "cluster/BGL|job1,job2", "node/node1|-"]
+
+
+# Against a real master daemon ------------------------------------------------
+
+def test_test_jobqueue(two_node_cluster):
+    """All of Ganeti's job queue checks pass against our master daemon."""
+    out = two_node_cluster.Run("gnt-debug", "test-jobqueue").stdout
+    for line in ("Testing job submission",
+                 "Job submission tests were successful",
+                 "Job dependency tests were successful",
+                 "Testing job success", "Testing multiple successful opcodes",
+                 "Testing job failure", "Testing partial job failure",
+                 "Job queue test successful"):
+        assert line + "\n" in out, line
+
+
+def test_test_osparams(two_node_cluster):
+    """The secret OS parameters reach the LU (which shows them), but not
+    the job as stored or queried."""
+    result = two_node_cluster.Run("gnt-debug", "test-osparams",
+                                  "--os-parameters-secret",
+                                  "pw=sesame,user=ali", "--print-jobid")
+    job_id, log = result.stdout.split("\n", 1)
+    assert log.rstrip().endswith(
+        "Secret OS parameters: {'pw': 'sesame', 'user': 'ali'}")
+    ((ops, ), ) = two_node_cluster.Luxi().QueryJobs([int(job_id)], ["ops"])
+    assert ops[0]["osparams_secret"] == {"pw": constants.REDACTED,
+                                         "user": constants.REDACTED}
+    result = two_node_cluster.Run("gnt-debug", "test-osparams", check=False)
+    assert result.returncode == constants.EXIT_FAILURE
+    assert "Opcode needs secret parameters" in result.stderr

@@ -148,6 +148,9 @@ def test_cli_refuses_bad_options(cluster, options, message):
     (["--predicates", '[["jobid", ["=~", "id", "x"]]]'], '"=~", "id"'),
     (["--predicates", '[["name", ["==", "id", 1]]]'],
      'Invalid predicate ["name"'),
+    # No opcode has such a parameter
+    (["--predicates", '[["opcode", ["=", "instance_nmae", "web1"]]]'],
+     'Unknown field "instance_nmae"'),
 ])
 def test_server_refuses_bad_rules(cluster, options, message):
     result = cluster.Run("gnt-filter", "add", *options, check=False)
@@ -156,12 +159,22 @@ def test_server_refuses_bad_rules(cluster, options, message):
     assert _Filters(cluster) == []
 
 
+def _Rejected(cluster, uuid):
+    """A new job, which the REJECT rule ``uuid`` cancels (as in Ganeti:
+    created, then canceled)."""
+    result = cluster.Run("gnt-debug", "delay", "--print-jobid", "0.01",
+                         check=False)
+    assert result.returncode == 1
+    assert "Job was canceled" in result.stderr
+    job_id = int(result.stdout.split()[0])
+    assert _JobFields(cluster, job_id, ["status", "opresult"]) == \
+        ["canceled", "['Job canceled by filter rule %s']" % uuid]
+
+
 def test_drain_rejects_new_jobs(cluster):
     running = _Delay(cluster, 0.5)
     uuid = _AddFilter(cluster, "--predicates", _DRAIN, "--action", "REJECT")
-    result = cluster.Run("gnt-debug", "delay", "0.01", check=False)
-    assert result.returncode == 1
-    assert "Job rejected by filter rule %s" % uuid in result.stderr
+    _Rejected(cluster, uuid)
     # Jobs up to the watermark are not affected
     _WaitAll(cluster, [running])
     cluster.Run("gnt-filter", "delete", uuid)
@@ -197,7 +210,7 @@ def test_maintenance_reason_exempts_from_pause(cluster):
     _WaitAll(cluster, [other])
 
 
-def test_reject_opcode_cancels_queued_and_refuses_new(cluster):
+def test_reject_opcode_cancels_queued_and_new(cluster):
     hold = _AddFilter(cluster, "--priority=5", "--action=PAUSE",
                       "--predicates", _ANY_JOB)
     queued = [_Delay(cluster, 0.01) for _ in range(2)]
@@ -209,8 +222,7 @@ def test_reject_opcode_cancels_queued_and_refuses_new(cluster):
         assert _JobFields(cluster, job_id, ["opresult"]) == \
             ["['Job canceled by filter rule %s']" % reject]
     cluster.Run("gnt-filter", "delete", hold)
-    refused = cluster.Run("gnt-debug", "delay", "0.01", check=False)
-    assert "Job rejected by filter rule %s" % reject in refused.stderr
+    _Rejected(cluster, reject)
     # Other opcodes still run
     cluster.Run("gnt-group", "add", "filtered-group")
     cluster.Run("gnt-group", "remove", "filtered-group")

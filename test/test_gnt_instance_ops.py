@@ -13,6 +13,7 @@ file resolves the names the renames use.
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,11 +22,13 @@ import pytest
 
 from ganeti import config, constants, errors, objects, opcodes, pathutils
 from ganeti.client import gnt_instance
+from ganeti.utils.text import TryToRoman
 
 from testutils_cluster import WaitForJob
 from testutils_config import MakeConfig
 from testutils_instance import (CHECKS, FILE_VDIR, NODE2, NODE3, Config,
-                                DiskPaths, FakeState, Fail, FindInstance,
+                                DiskPaths, FakeState, Fail, Field,
+                                FindInstance,
                                 InstanceCluster, OsVariant, RemoveInstances)
 
 pytestmark = pytest.mark.integration
@@ -121,6 +124,18 @@ def test_rename_file_instance(vc):
         RemoveInstances(vc, "ren1", "ren2.example.test", "taken.example.test")
 
 
+def test_rename_without_name_check_asks_unless_forced(vc):
+    result = vc.Run("setsid", "-w", "gnt-instance", "rename",
+                    "--no-name-check", "--no-ip-check", "nosuch",
+                    "other.example.test", check=False)
+    assert result.returncode == constants.EXIT_FAILURE
+    assert "'other.example.test' is a FQDN. Continue?" in result.stderr
+    assert "not known" not in result.stderr
+    out = Fail(vc, "gnt-instance", "rename", "-f", "--no-name-check",
+               "--no-ip-check", "nosuch", "other.example.test")
+    assert "Instance 'nosuch' not known" in out
+
+
 def test_config_rename_instance(tmp_path):
     cfg = MakeConfig(str(tmp_path))
     master = cfg.GetMasterNode()
@@ -202,6 +217,30 @@ def test_reinstall_rewrites_the_disk(vc):
         assert FindInstance(vc, "rei1")[0]["os"] == "norename"
     finally:
         RemoveInstances(vc, "rei1")
+
+
+def test_private_and_secret_os_parameters(vc):
+    """add and reinstall pass secret OS parameters to the OS scripts of
+    that run only; private ones are kept like the public ones."""
+    _AddFile(vc, "rei3", NODE3, "tinyimage", "--no-start",
+             "--os-parameters-private", "hostname=hidden",
+             "--os-parameters-secret", "message=sesame1")
+    try:
+        (image, ) = DiskPaths(vc, "rei3", NODE3)
+        assert "sesame1" in _ImageFile(image, "/init")
+        assert _ImageFile(image, "/etc/hostname") == "hidden\n"
+        inst, _ = FindInstance(vc, "rei3")
+        assert inst["osparams_private"] == {"hostname": "hidden"}
+        assert "sesame" not in json.dumps(Config(vc))
+        vc.Run("gnt-instance", "reinstall", "-f", "--os-parameters-secret",
+               "message=sesame2", "rei3")
+        assert "sesame2" in _ImageFile(image, "/init")
+        assert _ImageFile(image, "/etc/hostname") == "hidden\n"
+        vc.Run("gnt-instance", "reinstall", "-f", "rei3")
+        assert "sesame" not in _ImageFile(image, "/init")
+        assert "sesame" not in json.dumps(Config(vc))
+    finally:
+        RemoveInstances(vc, "rei3")
 
 
 def test_reinstall_diskless_refused(vc):
@@ -385,3 +424,118 @@ def test_file_storage_dir_rename_checks(vc):
         for name in ("d1", "d2", "busy"):
             shutil.rmtree(os.path.join(base, name), ignore_errors=True)
         os.unlink(os.path.join(base, "link1"))
+
+
+# Several instances at once ---------------------------------------------------
+
+def _AdminStates(cluster, *names):
+    return [Field(cluster, name, "admin_state") for name in names]
+
+
+def test_multi_instance_selection(vc):
+    """startup/shutdown/reboot/reinstall select instances by name, node,
+    node or instance tag or --all, and ask first when acting on several
+    (without a terminal: refused, naming --force-multiple)."""
+    for name, node in (("mul1", NODE2), ("mul2", NODE3)):
+        vc.Run("gnt-instance", "add", "-t", "diskless", "--no-install",
+               "--no-start", "-n", node, *SMALL, *CHECKS, name)
+    vc.Run("gnt-instance", "add-tags", "mul2", "grp")
+    try:
+        result = vc.Run("setsid", "-w", "gnt-instance", "startup", "mul1",
+                        "mul2", check=False)
+        assert result.returncode == constants.EXIT_FAILURE
+        assert "The startup will operate on 2 instances." in result.stderr
+        assert "Affected instances:\n  mul1\n  mul2" in result.stderr
+        assert "Use --force-multiple to skip this question" in \
+            result.stderr
+        assert _AdminStates(vc, "mul1", "mul2") == ["down", "down"]
+
+        out = vc.Run("gnt-instance", "startup", "--force-multiple", "mul1",
+                     "mul2").stdout
+        assert "Submitted jobs " in out and " for mul2 ..." in out
+        assert _AdminStates(vc, "mul1", "mul2") == ["up", "up"]
+        vc.Run("gnt-instance", "shutdown", "--force-multiple", "--primary",
+               NODE2)
+        assert _AdminStates(vc, "mul1", "mul2") == ["down", "up"]
+        vc.Run("gnt-instance", "shutdown", "--force-multiple", "--tags",
+               "grp")
+        assert _AdminStates(vc, "mul1", "mul2") == ["down", "down"]
+        out = Fail(vc, "gnt-instance", "startup", "--force-multiple",
+                   "--node-tags", "nosuchtag")
+        assert "Selection filter does not match any instances" in out
+        out = Fail(vc, "gnt-instance", "reboot", "--all", "mul1")
+        assert "Cluster filter mode takes no arguments" in out
+
+        # --submit prints each job's id and instance, without waiting
+        client = vc.Luxi()
+        out = vc.Run("gnt-instance", "startup", "--force-multiple",
+                     "--submit", "--all").stdout
+        jobs = dict(line.split(": ") for line in out.splitlines())
+        assert {"mul1", "mul2"} <= set(jobs.values()), out
+        for job in jobs:
+            assert WaitForJob(client, int(job)) == \
+                constants.JOB_STATUS_SUCCESS
+        assert _AdminStates(vc, "mul1", "mul2") == ["up", "up"]
+        vc.Run("gnt-instance", "shutdown", "--force-multiple", "--instance",
+               "mul1", "mul2")
+
+        # Reinstalling several warns that the data goes; each job's
+        # failure is reported (a diskless instance has nothing to
+        # reinstall)
+        result = vc.Run("setsid", "-w", "gnt-instance", "reinstall",
+                        "--all", check=False)
+        assert "Note: this will remove *all* data for the below" \
+            " instances! It will keep the same OS." in \
+            " ".join(result.stderr.split())
+        out = Fail(vc, "gnt-instance", "reinstall", "--force-multiple",
+                   "mul1", "mul2")
+        assert "for mul1 has failed" in out and \
+            "Instance 'mul1' has no disks" in out, out
+    finally:
+        RemoveInstances(vc, "mul1", "mul2")
+
+
+def test_info_roman(vc):
+    vc.Run("gnt-instance", "add", "-t", "diskless", "--no-install",
+           "--no-start", "-n", NODE2, *SMALL, *CHECKS, "rom1")
+    try:
+        serial = FindInstance(vc, "rom1")[0]["serial_no"]
+        plain = vc.Run("gnt-instance", "info", "-s", "rom1").stdout
+        assert "Serial number: %d\n" % serial in plain
+        out = vc.Run("gnt-instance", "info", "-s", "--roman",
+                     "rom1").stdout
+        assert "Serial number: %s\n" % TryToRoman(serial) in out
+        assert "maxmem: XXXII\n" in out and "maxmem: 32\n" in plain
+    finally:
+        RemoveInstances(vc, "rom1")
+
+
+def test_cluster_info_roman(vc):
+    """gnt-cluster info --roman: Ganeti's integers in roman numerals (its
+    cluster parameters, grouped parameters and instance policy)."""
+    plain = vc.Run("gnt-cluster", "info").stdout
+    out = vc.Run("gnt-cluster", "info", "--roman").stdout
+    pool = int(re.search(r"candidate pool size: (\d+)\n", plain).group(1))
+    assert "candidate pool size: %s\n" % TryToRoman(pool) in out
+    assert "primary ip version: IV\n" in out
+    assert re.search(r"\n +vcpus: I\n", out) and \
+        re.search(r"\n +vcpus: 1\n", plain)
+    assert "memory-size: MMXLVIII\n" in out and \
+        "memory-size: 2048\n" in plain
+
+
+def test_node_failover(vc):
+    """gnt-node failover fails over a node's primary instances, one job
+    each, after asking (no terminal: declined, exit 2)."""
+    vc.Run("gnt-instance", "add", "-t", "diskless", "--no-install",
+           "--no-start", "-n", NODE2, *SMALL, *CHECKS, "nfo1")
+    try:
+        result = vc.Run("setsid", "-w", "gnt-node", "failover", NODE2,
+                        check=False)
+        assert result.returncode == 2
+        assert "Fail over instance(s) 'nfo1'?" in result.stderr
+        out = vc.Run("gnt-node", "failover", "-f", NODE2).stdout
+        assert "All 1 instance(s) failed over successfully." in out, out
+        assert Field(vc, "nfo1", "pnode") != NODE2
+    finally:
+        RemoveInstances(vc, "nfo1")

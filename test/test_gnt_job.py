@@ -122,6 +122,17 @@ def test_list_fields_separator_and_filters(queue, capsys):
     assert capsys.readouterr().out.split() == ["3"]
 
 
+def test_list_archived_asks_for_the_archived_field(queue, capsys):
+    """The master includes archived jobs when the query asks for the
+    "archived" field: --archived adds it (once)."""
+    assert _Run("list", "--archived", "--running") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "ID Status  Summary         Archived",
+        " 2 running TEST_DELAY(2.0) N"]
+    assert _Run("list", "--archived", "-o", "id,archived") == 0
+    assert queue.calls[-1][1][1] == ["id", "archived"]
+
+
 def test_list_filter_expression(queue, capsys):
     assert _Run("list", "--no-headers", "-o", "id",
                 'status == "running" or id > 3') == 0

@@ -273,3 +273,39 @@ def test_tags(vcluster):
         vcluster.Run("gnt-node", "remove-tags", NODES[0], "rack:a", "ssd")
         vcluster.Run("gnt-group", "remove-tags", "default", "dc1")
     assert vcluster.Run("gnt-node", "list-tags", NODES[0]).stdout == ""
+
+
+def test_powercycle_and_failover_without_instances(vcluster):
+    """powercycle asks unless --yes (no terminal: declined, exit 2), then
+    the master refuses its opcode: nodes are power-cycled out of band
+    here. failover of a node without primary instances does nothing."""
+    result = vcluster.Run("setsid", "-w", "gnt-node", "powercycle",
+                          NODES[0], check=False)
+    assert result.returncode == 2
+    assert "Are you sure you want to hard powercycle node %s?" % \
+        NODES[0] in result.stderr
+    result = _Fail(vcluster, "gnt-node", "powercycle", "--yes", NODES[0])
+    assert "OP_NODE_POWERCYCLE is not supported by this cluster" in \
+        result.stderr
+    result = vcluster.Run("gnt-node", "failover", NODES[1])
+    assert result.stderr == "No primary instances on node %s, exiting.\n" % \
+        NODES[1]
+
+
+def test_job_list_archived(vcluster):
+    """Archived jobs are listed with --archived only (or by id), as
+    Ganeti's luxid reads the archive when the "archived" field is asked
+    for."""
+    vcluster.Run("gnt-node", "add-tags", NODES[0], "arch")
+    vcluster.Run("gnt-node", "remove-tags", NODES[0], "arch")
+    job = _Rows(vcluster, "gnt-job", ["id"])[-1][0]
+    vcluster.Run("gnt-job", "archive", job)
+    assert [job] not in _Rows(vcluster, "gnt-job", ["id"])
+    rows = _Rows(vcluster, "gnt-job", ["id", "status"])
+    archived = vcluster.Run("gnt-job", "list", "--archived", "--no-headers",
+                            "--separator=|", "-o", "id,status").stdout
+    assert "%s|success|Y" % job in archived.splitlines()
+    assert ["%s|N" % "|".join(row) for row in rows] == \
+        [line for line in archived.splitlines() if line.endswith("|N")]
+    assert _Rows(vcluster, "gnt-job", ["id", "archived"], job) == \
+        [[job, "Y"]]

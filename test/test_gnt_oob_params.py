@@ -13,7 +13,7 @@ import pytest
 
 from ganeti import pathutils
 
-from testutils_cluster import SMALL_IPOLICY_BOUNDS, VirtualCluster
+from testutils_cluster import VirtualCluster
 from testutils_instance import (CHECKS, NODE1, NODE2, Config, Fail, Field,
                                 InstanceCluster, RemoveInstances,
                                 WriteOobProgram)
@@ -23,16 +23,28 @@ pytestmark = pytest.mark.integration
 SMALL = ("-B", "maxmem=32,minmem=32")
 
 
+SMALL_SPECS = ("--specs-mem-size", "min=1,max=2000000000,std=64",
+               "--specs-cpu-count", "min=1,max=64",
+               "--specs-disk-count", "min=0,max=16",
+               "--specs-disk-size", "min=1,max=100000000",
+               "--specs-nic-count", "min=0,max=8")
+
+
 @pytest.fixture(scope="module")
 def vc():
     # Disk parameters (test_init_disk_parameters) and further cluster
     # settings (test_init_cluster_settings) given at init
-    with InstanceCluster("--ipolicy-bounds-specs", SMALL_IPOLICY_BOUNDS,
+    # Small instance policy bounds as Ganeti's --specs-* give them
+    with InstanceCluster(*SMALL_SPECS,
                          "-D", "drbd:metavg=initvg,c-plan-ahead=10",
                          "--disk-parameters", "plain:stripes=2",
                          "--uid-pool", "2000,1000-1009", "--no-etc-hosts",
                          "--no-ssh-init", "--user-shutdown", "no",
                          "--compression-tools", "gzip,gzip-fast",
+                         "--maintain-node-health", "yes",
+                         "--ssh-key-type", "ecdsa", "--ssh-key-bits", "384",
+                         "--vg-name", "", "--prealloc-wipe-disks", "no",
+                         "--primary-ip-version", "4",
                          nodes=(NODE2, )) as cluster:
         yield cluster
 
@@ -93,6 +105,17 @@ def test_init_cluster_settings(vc):
     assert cluster["compression_tools"] == ["gzip", "gzip-fast"]
     assert (cluster["modify_etc_hosts"], cluster["modify_ssh_setup"],
             cluster["enabled_user_shutdown"]) == (False, False, False)
+    assert (cluster["ssh_key_type"], cluster["ssh_key_bits"],
+            cluster["maintain_node_health"]) == ("ecdsa", 384, True)
+    # --specs-*: the given specs (sizes as Ganeti parses them: rounded up
+    # to 4 MiB), the others Ganeti's defaults
+    (bounds, ) = cluster["ipolicy"]["minmax"]
+    assert bounds["min"] == {"memory-size": 4, "cpu-count": 1,
+                             "disk-count": 0, "disk-size": 4,
+                             "nic-count": 0, "spindle-use": 1}
+    assert (bounds["max"]["memory-size"], bounds["max"]["spindle-use"]) == \
+        (2000000000, 12)
+    assert cluster["ipolicy"]["std"]["memory-size"] == 64
     info = vc.Run("gnt-cluster", "info").stdout
     assert "  uid pool: 1000-1009, 2000\n" in info
     assert "  compression tools:\n    - gzip\n    - gzip-fast\n" in info
@@ -100,6 +123,19 @@ def test_init_cluster_settings(vc):
     with open(vc.NodePath(pathutils.SsconfFileName("uid_pool")),
               encoding="ascii") as fobj:
         assert fobj.read().split() == ["1000-1009", "2000"]
+
+
+def test_modify_etc_hosts_recorded(vc):
+    """--modify-etc-hosts is recorded, as init's --no-etc-hosts is (this
+    cluster does not manage /etc/hosts either way)."""
+    try:
+        vc.Run("gnt-cluster", "modify", "--modify-etc-hosts", "yes")
+        assert Config(vc)["cluster"]["modify_etc_hosts"] is True
+        assert "--modify-etc-hosts" in Fail(
+            vc, "gnt-cluster", "modify", "--modify-etc-hosts", "maybe")
+    finally:
+        vc.Run("gnt-cluster", "modify", "--modify-etc-hosts", "no")
+    assert Config(vc)["cluster"]["modify_etc_hosts"] is False
 
 
 def test_modify_uid_pool_and_compression_tools(vc):
@@ -145,7 +181,15 @@ def test_modify_uid_pool_and_compression_tools(vc):
     (("-D", "drbd:resync-rate=fast"), "resync-rate"),
     (("--user-shutdown", "yes"), "User shutdown"),
     (("--uid-pool", "9-1"), "is larger than higher boundary"),
-    (("--compression-tools", "lz4"), "gzip utility must be present")])
+    (("--compression-tools", "lz4"), "gzip utility must be present"),
+    (("--vg-name", "xenvg"), "OP_CLUSTER_SET_PARAMS.vg_name' is not"
+     " supported"),
+    (("--primary-ip-version", "6"), "Primary IP version 6 is not supported"),
+    (("--specs-mem-size", "min=64", "--ipolicy-std-specs", "memory-size=64"),
+     "A --specs-xxx option cannot be specified together with any"
+     " --ipolicy-xxx-specs option"),
+    (("--specs-disk-size", "least=1"), "Invalid key 'least' in"
+     " --specs-disk-size")])
 def test_init_refuses_bad_disk_parameters(args, message):
     """Checked before anything is written: no configuration, no daemon."""
     cluster = VirtualCluster()
@@ -238,6 +282,20 @@ def test_group_ipolicy_options(vc):
         assert "Invalid instance policy" in Fail(
             vc, "gnt-group", "modify", "--ipolicy-disk-templates", "nosuch",
             "ipg")
+        # As Ganeti's: only the bounds, by default only the group's own
+        assert vc.Run("gnt-group", "show-ispecs-cmd", "ipg").stdout == \
+            "gnt-group add ipg\n"
+        out = vc.Run("gnt-group", "show-ispecs-cmd", "--include-defaults",
+                     "ipg").stdout
+        assert out.startswith("gnt-group add --ipolicy-bounds-specs"
+                              " min:cpu-count=1,disk-count=0,")
+        vc.Run("gnt-group", "modify", "--ipolicy-bounds-specs", bounds,
+               "ipg")
+        assert vc.Run("gnt-group", "show-ispecs-cmd", "ipg").stdout == (
+            "gnt-group add --ipolicy-bounds-specs min:cpu-count=1,"
+            "disk-count=1,disk-size=512,memory-size=64,nic-count=1,"
+            "spindle-use=1/max:cpu-count=4,disk-count=4,disk-size=8192,"
+            "memory-size=4096,nic-count=4,spindle-use=4 ipg\n")
     finally:
         vc.Run("gnt-group", "remove", "ipg")
 

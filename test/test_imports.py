@@ -72,7 +72,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "clients": (("query", "placement"), ("ganeti.cli", "ganeti.cli_opts",
                                          "ganeti.rapi")),
     # Programs: the gnt-* commands and the daemons; hbal and hspace plan
-    # with the htools on what they read over LUXI
+    # with the htools on what they read over LUXI, harep repairs with
+    # maintd's auto-repair rules
     "programs": (("jobs", "clients", "htools"),
                  ("ganeti.client", "ganeti.server", "ganeti.watcher",
                   "ganeti.maintd")),

@@ -92,7 +92,7 @@ def test_submit_runs_and_persists(qenv):
 @pytest.mark.parametrize("ops, message", [
     ([{"OP_ID": "OP_NO_SUCH_THING"}], "Unknown opcode 'OP_NO_SUCH_THING'"),
     ([{"OP_ID": "OP_TEST_DELAY"}], "'OP_TEST_DELAY.duration' missing"),
-    ([{"OP_ID": "OP_TEST_DELAY", "duration": 0}],
+    ([{"OP_ID": "OP_TEST_DELAY", "duration": -1}],
      "'OP_TEST_DELAY.duration' fails validation"),
     ([{"OP_ID": "OP_TEST_DELAY", "duration": "x"}],
      "'OP_TEST_DELAY.duration' fails validation"),
@@ -166,11 +166,8 @@ def test_relative_dependencies_in_batch(qenv):
     results = queue.SubmitManyJobs([
         [_Delay(0.1)],
         [_Delay(depends=[[-1, []]])],
-        [{"OP_ID": "OP_BAD"}],
     ])
     assert results[0][0] and results[1][0]
-    assert results[2] == [False, "Unknown opcode 'OP_BAD'"] or \
-        not results[2][0]
     first, second = results[0][1], results[1][1]
     assert second == first + 1
     assert _Wait(queue, second) == constants.JOB_STATUS_SUCCESS
@@ -178,17 +175,27 @@ def test_relative_dependencies_in_batch(qenv):
     assert deps[0]["depends"] == [[first, []]]
 
 
+def test_batch_with_an_invalid_job_is_refused_whole(qenv):
+    """Ganeti 3.0 refuses a submission of which one job does not load (an
+    unknown opcode, a priority clients may not use): no job is written."""
+    queue = qenv()
+    before = queue.GetJobIds()
+    for bad in ({"OP_ID": "OP_BAD"},
+                dict(_Delay(), priority=constants.OP_PRIO_LOWEST)):
+        with pytest.raises(errors.OpPrereqError):
+            queue.SubmitManyJobs([[_Delay()], [bad]])
+    assert queue.GetJobIds() == before
+
+
 def test_refused_job_of_a_batch_is_never_written(qenv):
     """A job answered as an error must not be on disk (to run later)."""
     queue = qenv()
     results = queue.SubmitManyJobs([[_Delay()],
                                     [_Delay(depends=[[-5, []]])],
-                                    [{"OP_ID": "OP_BAD"}],
-                                    [_Delay(depends=[[-3, []]])]])
-    assert results[0][0] and results[3][0]
+                                    [_Delay(depends=[[-2, []]])]])
+    assert results[0][0] and results[2][0]
     assert results[1] == [False, "Unable to resolve relative job ID -5"]
-    assert results[2] == [False, "Unknown opcode 'OP_BAD'"]
-    first, last = results[0][1], results[3][1]
+    first, last = results[0][1], results[2][1]
     assert _Wait(queue, last) == constants.JOB_STATUS_SUCCESS
     # Relative ids count the refused jobs of the submission too
     (deps, ) = queue.QueryJobs([last], ["ops"])[0]

@@ -87,8 +87,10 @@ def test_opcode_fields_any_opcode_and_missing_or_null_values():
                                        [">", "duration", 5]]]])
     assert _Applying([rule], _Job(1, _Op(), _Op(duration=10))) == rule.uuid
     assert _Applying([rule], _Job(1, _Op(), _Op())) is None
-    missing = _Rule("PAUSE", [["opcode", ["==", "no_such_param", 1]]])
-    negated = _Rule("PAUSE", [["opcode", ["!", ["==", "no_such_param", 1]]]])
+    # A parameter of other opcodes than the job's
+    missing = _Rule("PAUSE", [["opcode", ["==", "instance_name", "i1"]]])
+    negated = _Rule("PAUSE", [["opcode", ["!", ["==", "instance_name",
+                                                "i1"]]]])
     null = _Rule("PAUSE", [["opcode", ["==", "comment", "x"]]])
     for rule in (missing, negated, null):
         assert _Applying([rule], _Job(1)) is None
@@ -137,6 +139,11 @@ def test_rate_limit_buckets():
     ((0, [["jobid", ["==", "id", "later"]]], "ACCEPT", []), "later"),
     ((0, [["reason", ["~~", "reason", "x"]]], "ACCEPT", []), "~~"),
     ((0, [["opcode", "OP_ID"]], "ACCEPT", []), '"OP_ID"'),
+    # A field no opcode has (a nested one: its first part counts)
+    ((0, [["opcode", ["==", "no_such_param", 1]]], "ACCEPT", []),
+     'Unknown field "no_such_param"'),
+    ((0, [["opcode", ["==", "instance.name", 1]]], "ACCEPT", []),
+     'Unknown field "instance.name"'),
     ((0, {}, "ACCEPT", []), "predicates {}"),
     ((0, [], "ACCEPT", [["gnt:user", "x"]]), '["gnt:user", "x"]'),
 ])
@@ -293,7 +300,9 @@ def test_replace_query_delete(env):
         filters.QueryFilters(env.cfg, "my-own-uuid", ["uuid"])
 
 
-def test_reject_refuses_submission_and_cancels_queued(env):
+def test_reject_cancels_queued_and_new_jobs(env):
+    """As in Ganeti, a new job a REJECT rule applies to is created and
+    canceled: its id refers to a job."""
     queue = env.jobqueue
     blocker_cluster = env.cfg.GetClusterInfo()
     blocker_cluster.max_running_jobs = 1
@@ -306,10 +315,14 @@ def test_reject_refuses_submission_and_cancels_queued(env):
         assert _Wait(queue, job_id) == constants.JOB_STATUS_CANCELED
         (result, ) = queue.QueryJobs([job_id], ["opresult"])[0]
         assert result == ["Job canceled by filter rule %s" % uuid]
-    with pytest.raises(errors.OpPrereqError, match=uuid):
-        _Submit(queue)
-    (refused, ) = queue.SubmitManyJobs([[_Op().__getstate__()]])
-    assert refused[0] is False and uuid in refused[1]
+    new = [_Submit(queue)]
+    ((submitted, job_id), ) = queue.SubmitManyJobs([[_Op().__getstate__()]])
+    assert submitted
+    new.append(job_id)
+    for job_id in new:
+        assert _Wait(queue, job_id) == constants.JOB_STATUS_CANCELED
+        assert queue.QueryJobs([job_id], ["opresult"])[0] == [
+            ["Job canceled by filter rule %s" % uuid]]
     assert _Wait(queue, blocker) == constants.JOB_STATUS_SUCCESS
 
 

@@ -197,7 +197,6 @@ def test_reject_rule_reported_for_pending_jobs():
     assert rejected == [(pending, "r")]
     assert env.sched.CheckOpCode(picked, picked.ops[0]).rejected == "r"
     new = env.New()
-    assert env.sched.RejectingRule(new) == "r"
     assert env.sched.Admit([new]) == [(new, "r")]
 
 

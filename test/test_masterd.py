@@ -81,8 +81,10 @@ def test_delay_job_through_cli_and_rpc(vcluster):
     assert ["success", "TEST_DELAY(0.2)"] in [row[1:] for row in rows]
 
 
-def test_cli_refuses_zero_delay(vcluster):
-    result = vcluster.Run("gnt-debug", "delay", "0", check=False)
+def test_cli_refuses_negative_delay(vcluster):
+    # No delay at all is one, as in Ganeti
+    vcluster.Run("gnt-debug", "delay", "0")
+    result = vcluster.Run("gnt-debug", "delay", "--", "-1", check=False)
     assert result.returncode == 1
     assert "duration" in result.stderr
 

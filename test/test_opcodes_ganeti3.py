@@ -18,6 +18,8 @@ OWN_PARAMS = {
                               # maintd's settings (Ganeti's attic branch)
                               "maint_round_delay", "maint_balance",
                               "maint_balance_threshold",
+                              "maint_balance_disk_moves",
+                              "maint_balance_dynamic_load", "maint_harep",
                               # the deployer flow of Placement's spec
                               "placement_required_prefix",
                               "placement_default_forbidden_prefix"},
@@ -112,10 +114,10 @@ def test_unsupported_parameter_accepted_switched_off():
 
 
 def test_unsupported_private_parameter_not_shown():
-    op = _Load("OP_INSTANCE_CREATE", instance_name="i1", disks=[], nics=[],
-               mode="create", osparams_secret={"password": "hunter2"})
+    op = _Load("OP_CLUSTER_SET_PARAMS",
+               osparams_private_cluster={"debootstrap": {"pw": "hunter2"}})
     with pytest.raises(errors.OpPrereqError) as err:
         op.Validate(True)
-    assert "osparams_secret" in str(err.value)
+    assert "osparams_private_cluster" in str(err.value)
     assert "hunter2" not in str(err.value)
     assert "hunter2" not in repr(op)

@@ -6,9 +6,9 @@ import logging
 import os
 from typing import Any, Callable
 
-from ganeti import constants, errors, objects
+from ganeti import constants, errors, objects, vcluster
 from ganeti import storage
-from ganeti.storage import filestorage
+from ganeti.storage import extstorage, filestorage
 from ganeti.backend.common import Fail
 
 
@@ -272,6 +272,13 @@ def drbd_replace_image(disk: dict, on_primary: bool) -> None:
 def drbd_remove_replaced(disk: dict) -> None:
     """Delete the image drbd_replace_image set aside."""
     _Drbd(_DiskFromDict(disk)).RemoveReplaced()
+
+
+def extstorage_diagnose() -> list[list]:
+    """The ExtStorage providers of this node (storage.extstorage), their
+    paths as virtual paths."""
+    return [[name, vcluster.MakeVirtualPath(path), *rest]
+            for name, path, *rest in extstorage.Diagnose()]
 
 
 def storage_list(su_name: str, su_args: list, name: str | None,

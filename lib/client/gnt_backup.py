@@ -7,10 +7,11 @@ from ganeti import cli, constants, errors, impexp, opcodes, qlang
 from ganeti.cli_opts import (
     ARGS_NONE, ARGS_ONE_INSTANCE, ArgUnknown, BACKEND_OPT, COMPRESS_OPT,
     DISK_OPT, DISK_TEMPLATE_OPT, DRY_RUN_OPT, FIELDS_OPT, FORCE_OPT,
-    HYPERVISOR_OPT, IGNORE_IPOLICY_OPT, NET_OPT, NODE_LIST_OPT,
-    NODE_PLACEMENT_OPT, NOHDR_OPT, OSPARAMS_OPT, OpcodeOption,
-    PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SHUTDOWN_TIMEOUT_OPT,
-    SINGLE_NODE_OPT, SUBMIT_OPT, UNITS_OPT, VERBOSE_OPT, cli_option)
+    HYPERVISOR_OPT, IGNORE_IPOLICY_OPT, NET_OPT, NOCONFLICTSCHECK_OPT,
+    NODE_LIST_OPT, NODE_PLACEMENT_OPT, NOHDR_OPT, NWSYNC_OPT, OSPARAMS_OPT,
+    OSPARAMS_PRIVATE_OPT, OSPARAMS_SECRET_OPT, OpcodeOption, PRINT_JOBID_OPT,
+    PRIORITY_OPT, SEP_OPT, SHUTDOWN_TIMEOUT_OPT, SINGLE_NODE_OPT, SUBMIT_OPT,
+    UNITS_OPT, VERBOSE_OPT, cli_option)
 from ganeti.client import gnt_instance
 from ganeti.client.gnt_instance import (
     FILESTORE_DIR_OPT, FILESTORE_DRIVER_OPT, NOIPCHECK_OPT, NONAMECHECK_OPT,
@@ -95,11 +96,14 @@ def ImportInstance(opts: Any, args: list[str]) -> int:
         nics=gnt_instance.ParseNics(opts.nics),
         disk_template=opts.disk_template, pnode=pnode, snode=snode or None,
         hypervisor=hypervisor, hvparams=hvparams, beparams=opts.beparams,
-        osparams=opts.osparams, name_check=opts.name_check,
+        osparams=opts.osparams, osparams_private=opts.osparams_private,
+        osparams_secret=opts.osparams_secret, name_check=opts.name_check,
         ip_check=opts.ip_check, file_storage_dir=opts.file_storage_dir,
         file_driver=opts.file_driver, start=False,
         tags=opts.tags.split(",") if opts.tags else [],
-        ignore_ipolicy=opts.ignore_ipolicy, src_node=opts.src_node,
+        ignore_ipolicy=opts.ignore_ipolicy,
+        conflicts_check=opts.conflicts_check,
+        wait_for_sync=opts.wait_for_sync, src_node=opts.src_node,
         src_path=opts.src_dir, compress=opts.compress)
     cli.SubmitOrSend(op, opts)
     return constants.EXIT_SUCCESS
@@ -113,9 +117,11 @@ def RemoveExport(opts: Any, args: list[str]) -> int:
 
 _IMPORT_OPTS = [
     DISK_TEMPLATE_OPT, NODE_PLACEMENT_OPT, DISK_OPT, NET_OPT, NONICS_OPT,
-    HYPERVISOR_OPT, BACKEND_OPT, OSPARAMS_OPT, NONAMECHECK_OPT,
+    HYPERVISOR_OPT, BACKEND_OPT, OSPARAMS_OPT, OSPARAMS_PRIVATE_OPT,
+    OSPARAMS_SECRET_OPT, NONAMECHECK_OPT,
     NOIPCHECK_OPT, FILESTORE_DIR_OPT, FILESTORE_DRIVER_OPT, TAGS_OPT,
     IGNORE_IPOLICY_OPT, SRC_DIR_OPT, SRC_NODE_OPT, COMPRESS_OPT,
+    NOCONFLICTSCHECK_OPT, NWSYNC_OPT,
 ]
 
 commands = {

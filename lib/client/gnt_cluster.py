@@ -6,126 +6,22 @@ import sys
 import time
 from typing import Any
 
-from ganeti import (bootstrap, cli, constants, errors, impexp, objects,
-                    opcodes, pathutils, serializer, ssconf, vcluster)
+from ganeti import (bootstrap, cli, constants, errors, objects, opcodes,
+                    serializer, ssconf)
 from ganeti.backend import verify as backend_verify
 from ganeti.cli_opts import (
     ARGS_MANY_INSTANCES, ArgChoice, ArgCommand, ArgFile, ArgHost, ArgSuggest,
-    ArgUnknown, CONFIRM_OPT, FORCE_OPT, INSTANCE_POLICY_OPTS,
-    IPOLICY_BOUNDS_OPT, IPOLICY_STD_OPT, NODE_LIST_OPT, VERBOSE_OPT,
-    OpcodeOption, ParamsOption,
-    PRIORITY_OPT, DRY_RUN_OPT, SUBMIT_OPT, PRINT_JOBID_OPT, TAG_SRC_OPT,
-    YES_DOIT_OPT, cli_option)
-from ganeti.client import _cluster_crypto, _cluster_epo, hbal, hspace
+    ArgUnknown, CONFIRM_OPT, FORCE_OPT, IPOLICY_BOUNDS_OPT, IPOLICY_STD_OPT,
+    NODE_LIST_OPT, VERBOSE_OPT, OpcodeOption, PRIORITY_OPT, DRY_RUN_OPT,
+    ROMAN_OPT, SUBMIT_OPT, PRINT_JOBID_OPT, TAG_SRC_OPT, YES_DOIT_OPT,
+    cli_option)
+from ganeti.client import (_cluster_crypto, _cluster_epo, _cluster_info,
+                           _cluster_params, hbal, hspace)
 from ganeti.rpc import node as rpc_node
-from ganeti.utils import uidpool
 
-_SetParams = opcodes.OpClusterSetParams
-
-# Options of init and modify, derived from the OpClusterSetParams declaration
-CANDIDATE_POOL_SIZE_OPT = OpcodeOption(_SetParams, "candidate_pool_size",
-                                       "-C", "--candidate-pool-size")
-MAX_RUNNING_JOBS_OPT = OpcodeOption(_SetParams, "max_running_jobs",
-                                    "--max-running-jobs")
-MAX_TRACKED_JOBS_OPT = OpcodeOption(_SetParams, "max_tracked_jobs",
-                                    "--max-tracked-jobs")
-MAC_PREFIX_OPT = OpcodeOption(_SetParams, "mac_prefix", "-m",
-                              "--mac-prefix")
-MASTER_NETDEV_OPT = OpcodeOption(_SetParams, "master_netdev",
-                                 "--master-netdev")
-MASTER_NETMASK_OPT = OpcodeOption(_SetParams, "master_netmask",
-                                  "--master-netmask")
-ENABLED_HV_OPT = OpcodeOption(_SetParams, "enabled_hypervisors",
-                              "--enabled-hypervisors")
-ENABLED_DISK_TEMPLATES_OPT = OpcodeOption(_SetParams,
-                                          "enabled_disk_templates",
-                                          "--enabled-disk-templates")
-FILE_STORAGE_DIR_OPT = OpcodeOption(_SetParams, "file_storage_dir",
-                                    "--file-storage-dir")
-SHARED_FILE_STORAGE_DIR_OPT = OpcodeOption(_SetParams,
-                                           "shared_file_storage_dir",
-                                           "--shared-file-storage-dir")
-MAINTAIN_NODE_HEALTH_OPT = OpcodeOption(_SetParams, "maintain_node_health",
-                                        "--maintain-node-health",
-                                        type="bool", action="store")
-DEFAULT_IALLOCATOR_OPT = OpcodeOption(_SetParams, "default_iallocator",
-                                      "--default-iallocator")
-DEFAULT_IALLOCATOR_PARAMS_OPT = OpcodeOption(
-    _SetParams, "default_iallocator_params", "--default-iallocator-params",
-    type="keyval", metavar="PARAM=VALUE,...")
-NICPARAMS_OPT = ParamsOption(_SetParams, "nicparams", "nic")
-NDPARAMS_OPT = ParamsOption(_SetParams, "ndparams", "node")
-DISKPARAMS_OPT = ParamsOption(_SetParams, "diskparams", "disk")
-DEFAULT_HV_OPT = OpcodeOption(_SetParams, "default_hypervisor",
-                              "--default-hypervisor")
-# --hypervisor-defaults and --defaults are design-2.0's names
-HVPARAMS_OPT = ParamsOption(_SetParams, "hvparams", "hypervisor",
-                            "--hypervisor-defaults")
-BEPARAMS_OPT = ParamsOption(_SetParams, "beparams", "backend", "--defaults")
-ENABLED_DATA_COLLECTORS_OPT = cli_option(
-    "--enabled-data-collectors", dest="enabled_data_collectors",
-    type="keyval", default={}, metavar="COLLECTOR=BOOL,...",
-    help="Deactivate or reactivate a data collector for reporting, in the"
-    " format collector=bool, where collector is one of %s" %
-    ", ".join(sorted(constants.DATA_COLLECTOR_NAMES)))
-DATA_COLLECTOR_INTERVAL_OPT = cli_option(
-    "--data-collector-interval", dest="data_collector_interval",
-    type="keyval", default={}, metavar="COLLECTOR=SECONDS,...",
-    help="Set collection intervals in seconds of data collectors.")
-DIAGNOSE_DATA_COLLECTOR_FILENAME_OPT = OpcodeOption(
-    _SetParams, "diagnose_data_collector_filename",
-    "--diagnose-data-collector-filename", metavar="FILENAME")
-PLACEMENT_REQUIRED_PREFIX_OPT = OpcodeOption(
-    _SetParams, "placement_required_prefix", "--placement-required-prefix",
-    metavar="PREFIX")
-PLACEMENT_FORBIDDEN_PREFIX_OPT = OpcodeOption(
-    _SetParams, "placement_default_forbidden_prefix",
-    "--placement-default-forbidden-prefix", metavar="PREFIX")
-MAINT_INTERVAL_OPT = OpcodeOption(_SetParams, "maint_round_delay",
-                                  "--maintenance-interval",
-                                  metavar="SECONDS")
-MAINT_BALANCE_OPT = OpcodeOption(_SetParams, "maint_balance",
-                                 "--auto-balance-cluster", type="bool",
-                                 action="store", metavar="yes|no")
-MAINT_BALANCE_THRESHOLD_OPT = OpcodeOption(
-    _SetParams, "maint_balance_threshold", "--auto-balance-threshold",
-    metavar="CLUSTERSCORE")
-UIDPOOL_OPT = OpcodeOption(_SetParams, "uid_pool", "--uid-pool",
-                           type="uidpool", metavar="UID[-UID],...")
-ADD_UIDS_OPT = OpcodeOption(_SetParams, "add_uids", "--add-uids",
-                            type="uidpool", metavar="UID[-UID],...")
-REMOVE_UIDS_OPT = OpcodeOption(_SetParams, "remove_uids", "--remove-uids",
-                               type="uidpool", metavar="UID[-UID],...")
-USER_SHUTDOWN_OPT = OpcodeOption(_SetParams, "enabled_user_shutdown",
-                                 "--user-shutdown", type="bool",
-                                 action="store", metavar="yes|no")
-COMPRESSION_TOOLS_OPT = OpcodeOption(
-    _SetParams, "compression_tools", "--compression-tools",
-    metavar="TOOL,...",
-    help="Comma-separated list of compression tools allowed for instance"
-    " moves, exports and imports (must include gzip; empty: the default,"
-    " %s)" % ",".join(impexp.IEC_DEFAULT_TOOLS))
-# Accepted as in Ganeti, only recorded: this cluster manages neither
-NO_ETC_HOSTS_OPT = cli_option("--no-etc-hosts", dest="modify_etc_hosts",
-                              default=True, action="store_false",
-                              help="Don't modify /etc/hosts")
-NO_SSH_INIT_OPT = cli_option("--no-ssh-init", dest="modify_ssh_setup",
-                             default=True, action="store_false",
-                             help="Don't initialize SSH keys")
 NOVOTING_OPT = cli_option("--no-voting", dest="no_voting", default=False,
                           action="store_true",
                           help="Skip node agreement check (dangerous)")
-SECONDARY_IP_OPT = cli_option("-s", "--secondary-ip", dest="secondary_ip",
-                              default=None, metavar="ADDRESS",
-                              help="Secondary IP address of the master")
-
-_PARAM_OPTS = [CANDIDATE_POOL_SIZE_OPT, MAX_RUNNING_JOBS_OPT,
-               MAC_PREFIX_OPT, MASTER_NETDEV_OPT, MASTER_NETMASK_OPT,
-               ENABLED_HV_OPT, ENABLED_DISK_TEMPLATES_OPT,
-               FILE_STORAGE_DIR_OPT, SHARED_FILE_STORAGE_DIR_OPT,
-               BEPARAMS_OPT, HVPARAMS_OPT, NICPARAMS_OPT,
-               NDPARAMS_OPT, IPOLICY_STD_OPT, UIDPOOL_OPT,
-               USER_SHUTDOWN_OPT, COMPRESSION_TOOLS_OPT] + INSTANCE_POLICY_OPTS
 
 
 def _FormatSpecs(specs: dict) -> str:
@@ -150,52 +46,6 @@ def FormatIPolicyCommand(ipolicy: dict, isgroup: bool) -> str:
         parts.append(" %s %s" % (IPOLICY_BOUNDS_OPT.get_opt_string(),
                                  "//".join(bounds)))
     return "".join(parts)
-
-
-def _CompressionTools(opts: Any) -> list[str] | None:
-    """The option's tools; an empty value means the default ones."""
-    if opts.compression_tools == []:
-        return list(impexp.IEC_DEFAULT_TOOLS)
-    return opts.compression_tools
-
-
-def _HvParams(opts: Any) -> dict:
-    return {hv: params for hv, params in (opts.hvparams or [])}
-
-
-def InitCluster(opts: Any, args: list[str]) -> int:
-    """Create the cluster with this node as master and start its daemons."""
-    bootstrap.InitCluster(
-        cluster_name=args[0],
-        master_netdev=opts.master_netdev or constants.DEFAULT_MASTER_NETDEV,
-        master_netmask=opts.master_netmask,
-        secondary_ip=opts.secondary_ip,
-        enabled_hypervisors=opts.enabled_hypervisors,
-        enabled_disk_templates=opts.enabled_disk_templates,
-        file_storage_dir=opts.file_storage_dir,
-        shared_file_storage_dir=opts.shared_file_storage_dir,
-        hvparams=_HvParams(opts), beparams=opts.beparams,
-        nicparams=opts.nicparams, ndparams=opts.ndparams,
-        diskparams=dict(opts.diskparams),
-        candidate_pool_size=opts.candidate_pool_size,
-        mac_prefix=opts.mac_prefix,
-        max_running_jobs=opts.max_running_jobs,
-        ipolicy=cli.BuildIPolicy(opts),
-        uid_pool=opts.uid_pool,
-        compression_tools=_CompressionTools(opts),
-        modify_etc_hosts=opts.modify_etc_hosts,
-        modify_ssh_setup=opts.modify_ssh_setup,
-        enabled_user_shutdown=bool(opts.enabled_user_shutdown))
-    op = opcodes.OpClusterPostInit()
-    cli.SubmitOpCode(op, opts=opts)
-    if opts.default_iallocator is not None or \
-            opts.default_iallocator_params:
-        # Cluster parameters the configuration gets through the master
-        cli.SubmitOpCode(opcodes.OpClusterSetParams(
-            default_iallocator=opts.default_iallocator,
-            default_iallocator_params=opts.default_iallocator_params or None),
-            opts=opts)
-    return constants.EXIT_SUCCESS
 
 
 def DestroyCluster(opts: Any, args: list[str]) -> int:
@@ -274,182 +124,6 @@ def MasterPing(opts: Any, args: list[str]) -> int:
     except errors.GenericError as err:
         cli.ToStderr("Error while pinging master: %s", err)
         return constants.EXIT_FAILURE
-
-
-def _FormatGroupedParams(params: dict) -> dict:
-    """Parameters grouped by hypervisor, OS, template...: values as text,
-    as Ganeti prints them (integers stay integers)."""
-    return {key: _FormatGroupedParams(value) if isinstance(value, dict)
-            else str(value) for key, value in params.items()}
-
-
-def _SearchPath(paths: list[str]) -> str:
-    """Search directories as the cluster names them (without the node root
-    of a virtual cluster, like the storage paths)."""
-    return ", ".join(vcluster.MakeVirtualPath(path) for path in paths)
-
-
-def ShowClusterConfig(opts: Any, args: list[str]) -> int:
-    """Print the cluster configuration, in Ganeti's layout and order."""
-    info = cli.GetClient().QueryClusterInfo()
-    enabled_hvs = info["enabled_hypervisors"]
-    cluster_params = [
-        ("candidate pool size", info["candidate_pool_size"]),
-        ("maximal number of jobs running simultaneously",
-         info["max_running_jobs"]),
-        ("maximal number of jobs simultaneously tracked by the scheduler",
-         info["max_tracked_jobs"]),
-        ("mac prefix", info["mac_prefix"]),
-        ("master netdev", info["master_netdev"]),
-        ("master netmask", info["master_netmask"]),
-        ("use external master IP address setup script",
-         info["use_external_mip_script"]),
-        ("lvm volume group", info["volume_group_name"] or ""),
-        ("lvm reserved volumes",
-         ", ".join(info["reserved_lvs"]) or "(none)"),
-        ("drbd usermode helper", info["drbd_usermode_helper"] or ""),
-        ("file storage path", info["file_storage_dir"]),
-        ("shared file storage path", info["shared_file_storage_dir"]),
-        ("gluster storage path", info["gluster_storage_dir"]),
-        ("maintenance of node health", info["maintain_node_health"]),
-        ("uid pool", uidpool.FormatUidPool(info["uid_pool"])),
-        ("default instance allocator", info["default_iallocator"] or ""),
-        ("default instance allocator parameters",
-         info["default_iallocator_params"]),
-        ("primary ip version", info["primary_ip_version"]),
-        ("preallocation wipe disks", info["prealloc_wipe_disks"]),
-        ("OS search path", _SearchPath(pathutils.OS_SEARCH_PATH)),
-        ("ExtStorage Providers search path",
-         _SearchPath(pathutils.ES_SEARCH_PATH)),
-        ("enabled disk templates",
-         ", ".join(info["enabled_disk_templates"])),
-        ("install image", info["install_image"]),
-        ("instance communication network",
-         info["instance_communication_network"]),
-        ("zeroing image", info["zeroing_image"]),
-        ("compression tools", info["compression_tools"]),
-        ("enabled user shutdown", info["enabled_user_shutdown"]),
-        ("modify ssh setup", info["modify_ssh_setup"]),
-        ("ssh_key_type", info["ssh_key_type"]),
-        ("ssh_key_bits", info["ssh_key_bits"]),
-    ]
-    cli.PrintGenericInfo([
-        ("Cluster name", info["name"]),
-        ("Cluster UUID", info["uuid"]),
-        ("Creation time", cli.FormatTimestamp(info["ctime"])),
-        ("Modification time", cli.FormatTimestamp(info["mtime"])),
-        ("Master node", info["master"]),
-        ("Architecture (this node)", "%s (%s)" % tuple(info["architecture"])),
-        ("Tags", ", ".join(sorted(info["tags"])) or "(none)"),
-        ("Default hypervisor", info["default_hypervisor"]),
-        ("Enabled hypervisors", ", ".join(enabled_hvs)),
-        ("Hypervisor parameters", _FormatGroupedParams(
-            {hv: params for hv, params in info["hvparams"].items()
-             if hv in enabled_hvs})),
-        ("OS-specific hypervisor parameters",
-         _FormatGroupedParams(info["os_hvp"])),
-        ("OS parameters", _FormatGroupedParams(info["osparams"])),
-        ("Hidden OSes", ", ".join(info["hidden_os"])),
-        ("Blacklisted OSes", ", ".join(info["blacklisted_os"])),
-        ("Cluster parameters", cluster_params),
-        ("Default node parameters", _FormatGroupedParams(info["ndparams"])),
-        ("Default instance parameters",
-         _FormatGroupedParams(info["beparams"])),
-        ("Default nic parameters", _FormatGroupedParams(info["nicparams"])),
-        ("Default disk parameters",
-         _FormatGroupedParams(info["diskparams"])),
-        ("Instance policy - limits for instances",
-         cli.FormatPolicyInfo(info["ipolicy"], info["ipolicy"], True)),
-        ("Data collectors", _FormatDataCollectors(info)),
-        # Not in Ganeti 3.0, whose data collectors are all built in
-        ("Diagnose data collector filename",
-         info["diagnose_data_collector_filename"] or "(built-in)"),
-        ("Placement", [
-            ("required aggregate metadata prefix",
-             info["placement_required_prefix"] or "(none)"),
-            ("default forbidden aggregate metadata prefix",
-             info["placement_default_forbidden_prefix"] or "(none)"),
-        ]),
-        ("Maintenance daemon", [
-            ("maintenance interval", info["maint_round_delay"]),
-            ("auto balancing", info["maint_balance"]),
-            ("auto balancing threshold", info["maint_balance_threshold"]),
-        ]),
-    ])
-    return constants.EXIT_SUCCESS
-
-
-def _DataCollectorParams(opts: Any) -> tuple[dict | None, dict | None]:
-    """The opcode's enabled_data_collectors and data_collector_interval
-    (microseconds) from the options' "name=bool" and "name=seconds"."""
-    enabled = {name: str(value).lower().startswith("t")
-               for name, value in opts.enabled_data_collectors.items()}
-    try:
-        intervals = {name: int(1e6 * float(value)) for name, value
-                     in opts.data_collector_interval.items()}
-    except ValueError:
-        raise errors.OpPrereqError(
-            "Can't transform all values to integers: %s" %
-            opts.data_collector_interval, errors.ECODE_INVAL) from None
-    return enabled or None, intervals or None
-
-
-def _FormatDataCollectors(info: dict) -> dict:
-    """Ganeti's "Data collectors" section: activity and interval."""
-    intervals = info["data_collector_interval"]
-    return {name: {"active": active,
-                   "interval": "%.3fs" % (intervals[name] / 1e6)}
-            for name, active in info["enabled_data_collectors"].items()}
-
-
-def SetClusterParams(opts: Any, args: list[str]) -> int:
-    """Change cluster parameters."""
-    enabled_collectors, collector_intervals = _DataCollectorParams(opts)
-    params = {
-        "candidate_pool_size": opts.candidate_pool_size,
-        "max_running_jobs": opts.max_running_jobs,
-        "max_tracked_jobs": opts.max_tracked_jobs,
-        "mac_prefix": opts.mac_prefix,
-        "master_netdev": opts.master_netdev,
-        "master_netmask": opts.master_netmask,
-        "enabled_hypervisors": opts.enabled_hypervisors,
-        "enabled_disk_templates": opts.enabled_disk_templates,
-        "file_storage_dir": opts.file_storage_dir,
-        "shared_file_storage_dir": opts.shared_file_storage_dir,
-        "maintain_node_health": opts.maintain_node_health,
-        "default_iallocator": opts.default_iallocator,
-        "default_iallocator_params": opts.default_iallocator_params,
-        "default_hypervisor": opts.default_hypervisor,
-        "hvparams": _HvParams(opts) or None,
-        "beparams": opts.beparams or None,
-        "ipolicy": cli.BuildIPolicy(opts),
-        "nicparams": opts.nicparams or None,
-        "ndparams": opts.ndparams or None,
-        "diskparams": dict(opts.diskparams) or None,
-        "enabled_data_collectors": enabled_collectors,
-        "data_collector_interval": collector_intervals,
-        "diagnose_data_collector_filename":
-            opts.diagnose_data_collector_filename,
-        "placement_required_prefix": opts.placement_required_prefix,
-        "placement_default_forbidden_prefix":
-            opts.placement_default_forbidden_prefix,
-        "maint_round_delay": opts.maint_round_delay,
-        "maint_balance": opts.maint_balance,
-        "maint_balance_threshold": opts.maint_balance_threshold,
-        "uid_pool": opts.uid_pool,
-        "add_uids": opts.add_uids,
-        "remove_uids": opts.remove_uids,
-        "compression_tools": _CompressionTools(opts),
-        "enabled_user_shutdown": opts.enabled_user_shutdown,
-    }
-    params = {key: value for key, value in params.items()
-              if value is not None}
-    if not params:
-        cli.ToStderr("Please give at least one of the parameters.")
-        return constants.EXIT_FAILURE
-    op = opcodes.OpClusterSetParams(**params)
-    cli.SubmitOrSend(op, opts)
-    return constants.EXIT_SUCCESS
 
 
 def ShowCreateCommand(opts: Any, args: list[str]) -> int:
@@ -659,6 +333,9 @@ IGNORE_ERRORS_OPT = OpcodeOption(_Verify, "ignore_errors", "-I",
                                  type="list", metavar="CODE[,CODE...]")
 NODEGROUP_OPT = OpcodeOption(_Verify, "group_name", "-g", "--node-group",
                              metavar="<nodegroup>")
+# Accepted as in Ganeti; nothing to check here, which manages no SSH keys
+VERIFY_CLUTTER_OPT = OpcodeOption(_Verify, "verify_clutter",
+                                  "--verify-ssh-clutter")
 NONPLUS1_OPT = cli_option("--no-nplus1-mem", dest="skip_nplusone_mem",
                           default=False, action="store_true",
                           help="Skip N+1 memory redundancy tests")
@@ -685,7 +362,7 @@ def VerifyCluster(opts: Any, args: list[str]) -> int:
                        for code in codes],
         skip_checks=([constants.VERIFY_NPLUSONE_MEM]
                      if opts.skip_nplusone_mem else []),
-        group_name=opts.group_name)
+        group_name=opts.group_name, verify_clutter=opts.verify_clutter)
     result = cli.SubmitOpCode(op, cl=cl, opts=opts)
     jex = cli.JobExecutor(cl=cl, opts=opts)
     for status, job_id in result["jobs"]:
@@ -892,11 +569,8 @@ def ClusterCopyFile(opts: Any, args: list[str]) -> int:
 _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
 
 commands = {
-    "init": (InitCluster, [ArgUnknown(min=1, max=1)],
-             _PARAM_OPTS + [SECONDARY_IP_OPT, DISKPARAMS_OPT,
-                            DEFAULT_IALLOCATOR_OPT,
-                            DEFAULT_IALLOCATOR_PARAMS_OPT, NO_ETC_HOSTS_OPT,
-                            NO_SSH_INIT_OPT],
+    "init": (_cluster_params.InitCluster, [ArgUnknown(min=1, max=1)],
+             _cluster_params.INIT_OPTS,
              "[<opts>...] <cluster-name>",
              "Initialises a new cluster configuration"),
     "destroy": (DestroyCluster, [], [YES_DOIT_OPT], "", "Destroy cluster"),
@@ -919,17 +593,16 @@ commands = {
                 "Shows the cluster version"),
     "getmaster": (ShowClusterMaster, [], [], "",
                   "Shows the cluster master"),
-    "info": (ShowClusterConfig, [],
-             [cli_option("--roman", dest="roman_integers", default=False,
-                         action="store_true",
-                         help="Use roman numbers for positive integers")],
+    "info": (_cluster_info.ShowClusterConfig, [],
+             [ROMAN_OPT],
              "[--roman]", "Show cluster configuration"),
     "list-tags": (ListTags, [], [], "", "List the tags of the cluster"),
     "add-tags": (AddTags, [ArgUnknown()], [TAG_SRC_OPT] + _JOB_OPTS,
                  "<tag>...", "Add tags to the cluster"),
     "remove-tags": (RemoveTags, [ArgUnknown()], [TAG_SRC_OPT] + _JOB_OPTS,
                     "<tag>...", "Remove tags from the cluster"),
-    "search-tags": (SearchTags, [ArgUnknown(min=1, max=1)], [], "",
+    "search-tags": (SearchTags, [ArgUnknown(min=1, max=1)], [PRIORITY_OPT],
+                    "",
                     "Searches the tags on all objects on the cluster for a"
                     " given pattern (regex)"),
     "queue": (QueueOps, [ArgChoice(min=1, max=1,
@@ -951,19 +624,8 @@ commands = {
                   "Manages the named aggregates of nodes (each node group"
                   " is one too), which --member-of constrains allocations"
                   " to"),
-    "modify": (SetClusterParams, [],
-               _PARAM_OPTS + [MAX_TRACKED_JOBS_OPT, MAINTAIN_NODE_HEALTH_OPT,
-                              DISKPARAMS_OPT, DEFAULT_IALLOCATOR_OPT,
-                              DEFAULT_IALLOCATOR_PARAMS_OPT, DEFAULT_HV_OPT,
-                              ENABLED_DATA_COLLECTORS_OPT,
-                              DATA_COLLECTOR_INTERVAL_OPT,
-                              DIAGNOSE_DATA_COLLECTOR_FILENAME_OPT,
-                              MAINT_INTERVAL_OPT, MAINT_BALANCE_OPT,
-                              MAINT_BALANCE_THRESHOLD_OPT,
-                              PLACEMENT_REQUIRED_PREFIX_OPT,
-                              PLACEMENT_FORBIDDEN_PREFIX_OPT,
-                              ADD_UIDS_OPT, REMOVE_UIDS_OPT] +
-               _JOB_OPTS,
+    "modify": (_cluster_params.SetClusterParams, [],
+               _cluster_params.MODIFY_OPTS + _JOB_OPTS,
                "[<opts>...]", "Alters the parameters of the cluster"),
     "rename": (RenameCluster, [ArgHost(min=1, max=1)],
                [FORCE_OPT, DRY_RUN_OPT], "<new-name>",
@@ -978,7 +640,8 @@ commands = {
                   "Print the cluster information as JSON"),
     "verify": (VerifyCluster, [],
                [VERBOSE_OPT, DEBUG_SIMERR_OPT, ERROR_CODES_OPT, NONPLUS1_OPT,
-                PRIORITY_OPT, NODEGROUP_OPT, IGNORE_ERRORS_OPT],
+                PRIORITY_OPT, NODEGROUP_OPT, IGNORE_ERRORS_OPT,
+                VERIFY_CLUTTER_OPT],
                "", "Does a check on the cluster configuration"),
     "verify-disks": (VerifyDisks, [], [PRIORITY_OPT, NODEGROUP_OPT], "",
                      "Does a check on the cluster disk status"),

@@ -6,9 +6,10 @@ from typing import Any
 
 from ganeti import cli, constants, errors, opcodes, serializer, utils
 from ganeti.cli_opts import (
-    ArgFile, ArgUnknown, DRY_RUN_OPT, FIELDS_OPT, INTERVAL_OPT, NOHDR_OPT,
-    OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, SEP_OPT, SUBMIT_OPT,
-    VERBOSE_OPT, cli_option)
+    ARGS_NONE, ArgFile, ArgUnknown, DRY_RUN_OPT, FIELDS_OPT, INTERVAL_OPT,
+    NOHDR_OPT, OSPARAMS_SECRET_OPT, OpcodeOption, PRINT_JOBID_OPT,
+    PRIORITY_OPT, SEP_OPT, SUBMIT_OPT, VERBOSE_OPT, cli_option)
+from ganeti.client._debug_jqueue import TestJobqueue
 
 _Delay = opcodes.OpTestDelay
 
@@ -56,13 +57,13 @@ _IALLOCATOR_OPTS = [
                  default=constants.IALLOCATOR_MODE_ALLOC,
                  type="choice",
                  choices=sorted(constants.VALID_IALLOCATOR_MODES)),
-    OpcodeOption(_Alloc, "memory", "--mem", default=128),
+    OpcodeOption(_Alloc, "memory", "--memory", default=128),
     cli_option("--disks", dest="disks", default="4096,4096",
                help="Comma-separated list of disk sizes (MiB)"),
     cli_option("--nics", dest="nics", default="00:11:22:33:44:55",
                help="Comma-separated list of NICs, each mac/ip/bridge"),
     OpcodeOption(_Alloc, "disk_template", "-t", "--disk-template"),
-    OpcodeOption(_Alloc, "vcpus", "--vcpus", default=1),
+    OpcodeOption(_Alloc, "vcpus", "-p", "--vcpus", default=1),
     OpcodeOption(_Alloc, "os", "-o", "--os-type", default="busybox"),
     OpcodeOption(_Alloc, "iallocator", "-I", "--iallocator"),
     cli_option("--tags", dest="tags", default="",
@@ -77,6 +78,7 @@ _IALLOCATOR_OPTS = [
     OpcodeOption(_Alloc, "count", "--count"),
     OpcodeOption(_Alloc, "group_name", "--group"),
     OpcodeOption(_Alloc, "explain", "--explain"),
+    DRY_RUN_OPT, PRIORITY_OPT,
 ]
 
 
@@ -161,6 +163,14 @@ def GenericOpCodes(opts: Any, args: list[str]) -> int:
     return constants.EXIT_FAILURE
 
 
+def TestOsParams(opts: Any, args: list[str]) -> int:
+    """Send secret OS parameters to the master, which shows them in the
+    job's log: their transport is what is tested."""
+    cli.SubmitOrSend(opcodes.OpTestOsParams(
+        osparams_secret=opts.osparams_secret), opts)
+    return constants.EXIT_SUCCESS
+
+
 def _DashIfEmpty(fn: Any) -> Any:
     def wrapper(value: Any) -> str:
         if not value:
@@ -213,7 +223,7 @@ commands = {
                     help="Show timing stats"),
          cli_option("--each", default=False, action="store_true",
                     help="Submit each job separately"),
-         PRIORITY_OPT],
+         DRY_RUN_OPT, PRIORITY_OPT],
         "<op-list-file>...",
         "Submits jobs built from json files containing a list of serialized"
         " opcodes"),
@@ -222,6 +232,14 @@ commands = {
         "[<opts>...] <instance>",
         "Builds an instance allocator's input message (--dir in) or runs"
         " the allocator on it (--dir out)"),
+    "test-jobqueue": (
+        TestJobqueue, ARGS_NONE, [PRIORITY_OPT],
+        "", "Test a few aspects of the job queue"),
+    "test-osparams": (
+        TestOsParams, ARGS_NONE,
+        [OSPARAMS_SECRET_OPT, SUBMIT_OPT, PRINT_JOBID_OPT],
+        "[--os-parameters-secret <params>]",
+        "Test secret os parameter transmission"),
     "locks": (
         ListLocks, [], [NOHDR_OPT, SEP_OPT, FIELDS_OPT, INTERVAL_OPT,
                         VERBOSE_OPT],

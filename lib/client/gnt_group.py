@@ -9,7 +9,8 @@ from ganeti.cli_opts import (
     DRY_RUN_OPT, EARLY_RELEASE_OPT, FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT,
     IALLOCATOR_OPT, INSTANCE_POLICY_OPTS, NOHDR_OPT, OpcodeOption,
     PRINT_JOBID_OPT, PRIORITY_OPT, ParamsOption, SEP_OPT, SUBMIT_OPT,
-    TAG_SRC_OPT, TO_GROUP_OPT, VERBOSE_OPT)
+    TAG_SRC_OPT, TO_GROUP_OPT, VERBOSE_OPT, cli_option)
+from ganeti.client.gnt_cluster import FormatIPolicyCommand
 
 _SetParams = opcodes.OpGroupSetParams
 
@@ -148,6 +149,24 @@ def GroupInfo(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
+INCLUDE_DEFAULTS_OPT = cli_option("--include-defaults",
+                                  dest="include_defaults", default=False,
+                                  action="store_true",
+                                  help="Include default values")
+
+
+def ShowCreateCommand(opts: Any, args: list[str]) -> int:
+    """Print per group the ``gnt-group add`` command line giving its
+    instance policy bounds (as Ganeti: nothing else of the group; with
+    --include-defaults the bounds it inherits too)."""
+    field = "ipolicy" if opts.include_defaults else "custom_ipolicy"
+    for name, ipolicy in cli.QueryRows(constants.QR_GROUP, ["name", field],
+                                       args):
+        cli.ToStdout("gnt-group add%s %s",
+                     FormatIPolicyCommand(ipolicy or {}, True), name)
+    return constants.EXIT_SUCCESS
+
+
 commands = {
     "add": (AddGroup, ARGS_ONE_GROUP,
             [ALLOC_POLICY_OPT, NDPARAMS_OPT, DISKPARAMS_OPT] + _JOB_OPTS +
@@ -182,6 +201,10 @@ commands = {
                  "Evacuate all instances within a group"),
     "info": (GroupInfo, ARGS_MANY_GROUPS, [], "[<group_name>...]",
              "Show group information"),
+    "show-ispecs-cmd": (ShowCreateCommand, ARGS_MANY_GROUPS,
+                        [INCLUDE_DEFAULTS_OPT],
+                        "[--include-defaults] [<group>...]",
+                        "Show the command line to re-create a group"),
     "list-tags": (cli.ListTags, ARGS_ONE_GROUP, [], "<group_name>",
                   "List the tags of the given group"),
     "add-tags": (cli.AddTags, [ArgGroup(min=1, max=1), ArgUnknown()],

@@ -5,9 +5,10 @@ import shlex
 from typing import Any
 
 from ganeti import cli, constants, errors, ht, opcodes, serializer
+from ganeti.client import _instance_info, _instance_multi
 from ganeti.parameters.hypervisors import HVC_GLOBALS
 from ganeti.cli_opts import (
-    ALL_OPT, ARGS_MANY_INSTANCES, ARGS_ONE_INSTANCE, ArgFile, ArgInstance,
+    ARGS_MANY_INSTANCES, ARGS_ONE_INSTANCE, ArgFile, ArgInstance,
     ArgUnknown, BACKEND_OPT, DISK_OPT, DISK_TEMPLATE_OPT, DRY_RUN_OPT,
     DST_NODE_OPT, EARLY_RELEASE_OPT,
     COMPRESS_OPT, SINGLE_NODE_OPT,
@@ -15,7 +16,7 @@ from ganeti.cli_opts import (
     IALLOCATOR_OPT, IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
     MigrationModeFromOpts, NET_OPT, NODE_PLACEMENT_OPT, NOHDR_OPT, NONLIVE_OPT,
     NOCONFLICTSCHECK_OPT, NORUNTIME_CHGS_OPT, NWSYNC_OPT, OSPARAMS_OPT,
-    OSPARAMS_PRIVATE_OPT, OS_OPT,
+    OSPARAMS_PRIVATE_OPT, OSPARAMS_SECRET_OPT, OS_OPT, OS_SIZE_OPT,
     OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, ParamsOption, ParseUnit,
     SEP_OPT,
     SHUTDOWN_TIMEOUT_OPT, SUBMIT_OPT, TAG_SRC_OPT, TO_GROUP_OPT, UNITS_OPT,
@@ -78,12 +79,9 @@ SHOWCMD_OPT = cli_option("--show-cmd", dest="show_command", default=False,
                          action="store_true",
                          help="Show the command to connect instead of"
                          " running it (gnt-instance console always does)")
-STATIC_OPT = cli_option("-s", "--static", dest="static", default=False,
-                        action="store_true",
-                        help="Only show configuration data, not runtime"
-                        " data")
 
 _JOB_OPTS = [SUBMIT_OPT, PRINT_JOBID_OPT, PRIORITY_OPT, DRY_RUN_OPT]
+_MULTI_OPTS = [_instance_multi.FORCE_MULTI_OPT] + _instance_multi.SELECT_OPTS
 
 
 # Creation ------------------------------------------------------------------
@@ -147,19 +145,26 @@ def AddInstance(opts: Any, args: list[str]) -> int:
         raise errors.OpPrereqError("Cannot specify --net and --no-nics",
                                    errors.ECODE_INVAL)
     nics = [] if opts.no_nics else (_IndexedDicts("NIC", opts.nics) or [{}])
+    if opts.disks and opts.sd_size is not None:
+        raise errors.OpPrereqError("Please use either the '--disk' or"
+                                   " '-s' option", errors.ECODE_INVAL)
+    disks = ParseDisks(opts.disks) if opts.sd_size is None else \
+        [{"size": opts.sd_size}]
     hypervisor, hvparams = opts.hypervisor or (None, {})
     if hvparams is None or hvparams is False:
         raise errors.OpPrereqError("Invalid hypervisor parameters for %s" %
                                    hypervisor, errors.ECODE_INVAL)
     op = opcodes.OpInstanceCreate(
         instance_name=args[0], mode=constants.INSTANCE_CREATE,
-        disks=ParseDisks(opts.disks), nics=nics,
+        disks=disks, nics=nics,
         disk_template=opts.disk_template, pnode=pnode or None,
         snode=snode or None, iallocator=opts.iallocator,
         opportunistic_locking=opts.opportunistic_locking,
         explain=opts.explain, member_of=opts.member_of,
         hypervisor=hypervisor, hvparams=hvparams, beparams=opts.beparams,
         os_type=opts.os, osparams=opts.osparams,
+        osparams_private=opts.osparams_private,
+        osparams_secret=opts.osparams_secret,
         force_variant=opts.force_variant, no_install=opts.no_install,
         name_check=opts.name_check, ip_check=opts.ip_check,
         file_storage_dir=opts.file_storage_dir, file_driver=opts.file_driver,
@@ -189,37 +194,26 @@ def RemoveInstance(opts: Any, args: list[str]) -> int:
     return constants.EXIT_SUCCESS
 
 
-def _RunForEach(opts: Any, args: list[str], make_op: Any) -> int:
-    """Submit one job per named instance, in order; fail on the first
-    failure."""
-    if not args:
-        raise errors.OpPrereqError("No instance selected",
-                                   errors.ECODE_INVAL)
-    for name in args:
-        cli.SubmitOrSend(make_op(name), opts)
-    return constants.EXIT_SUCCESS
-
-
-def StartupInstance(opts: Any, args: list[str]) -> int:
-    return _RunForEach(opts, args, lambda name: opcodes.OpInstanceStartup(
+def _StartupOp(opts: Any, name: str) -> opcodes.OpInstanceStartup:
+    return opcodes.OpInstanceStartup(
         instance_name=name, force=opts.force,
         ignore_offline_nodes=opts.ignore_offline_nodes,
         hvparams=opts.hvparams, beparams=opts.beparams,
-        no_remember=opts.no_remember, startup_paused=opts.startup_paused))
+        no_remember=opts.no_remember, startup_paused=opts.startup_paused)
 
 
-def ShutdownInstance(opts: Any, args: list[str]) -> int:
-    return _RunForEach(opts, args, lambda name: opcodes.OpInstanceShutdown(
+def _ShutdownOp(opts: Any, name: str) -> opcodes.OpInstanceShutdown:
+    return opcodes.OpInstanceShutdown(
         instance_name=name, force=opts.force,
         ignore_offline_nodes=opts.ignore_offline_nodes,
-        timeout=opts.timeout, no_remember=opts.no_remember))
+        timeout=opts.timeout, no_remember=opts.no_remember)
 
 
-def RebootInstance(opts: Any, args: list[str]) -> int:
-    return _RunForEach(opts, args, lambda name: opcodes.OpInstanceReboot(
+def _RebootOp(opts: Any, name: str) -> opcodes.OpInstanceReboot:
+    return opcodes.OpInstanceReboot(
         instance_name=name, reboot_type=opts.reboot_type,
         ignore_secondaries=opts.ignore_secondaries,
-        shutdown_timeout=opts.shutdown_timeout))
+        shutdown_timeout=opts.shutdown_timeout)
 
 
 # Disks ---------------------------------------------------------------------
@@ -438,8 +432,9 @@ def SetInstanceParams(opts: Any, args: list[str]) -> int:
 # Rename, reinstall, console ------------------------------------------------
 
 def RenameInstance(opts: Any, args: list[str]) -> int:
-    """Rename a stopped instance (asks first without the name check)."""
-    if not opts.name_check:
+    """Rename a stopped instance (asks first without the name check,
+    unless forced)."""
+    if not opts.name_check and not opts.force:
         if not cli.AskUser("As you disabled the check of the DNS entry,"
                            " please verify that '%s' is a FQDN. Continue?" %
                            args[1]):
@@ -454,21 +449,30 @@ def RenameInstance(opts: Any, args: list[str]) -> int:
 
 
 def ReinstallInstance(opts: Any, args: list[str]) -> int:
-    """Reinstall the OS of a stopped instance (asks unless -f)."""
-    name = args[0]
-    if not opts.force:
-        os_msg = ("change the OS to '%s'" % opts.os if opts.os
-                  else "keep the same OS")
+    """Reinstall the OS of stopped instances (asks unless -f, or for
+    several instances unless --force-multiple)."""
+    client = cli.GetClient()
+    names, multi_on = _instance_multi.SelectInstances(opts, args, client)
+    os_msg = ("change the OS to '%s'" % opts.os if opts.os
+              else "keep the same OS")
+    if multi_on:
+        if not (opts.force_multi or cli.ConfirmOperation(
+                names, "instances", "reinstall",
+                skip_option=_instance_multi.FORCE_MULTI_OPT,
+                extra="Note: this will remove *all* data for the below"
+                " instances! It will %s.\n" % os_msg)):
+            return constants.EXIT_FAILURE
+    elif not (opts.force or opts.force_multi):
         if not cli.AskUser("This will reinstall the instance '%s' (and %s)"
                            " which removes all data. Continue?" %
-                           (name, os_msg), skip_option=FORCE_OPT):
+                           (names[0], os_msg), skip_option=FORCE_OPT):
             return constants.EXIT_FAILURE
-    op = opcodes.OpInstanceReinstall(
-        instance_name=name, os_type=opts.os,
-        force_variant=opts.force_variant, osparams=opts.osparams,
-        osparams_private=opts.osparams_private)
-    cli.SubmitOrSend(op, opts)
-    return constants.EXIT_SUCCESS
+    return _instance_multi.RunJobs(
+        opts, names, lambda name: opcodes.OpInstanceReinstall(
+            instance_name=name, os_type=opts.os,
+            force_variant=opts.force_variant, osparams=opts.osparams,
+            osparams_private=opts.osparams_private,
+            osparams_secret=opts.osparams_secret), multi_on, client)
 
 
 def _SshConsoleCommand(console: dict) -> str:
@@ -740,132 +744,10 @@ def ListInstanceFields(opts: Any, args: list[str]) -> int:
                                  not opts.no_headers)
 
 
-def _FormatDiskStatus(dev_type: str, status: list | None) -> str:
-    """One node's status 7-tuple of a disk, as Ganeti words it."""
-    if not status:
-        return "not active"
-    path, major, minor, syncp, estt, degr, ldisk_status = status
-    txt = "%s (%s:%s)" % (path, "N/A" if major is None else major,
-                          "N/A" if minor is None else minor)
-    if dev_type == constants.DT_DRBD8:
-        if syncp is not None:
-            sync_text = "*RECOVERING* %5.2f%%," % syncp
-            sync_text += " ETA %ss" % int(estt) if estt else " ETA unknown"
-        else:
-            sync_text = "in sync"
-        if ldisk_status == constants.LDS_FAULTY:
-            ldisk_text = " *MISSING DISK*"
-        elif ldisk_status == constants.LDS_UNKNOWN:
-            ldisk_text = " *UNCERTAIN STATE*"
-        else:
-            ldisk_text = ""
-        txt += " %s, status %s%s" % (sync_text,
-                                     "*DEGRADED*" if degr else "ok",
-                                     ldisk_text)
-    return txt
-
-
-def _FormatDisk(idx: int, dev: dict) -> list:
-    """Ganeti's block of one disk: size, logical id, status per node."""
-    size = dev["size"]
-    data: list[tuple[str, Any]] = [
-        (dev["iv_name"] or "disk %d" % idx, "%s, size %s" % (
-            dev["dev_type"],
-            cli.FormatUnit(size, "h") if isinstance(size, int) else size))]
-    if dev["spindles"] is not None:
-        data.append(("spindles", dev["spindles"]))
-    data.append(("access mode", dev["mode"]))
-    drbd_info = dev["drbd_info"]
-    if drbd_info:
-        data.extend([
-            ("nodeA", "%s, minor=%s" % (drbd_info["primary_node"],
-                                        drbd_info["primary_minor"])),
-            ("nodeB", "%s, minor=%s" % (drbd_info["secondary_node"],
-                                        drbd_info["secondary_minor"])),
-            ("port", str(drbd_info["port"]))])
-    elif dev["logical_id"] is not None:
-        data.append(("logical_id", str(dev["logical_id"])))
-    if dev["pstatus"]:
-        data.append(("on primary",
-                     _FormatDiskStatus(dev["dev_type"], dev["pstatus"])))
-    if dev["sstatus"]:
-        data.append(("on secondary",
-                     _FormatDiskStatus(dev["dev_type"], dev["sstatus"])))
-    data.append(("name", dev["name"]))
-    data.append(("UUID", dev["uuid"]))
-    return data
-
-
-def _FormatNic(idx: int, nic: list) -> list:
-    name, uuid, ip, mac, mode, link, vlan, _, netinfo = nic
-    return [("nic/%d" % idx, ""), ("MAC", str(mac)), ("IP", str(ip)),
-            ("mode", str(mode)), ("link", str(link)), ("vlan", str(vlan)),
-            ("network", str(netinfo["name"] if netinfo else None)),
-            ("UUID", str(uuid)), ("name", str(name))]
-
-
-def _FormatInstanceInfo(inst: dict) -> list[tuple[str, Any]]:
-    """One instance of OpInstanceQueryData's result, as Ganeti shows it."""
-    state = "configured to be %s" % inst["config_state"]
-    if inst["run_state"]:
-        state += ", actual state is %s" % inst["run_state"]
-    secondaries = ", ".join(
-        "%s (group %s, group UUID %s)" % row for row in zip(
-            inst["snodes"], inst["snodes_group_names"],
-            inst["snodes_group_uuids"]))
-    nodes = [[("primary", inst["pnode"]),
-              ("group", "%s (UUID %s)" % (inst["pnode_group_name"],
-                                         inst["pnode_group_uuid"]))],
-             [("secondaries", secondaries)]]
-    return [
-        ("Instance name", inst["name"]),
-        ("UUID", inst["uuid"]),
-        ("Serial number", str(inst["serial_no"])),
-        ("Creation time", cli.FormatTime(inst["ctime"])),
-        ("Modification time", cli.FormatTime(inst["mtime"])),
-        ("State", state),
-        ("Nodes", nodes),
-        ("Operating system", inst["os"]),
-        ("Operating system parameters",
-         cli.FormatParamsDictInfo(inst["os_instance"], inst["os_actual"])),
-        ("Allocated network port", str(inst["network_port"])),
-        ("Hypervisor", inst["hypervisor"]),
-        ("Hypervisor parameters",
-         cli.FormatParamsDictInfo(inst["hv_instance"], inst["hv_actual"])),
-        ("Back-end parameters",
-         cli.FormatParamsDictInfo(inst["be_instance"], inst["be_actual"])),
-        ("NICs", [_FormatNic(idx, nic)
-                  for idx, nic in enumerate(inst["nics"])]),
-        ("Disk template", inst["disk_template"]),
-        ("Disks", [_FormatDisk(idx, dev)
-                   for idx, dev in enumerate(inst["disks"])]),
-    ]
-
-
-def ShowInstanceConfig(opts: Any, args: list[str]) -> int:
-    """Show the configuration and, unless --static, the runtime state
-    (disk status per node included) of instances."""
-    if not args and not opts.show_all:
-        cli.ToStderr("No instance selected. Please pass in --all if you"
-                     " want to query all instances.")
-        return constants.EXIT_FAILURE
-    if args and opts.show_all:
-        cli.ToStderr("Cannot use --all if you specify instance names.")
-        return constants.EXIT_FAILURE
-    op = opcodes.OpInstanceQueryData(instances=args, static=opts.static,
-                                     use_locking=not opts.static)
-    result = cli.SubmitOpCode(op, opts=opts)
-    if not result:
-        cli.ToStdout("No instances.")
-        return constants.EXIT_FAILURE
-    cli.PrintGenericInfo([_FormatInstanceInfo(inst)
-                          for inst in result.values()])
-    return constants.EXIT_SUCCESS
-
-
 _ADD_OPTS = [
-    DISK_TEMPLATE_OPT, NODE_PLACEMENT_OPT, OS_OPT, DISK_OPT, NET_OPT,
-    NONICS_OPT, HYPERVISOR_OPT, BACKEND_OPT, OSPARAMS_OPT, NOSTART_OPT,
+    DISK_TEMPLATE_OPT, NODE_PLACEMENT_OPT, OS_OPT, DISK_OPT, OS_SIZE_OPT,
+    NET_OPT, NONICS_OPT, HYPERVISOR_OPT, BACKEND_OPT, OSPARAMS_OPT,
+    OSPARAMS_PRIVATE_OPT, OSPARAMS_SECRET_OPT, NOSTART_OPT,
     NOINSTALL_OPT, NONAMECHECK_OPT, NOIPCHECK_OPT, FILESTORE_DIR_OPT,
     FILESTORE_DRIVER_OPT, FORCE_VARIANT_OPT, TAGS_OPT, IGNORE_IPOLICY_OPT,
     IALLOCATOR_OPT, OPPORTUNISTIC_LOCKING_OPT, EXPLAIN_OPT, MEMBER_OF_OPT,
@@ -883,18 +765,21 @@ commands = {
                _JOB_OPTS,
                "[-f] <instance-name>",
                "Shuts down the instance and removes it"),
-    "startup": (StartupInstance, ARGS_MANY_INSTANCES,
+    "startup": (_instance_multi.GenericManyOps("startup", _StartupOp),
+                ARGS_MANY_INSTANCES,
                 [FORCE_OPT, IGNORE_OFFLINE_OPT, STARTUP_HVPARAMS_OPT,
                  STARTUP_BEPARAMS_OPT, NOREMEMBER_OPT, STARTUP_PAUSED_OPT] +
-                _JOB_OPTS,
+                _MULTI_OPTS + _JOB_OPTS,
                 "<instance-name>...", "Starts one or more instances"),
-    "shutdown": (ShutdownInstance, ARGS_MANY_INSTANCES,
+    "shutdown": (_instance_multi.GenericManyOps("shutdown", _ShutdownOp),
+                 ARGS_MANY_INSTANCES,
                  [FORCE_OPT, IGNORE_OFFLINE_OPT, SHUTDOWN_TIMEOUT_STOP_OPT,
-                  NOREMEMBER_OPT] + _JOB_OPTS,
+                  NOREMEMBER_OPT] + _MULTI_OPTS + _JOB_OPTS,
                  "<instance-name>...", "Stops one or more instances"),
-    "reboot": (RebootInstance, ARGS_MANY_INSTANCES,
+    "reboot": (_instance_multi.GenericManyOps("reboot", _RebootOp),
+               ARGS_MANY_INSTANCES,
                [REBOOT_TYPE_OPT, IGNORE_SECONDARIES_OPT,
-                SHUTDOWN_TIMEOUT_OPT] + _JOB_OPTS,
+                SHUTDOWN_TIMEOUT_OPT] + _MULTI_OPTS + _JOB_OPTS,
                "[-t soft|hard|full] <instance-name>...",
                "Reboots one or more instances"),
     "activate-disks": (ActivateDisks, ARGS_ONE_INSTANCE,
@@ -936,12 +821,14 @@ commands = {
                "<instance-name>", "Alters the parameters of an instance"),
     "rename": (RenameInstance,
                [ArgInstance(min=1, max=1), ArgUnknown(min=1, max=1)],
-               [NOIPCHECK_OPT, NONAMECHECK_OPT] + _JOB_OPTS,
+               [FORCE_OPT, NOIPCHECK_OPT, NONAMECHECK_OPT] + _JOB_OPTS,
                "<old-name> <new-name>", "Rename the instance"),
-    "reinstall": (ReinstallInstance, ARGS_ONE_INSTANCE,
+    "reinstall": (ReinstallInstance, ARGS_MANY_INSTANCES,
                   [FORCE_OPT, OS_OPT, FORCE_VARIANT_OPT, OSPARAMS_OPT,
-                   OSPARAMS_PRIVATE_OPT] + _JOB_OPTS,
-                  "[-f] <instance-name>", "Reinstall a stopped instance"),
+                   OSPARAMS_PRIVATE_OPT, OSPARAMS_SECRET_OPT] +
+                  _MULTI_OPTS + _JOB_OPTS,
+                  "[-f] {--all | <instance-name>...}",
+                  "Reinstall stopped instances"),
     "console": (ConnectToInstanceConsole, ARGS_ONE_INSTANCE,
                 [SHOWCMD_OPT, PRIORITY_OPT],
                 "[--show-cmd] <instance-name>",
@@ -989,8 +876,8 @@ commands = {
              " %s." % ", ".join(_LIST_DEF_FIELDS)),
     "list-fields": (ListInstanceFields, [ArgUnknown()], [NOHDR_OPT, SEP_OPT],
                     "[fields...]", "Lists all available fields for instances"),
-    "info": (ShowInstanceConfig, ARGS_MANY_INSTANCES,
-             [STATIC_OPT, ALL_OPT],
+    "info": (_instance_info.ShowInstanceConfig, ARGS_MANY_INSTANCES,
+             _instance_info.INFO_OPTS,
              "[-s] {--all | <instance-name>...}",
              "Show information on the specified instance(s)"),
     "list-tags": (cli.ListTags, ARGS_ONE_INSTANCE, [], "<instance-name>",

@@ -36,6 +36,10 @@ _WAITING_OPT = cli_option("--waiting", default=None, action="store_const",
                           dest="status_filter",
                           const=frozenset([constants.JOB_STATUS_WAITING]),
                           help="Select waiting jobs only")
+_ARCHIVED_OPT = cli_option("--archived", default=False, action="store_true",
+                           dest="archived",
+                           help="Include archived jobs in list (slow and"
+                           " expensive)")
 _KILL_OPT = cli_option("--kill", default=False, action="store_true",
                        dest="kill",
                        help="Kill running jobs with SIGKILL instead of"
@@ -76,6 +80,9 @@ def _StatusFilter(statuses: frozenset | None) -> list | None:
 def ListJobs(opts: Any, args: list[str]) -> int:
     """List jobs (all, the given ids, or those matching a status option)."""
     fields = cli.ParseFields(opts.output, _LIST_DEF_FIELDS)
+    # The master lists archived jobs when the "archived" field is asked for
+    if opts.archived and "archived" not in fields:
+        fields.append("archived")
     return cli.GenericList(constants.QR_JOB, fields, args, None,
                            opts.separator, not opts.no_headers,
                            format_override=_JOB_LIST_FORMAT,
@@ -339,7 +346,8 @@ commands = {
     "list": (
         ListJobs, [ArgJobId()],
         [NOHDR_OPT, SEP_OPT, FIELDS_OPT, VERBOSE_OPT, FORCE_FILTER_OPT,
-         _PENDING_OPT, _RUNNING_OPT, _ERROR_OPT, _FINISHED_OPT],
+         _PENDING_OPT, _RUNNING_OPT, _ERROR_OPT, _FINISHED_OPT,
+         _ARCHIVED_OPT],
         "[<job-id>...]",
         "Lists the jobs and their status. The available fields can be shown"
         " using the \"list-fields\" command (see the man page for details)."

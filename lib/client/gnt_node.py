@@ -2,10 +2,10 @@
 
 from typing import Any
 
-from ganeti import cli, config, constants, errors, opcodes
+from ganeti import cli, config, constants, errors, opcodes, utils
 from ganeti.cli_opts import (
     ARGS_MANY_NODES, ARGS_ONE_NODE, ArgChoice, ArgHost, ArgNode, ArgUnknown,
-    DRY_RUN_OPT, DST_NODE_OPT, EARLY_RELEASE_OPT, FIELDS_OPT,
+    CONFIRM_OPT, DRY_RUN_OPT, DST_NODE_OPT, EARLY_RELEASE_OPT, FIELDS_OPT,
     FORCE_FILTER_OPT, FORCE_OPT,
     IALLOCATOR_OPT, IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
     MigrationModeFromOpts, NOHDR_OPT, NONLIVE_OPT, NORUNTIME_CHGS_OPT,
@@ -25,6 +25,10 @@ _LIST_DEF_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree",
 _ENV_OVERRIDE = frozenset(["list"])
 
 _YES_NO = "yes|no"
+
+# What failover and powercycle exit with when not confirmed (Ganeti's,
+# rather than its EXIT_CONFIRMATION)
+_EXIT_DECLINED = 2
 
 # Options derived from the opcode declarations
 SECONDARY_IP_OPT = OpcodeOption(_Add, "secondary_ip", "-s", "--secondary-ip",
@@ -163,8 +167,8 @@ def _FormatNodeInfo(row: list) -> list[tuple[str, Any]]:
     info += [("master_capable", master_capable),
              ("vm_capable", vm_capable), ("group", group)]
     if vm_capable:
-        info += [("primary for instances", config.NiceSort(pinst or [])),
-                 ("secondary for instances", config.NiceSort(sinst or []))]
+        info += [("primary for instances", utils.NiceSort(pinst or [])),
+                 ("secondary for instances", utils.NiceSort(sinst or []))]
     info.append(("node parameters",
                  cli.FormatParamsDictInfo(custom_ndparams or {},
                                       ndparams or {})))
@@ -369,7 +373,7 @@ def MigrateNode(opts: Any, args: list[str]) -> int:
     if not pinst:
         cli.ToStdout("No primary instances on node %s, exiting.", node)
         return constants.EXIT_SUCCESS
-    pinst = config.NiceSort(pinst)
+    pinst = utils.NiceSort(pinst)
     if not (opts.force or
             cli.AskUser("Migrate instance(s) %s?" % ", ".join(pinst),
                         skip_option=FORCE_OPT)):
@@ -383,6 +387,53 @@ def MigrateNode(opts: Any, args: list[str]) -> int:
     return cli.FollowUpJobsExit(
         op, opts, cl, "There were %s errors during the node migration.",
         "All instances migrated successfully.")
+
+
+def FailoverNode(opts: Any, args: list[str]) -> int:
+    """Fail over the primary instances of a node, one job each, and wait
+    for them (Ganeti's messages; unlike Ganeti, failures exit 1)."""
+    cl = cli.GetClient()
+    ((node, pinst), ) = cl.QueryNodes(args, ["name", "pinst_list"], False)
+    if not pinst:
+        cli.ToStderr("No primary instances on node %s, exiting.", node)
+        return constants.EXIT_SUCCESS
+    pinst = utils.NiceSort(pinst)
+    if not (opts.force or cli.AskUser(
+            "Fail over instance(s) %s?" %
+            ",".join("'%s'" % name for name in pinst),
+            skip_option=FORCE_OPT)):
+        return _EXIT_DECLINED
+    jex = cli.JobExecutor(cl=cl, opts=opts)
+    for name in pinst:
+        jex.QueueJob(name, opcodes.OpInstanceFailover(
+            instance_name=name, ignore_consistency=opts.ignore_consistency,
+            iallocator=opts.iallocator))
+    results = jex.GetResults()
+    bad_cnt = sum(1 for success, _ in results if not success)
+    if bad_cnt:
+        cli.ToStdout("There were errors during the failover:\n"
+                     "%d error(s) out of %d instance(s).", bad_cnt,
+                     len(results))
+        return constants.EXIT_FAILURE
+    cli.ToStdout("All %d instance(s) failed over successfully.",
+                 len(results))
+    return constants.EXIT_SUCCESS
+
+
+def PowercycleNode(opts: Any, args: list[str]) -> int:
+    """Hard power-cycle a node through its node daemon (asks unless
+    --yes); the master only with --force."""
+    node = args[0]
+    if not (opts.confirm or cli.AskUser(
+            "Are you sure you want to hard powercycle node %s?" % node,
+            skip_option=CONFIRM_OPT)):
+        return _EXIT_DECLINED
+    result = cli.SubmitOrSend(opcodes.OpNodePowercycle(node_name=node,
+                                                       force=opts.force),
+                              opts)
+    if result:
+        cli.ToStderr("%s", result)
+    return constants.EXIT_SUCCESS
 
 
 def EvacuateNode(opts: Any, args: list[str]) -> int:
@@ -417,7 +468,7 @@ def EvacuateNode(opts: Any, args: list[str]) -> int:
         return constants.EXIT_SUCCESS
     if not (opts.force or
             cli.AskUser("Relocate instance(s) %s from node(s) %s?" %
-                        (", ".join(config.NiceSort(instances)),
+                        (", ".join(utils.NiceSort(instances)),
                          ", ".join(args)), skip_option=FORCE_OPT)):
         return constants.EXIT_CONFIRMATION
     op = opcodes.OpNodeEvacuate(node_name=args[0], mode=mode,
@@ -488,6 +539,16 @@ commands = {
                 "[-f] [-n <target-node>] <node_name>",
                 "Migrate all the primary instances on a node away from it"
                 " (only for mirrored instances)"),
+    "failover": (FailoverNode, ARGS_ONE_NODE,
+                 [FORCE_OPT, IGNORE_CONSIST_OPT, IALLOCATOR_OPT,
+                  PRIORITY_OPT],
+                 "[-f] <node>",
+                 "Stops the primary instances on a node and start them on"
+                 " their secondary node (only for instances with drbd disk"
+                 " template)"),
+    "powercycle": (PowercycleNode, ARGS_ONE_NODE,
+                   [FORCE_OPT, CONFIRM_OPT] + _JOB_OPTS, "<node_name>",
+                   "Tries to forcefully powercycle a node"),
     "list-drbd": (ListDrbd, ARGS_ONE_NODE, [NOHDR_OPT, SEP_OPT], "<node>",
                   "Query the list of used DRBD minors on the given node"),
     "evacuate": (EvacuateNode, ARGS_ONE_NODE,
@@ -506,7 +567,7 @@ commands = {
                 "List logical volumes on node(s)"),
     "list-storage": (ListStorage, ARGS_MANY_NODES,
                      [NOHDR_OPT, SEP_OPT, UNITS_OPT, FIELDS_OPT,
-                      STORAGE_TYPE_OPT],
+                      STORAGE_TYPE_OPT, PRIORITY_OPT],
                      "[<node_name>...]",
                      "List physical volumes on node(s). The available"
                      " fields are (see the man page for details): %s." %

@@ -16,8 +16,8 @@ import logging
 import os
 from typing import Any, Callable
 
-from ganeti import config, constants, errors, impexp, locking, objects
-from ganeti import pathutils, query, vcluster
+from ganeti import constants, errors, impexp, locking, objects, pathutils
+from ganeti import query, utils, vcluster
 from ganeti.cmdlib import operating_system
 from ganeti.cmdlib.base import (ExpandInstanceUuidAndName,
                                 ExpandNodeUuidAndName, LogicalUnit,
@@ -48,7 +48,7 @@ def _SelectNodes(cfg: Any, names: list[str] | None) -> list[str]:
     """UUIDs of the named nodes (refusing unknown ones), or of all nodes."""
     if not names:
         nodes = sorted(cfg.GetAllNodesInfo().values(),
-                       key=lambda node: config.NiceSortKey(node.name))
+                       key=lambda node: utils.NiceSortKey(node.name))
         return [node.uuid for node in nodes]
     return list(dict.fromkeys(ExpandNodeUuidAndName(cfg, None, name)[0]
                               for name in names))
@@ -575,10 +575,9 @@ class ImportSource:
                                      op.beparams)
         op.osparams = dict(self._Section(constants.INISECT_OSP),
                            **op.osparams)
-        private = sorted(self._Section(constants.INISECT_OSP_PRIVATE))
-        if private:
-            lu.LogWarning("The private OS parameters of the export (%s) are"
-                          " not imported", ", ".join(private))
+        op.osparams_private = dict(
+            self._Section(constants.INISECT_OSP_PRIVATE),
+            **(op.osparams_private or {}))
 
     def HookEnv(self) -> dict[str, str]:
         """Ganeti's import variables of the instance-add hooks."""
@@ -618,7 +617,8 @@ class ImportSource:
                 for idx, image in enumerate(images)])
             return
         debug = lu.op.debug_level or 0
-        with AssembledForOS(lu, instance, disks) as os_instance:
+        with AssembledForOS(lu, instance, disks,
+                            lu.op.osparams_secret) as os_instance:
             transfers = []
             for idx, image in enumerate(images):
                 result = lu.rpc.call_os_transfer_command(

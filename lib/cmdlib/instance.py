@@ -29,7 +29,8 @@ from ganeti.cmdlib.instance_utils import (
     RemoveInstance, ShutdownInstanceDisks, StartInstance, UsedMacs,
     WaitForSync)
 
-_DISK_KEYS = frozenset(["size", "mode", "name", "adopt"])
+_DISK_KEYS = frozenset(["size", "mode", "name", "adopt"]) | \
+    constants.IDISK_LVM_PARAMS
 _NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name",
                        "network"])
 # How long the IP check waits for an answer (seconds)
@@ -346,11 +347,13 @@ class LUInstanceCreate(LogicalUnit):
         self.filled_be = cluster.SimpleFillBE(self.beparams)
         CheckMinMaxMem(self.filled_be)
         if op.os_type:
+            filled = cluster.SimpleFillOS(op.os_type, op.osparams,
+                                          op.osparams_private)
+            filled.update(op.osparams_secret or {})
             operating_system.CheckOSParams(
-                self, True, [op.pnode_uuid], op.os_type,
-                cluster.SimpleFillOS(op.os_type, op.osparams),
+                self, True, [op.pnode_uuid], op.os_type, filled,
                 op.force_variant)
-        elif op.osparams:
+        elif op.osparams or op.osparams_private or op.osparams_secret:
             raise errors.OpPrereqError("OS parameters given without an OS",
                                        errors.ECODE_INVAL)
 
@@ -552,6 +555,7 @@ class LUInstanceCreate(LogicalUnit):
             os=op.os_type or "", hypervisor=self.hypervisor,
             hvparams=self.hvparams, beparams=self.beparams,
             osparams=dict(op.osparams),
+            osparams_private=dict(op.osparams_private or {}),
             admin_state=(objects.ADMINST_UP if op.start
                          else objects.ADMINST_DOWN),
             nics=nics, disks=[disk.uuid for disk in disks],
@@ -607,7 +611,8 @@ class LUInstanceCreate(LogicalUnit):
                    disks: list[objects.Disk],
                    feedback_fn: Callable[[str], None]) -> None:
         feedback_fn("* running the instance OS create scripts...")
-        with AssembledForOS(self, instance, disks) as os_instance:
+        with AssembledForOS(self, instance, disks,
+                            self.op.osparams_secret) as os_instance:
             result = self.rpc.call_instance_os_add(
                 instance.primary_node, os_instance, False,
                 self.op.debug_level or 0)

@@ -215,10 +215,8 @@ class LUInstanceReinstall(InstanceLU):
         self.cfg.Update(instance)
         feedback_fn("* running the instance OS create scripts...")
         with AssembledForOS(self, instance,
-                            self.cfg.GetInstanceDisks(instance.uuid)
-                            ) as os_instance:
-            # Secrets reach the OS scripts, never the configuration
-            os_instance["osparams_secret"] = self.op.osparams_secret or {}
+                            self.cfg.GetInstanceDisks(instance.uuid),
+                            self.op.osparams_secret) as os_instance:
             result = self.rpc.call_instance_os_add(
                 instance.primary_node, os_instance, True,
                 self.op.debug_level or 0)

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from ganeti import constants, errors, locking, netutils, objects
 from ganeti.cmdlib import network as cmdlib_network
 from ganeti.cmdlib import operating_system
+from ganeti.cmdlib.allocator import CheckNodesMemberOf
 from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.cluster import CheckHvParamsOnNodes, HypervisorClass
 from ganeti.cmdlib.instance_convert import (CheckConversionArguments,
@@ -35,7 +36,8 @@ from ganeti.parameters.base import GetUpdatedParams
 MAX_DISKS = 16
 MAX_NICS = 8
 
-_DISK_ADD_KEYS = frozenset(["size", "mode", "name", "adopt", "provider"])
+_DISK_ADD_KEYS = frozenset(["size", "mode", "name", "adopt",
+                            "provider"]) | constants.IDISK_LVM_PARAMS
 _DISK_MODIFY_KEYS = frozenset(["mode", "name"])
 _NIC_KEYS = frozenset(["mac", "ip", "mode", "link", "vlan", "name",
                        "network"])
@@ -314,6 +316,8 @@ class LUInstanceSetParams(InstanceLU):
                 " template %s is not one of %s" %
                 (instance.name, self.template,
                  ", ".join(sorted(_PNODE_TEMPLATES))), errors.ECODE_INVAL)
+        # A new node: the cluster's reservation defaults apply
+        CheckNodesMemberOf(self, [], [node.uuid], instance.GetTags())
         CheckNodeOnline(self, node.uuid)
         CheckNodeVmCapable(self, node.uuid)
         if not self.op.force:

@@ -14,7 +14,8 @@ import collections
 from typing import Any, Callable
 
 from ganeti import constants, errors, locking, objects
-from ganeti.cmdlib.allocator import RunAllocator
+from ganeti.cmdlib.allocator import (CheckNodesMemberOf, ResolveMemberOf,
+                                     RunAllocator)
 from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.instance_policy import (
     CalculateGroupIPolicy, ComputeIPolicySpecViolation)
@@ -80,17 +81,10 @@ class LUInstanceGrowDisk(InstanceLU):
                 CheckNodeFreeDisk(self, node_uuid, self.delta,
                                   instance.hypervisor)
         self._CheckIPolicy(template)
+        # Also while it runs: a drbd device grows by being exported anew
+        # (see storage.drbd), which the fake hypervisor does not hold open
+        # and KVM's NBD client connects to again (hypervisor.hv_kvm)
         self.running = InstanceRunning(self, instance)
-        # A drbd device grows by being exported anew (see storage.drbd):
-        # only the fake hypervisor does not keep the old one open
-        if self.running and template == constants.DT_DRBD8 and \
-                instance.hypervisor != constants.HT_FAKE:
-            raise errors.OpPrereqError(
-                "Cannot grow drbd disk %s of instance %s while it runs"
-                " under the %s hypervisor, which keeps the device open;"
-                " shut the instance down first" %
-                (self.op.disk, instance.name, instance.hypervisor),
-                errors.ECODE_STATE)
 
     def _CheckIPolicy(self, template: str) -> None:
         """Refuse (or with ignore_ipolicy, warn about) a target size the
@@ -299,7 +293,8 @@ class LUInstanceRecreateDisks(InstanceLU):
             disks=[{"size": disk.size, "mode": disk.mode}
                    for disk in self.cfg.GetInstanceDisks(instance.uuid)],
             nics=[{}], os=instance.os, tags=sorted(instance.GetTags()),
-            hypervisor=instance.hypervisor)
+            hypervisor=instance.hypervisor,
+            member_of=ResolveMemberOf(self, [], instance.GetTags()))
         ial = RunAllocator(self, req, op.iallocator)
         resolved = [ExpandNodeUuidAndName(self.cfg, None, name)
                     for name in ial.result]
@@ -326,6 +321,11 @@ class LUInstanceRecreateDisks(InstanceLU):
                     " nodes were specified" % (instance.name, len(old_nodes),
                                                len(op.node_uuids)),
                     errors.ECODE_INVAL)
+            # New nodes get the cluster's reservation defaults, however
+            # they were chosen; the nodes it has already stay allowed
+            CheckNodesMemberOf(self, [], [uuid for uuid in op.node_uuids
+                                          if uuid not in old_nodes],
+                               instance.GetTags())
             self.new_primary = op.node_uuids[0]
         else:
             self.new_primary = instance.primary_node

@@ -287,18 +287,23 @@ def ShutdownInstanceDisks(lu: LogicalUnit, instance: objects.Instance,
 
 @contextlib.contextmanager
 def AssembledForOS(lu: LogicalUnit, instance: objects.Instance,
-                   disks: list[objects.Disk]) -> Iterator[dict]:
+                   disks: list[objects.Disk],
+                   osparams_secret: dict | None = None) -> Iterator[dict]:
     """The instance as the OS RPCs take it, its disks assembled meanwhile.
 
-    For running an OS script (create, rename) on a stopped instance: the
-    disks are shut down again afterwards, whatever happened.
+    For running an OS script (create, import, rename) on a stopped
+    instance: the disks are shut down again afterwards, whatever happened.
+    Secret OS parameters reach the scripts of this one run, never the
+    configuration.
     """
     block_devices = AssembleInstanceDisks(lu, instance, disks)
     try:
-        yield operating_system.InstanceOsRpcDict(
+        os_instance = operating_system.InstanceOsRpcDict(
             lu.cfg.GetClusterInfo(), instance,
             [dict(disk_dict, dev_path=path)
              for disk_dict, path in block_devices])
+        os_instance["osparams_secret"] = osparams_secret or {}
+        yield os_instance
     finally:
         ShutdownInstanceDisks(lu, instance, disks)
 

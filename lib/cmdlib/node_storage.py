@@ -1,4 +1,5 @@
-"""LUs changing and repairing storage units, and listing LVM volumes.
+"""LUs changing and repairing storage units, listing LVM volumes, and
+diagnosing ExtStorage providers.
 
 Ganeti can modify only LVM physical volumes (their ``allocatable`` flag)
 and repair only LVM volume groups. The checks and refusals are Ganeti's;
@@ -113,8 +114,16 @@ class LUNodeQueryvols(NoHooksLU):
 
 
 class LUExtStorageDiagnose(NoHooksLU):
-    """The ExtStorage providers of the nodes: none, as the nodes have no
-    ExtStorage search path."""
+    """The ExtStorage providers of the online vm-capable nodes, as rows of
+    the requested fields (Ganeti's ExtStorageQuery).
+
+    ``node_status`` is ``{node: [[path, valid, why not, parameters]]}``
+    with every answering node, ``[]`` where the provider is missing (keyed
+    by node name: Ganeti 3.0 keys it by node UUID, which its gnt-storage
+    then prints as the node); ``nodegroup_status`` is ``{group: valid on
+    all its answering nodes}``; ``parameters`` those of the provider's
+    that every node reports, the provider valid everywhere.
+    """
 
     REQ_BGL = False
 
@@ -124,5 +133,50 @@ class LUExtStorageDiagnose(NoHooksLU):
     def ExpandNames(self) -> None:
         self.needed_locks = {}
 
+    def _ByProvider(self) -> tuple[dict[str, dict[str, list]], list[str]]:
+        """{provider: {node uuid: [[path, valid, why, params]]}} and the
+        answering nodes; a node failing the RPC is left out, so one down
+        node makes no provider invalid."""
+        nodes = [node.uuid for node in self.cfg.GetAllNodesInfo().values()
+                 if not node.offline and node.vm_capable]
+        results = self.rpc.call_extstorage_diagnose(nodes)
+        good = [uuid for uuid in nodes if not results[uuid].fail_msg]
+        providers: dict[str, dict[str, list]] = {}
+        for uuid in good:
+            for name, path, valid, why, params in results[uuid].payload or []:
+                per_node = providers.setdefault(
+                    name, {node: [] for node in good})
+                per_node[uuid].append([path, valid, why, params])
+        return providers, good
+
+    def _Row(self, name: str, per_node: dict[str, list],
+             good: list[str]) -> dict:
+        groups = {}
+        for group in self.cfg.GetAllNodeGroupsInfo().values():
+            statuses = [bool(per_node[uuid]) and per_node[uuid][0][1]
+                        for uuid in group.members if uuid in good]
+            groups[group.name] = all(statuses)
+        params: set[tuple] | None = None
+        for entries in per_node.values():
+            if not (entries and entries[0][1]):
+                params = set()
+                break
+            node_params = {tuple(param) for param in entries[0][3]}
+            params = node_params if params is None else params & node_params
+        return {
+            "name": name,
+            "node_status": {self.cfg.GetNodeInfo(uuid).name: entries
+                            for uuid, entries in per_node.items()},
+            "nodegroup_status": groups,
+            "parameters": sorted(list(param) for param in params or ()),
+        }
+
     def Exec(self, feedback_fn: Callable[[str], None]) -> list:
-        return []
+        providers, good = self._ByProvider()
+        names = sorted(providers)
+        if self.op.names:
+            names = [name for name in self.op.names if name in providers]
+        fields = self.op.output_fields
+        return [[row[field] for field in fields]
+                for row in (self._Row(name, providers[name], good)
+                            for name in names)]

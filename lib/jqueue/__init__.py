@@ -29,8 +29,14 @@ from ganeti.jqueue.executor import Executor
 from ganeti.jqueue.jobs import QueuedJob, QueuedOpCode, TimeStampNow
 from ganeti.jqueue.scheduler import Scheduler
 from ganeti.jqueue.store import JobStore
+from ganeti.utils import tunable
 
 __all__ = ["JobQueue", "QueuedJob", "QueuedOpCode", "TimeStampNow"]
+
+# Seconds a stopping queue (masterd's) waits for its running jobs; the
+# variable overrides them (utils.tunable)
+SHUTDOWN_TIMEOUT = 10.0
+ENV_SHUTDOWN_TIMEOUT = "GANETI_JOB_SHUTDOWN_TIMEOUT"
 
 
 def _LoadOps(ops: Any) -> list[opcodes.OpCode]:
@@ -144,15 +150,17 @@ class JobQueue:
     def SubmitManyJobs(self, jobs: Any) -> list:
         """Submit several jobs; per job ``[True, id]`` or ``[False, msg]``.
 
+        As in Ganeti 3.0, a job whose opcodes do not load (unknown opcode,
+        invalid parameter or priority) refuses the whole submission; a
+        job with an unresolvable relative dependency is refused alone;
+        jobs a REJECT filter rule applies to are created and canceled.
         Relative dependencies (negative ids) refer to jobs earlier in the
         same submission, refused ones included.
         """
-        loaded: list[list[opcodes.OpCode] | errors.GenericError] = []
-        for ops in jobs:
-            try:
-                loaded.append(_LoadOps(ops))
-            except errors.GenericError as err:
-                loaded.append(err)
+        if not isinstance(jobs, list):
+            raise errors.OpPrereqError("A list of jobs is needed",
+                                       errors.ECODE_INVAL)
+        loaded = [_LoadOps(ops) for ops in jobs]
         if not loaded:
             return []
         # The message alone, as Ganeti answers (no error code tuple)
@@ -160,13 +168,10 @@ class JobQueue:
                 if isinstance(item, Exception) else [True, item]
                 for item in self._SubmitJobs(loaded, False)]
 
-    def _SubmitJobs(self,
-                    all_ops: list[list[opcodes.OpCode] | errors.GenericError],
+    def _SubmitJobs(self, all_ops: list[list[opcodes.OpCode]],
                     to_drained: bool) -> list[int | errors.GenericError]:
-        """Store and enqueue jobs; per job its id, or why it was refused.
-
-        An entry of ``all_ops`` that is already an error (its opcodes did
-        not load) keeps its place, and its id stays unused.
+        """Store and enqueue jobs; per job its id, or why it was refused
+        (its id stays unused).
 
         Once a job file cannot be written (disk full), the rest of the
         submission is refused with the same error; the jobs written before
@@ -203,22 +208,23 @@ class JobQueue:
         if jobs:
             self._store.WriteSerial()
         self._store.AddJobs(jobs)
-        # A REJECT rule may have been added since the check above
+        # Jobs a REJECT rule applies to are canceled, as Ganeti's
+        # scheduler does
         self._executor.CancelRejected(self._scheduler.Admit(jobs))
         return results
 
     def _PrepareJob(self, position: int, batch_ids: list[int],
-                    ops: list[opcodes.OpCode] | errors.GenericError
+                    ops: list[opcodes.OpCode]
                     ) -> QueuedJob | errors.GenericError:
-        """The job at ``position`` of a submission, or why it is refused.
+        """The job at ``position`` of a submission, or why it is refused:
+        relative dependencies pointing before the submission (Ganeti
+        answers those per job, too).
 
-        A job a REJECT filter rule applies to is refused (its id stays
-        unused), as is one whose relative dependencies point before the
-        submission (Ganeti answers those per job, too).
+        A job a REJECT filter rule applies to is not refused: as in
+        Ganeti, it is written and then canceled (``Admit``), so that its
+        id refers to a job.
         """
         job_id = batch_ids[position]
-        if isinstance(ops, errors.GenericError):
-            return ops
         try:
             _ResolveRelativeDeps(position, batch_ids, ops)
         except errors.OpPrereqError as err:
@@ -228,12 +234,7 @@ class JobQueue:
                 "%s:%s" % (constants.OPCODE_REASON_SRC_OPCODE,
                            op.OP_ID[3:].lower()),
                 "job=%d;index=%d" % (job_id, index), time.time_ns()]]
-        job = QueuedJob(self, job_id, [QueuedOpCode(op) for op in ops])
-        rule = self._scheduler.RejectingRule(job)
-        if rule is not None:
-            return errors.OpPrereqError("Job rejected by filter rule %s" %
-                                        rule, errors.ECODE_STATE)
-        return job
+        return QueuedJob(self, job_id, [QueuedOpCode(op) for op in ops])
 
     # Job control -------------------------------------------------------------
     def CancelJob(self, job_id: int, kill: bool = False) -> list:
@@ -278,8 +279,13 @@ class JobQueue:
         """A live job, or an archived one loaded from disk (read-only)."""
         return self._store.GetJob(job_id)
 
-    def GetJobIds(self) -> list[int]:
-        return self._store.JobIds()
+    def GetJobIds(self, archived: bool = False) -> list[int]:
+        """The live jobs' ids, with ``archived`` the archived ones too
+        (read from disk: slow with a big archive)."""
+        ids = self._store.JobIds()
+        if archived:
+            ids = sorted(set(ids).union(self._store.ArchivedJobIds()))
+        return ids
 
     def QueryJobs(self, job_ids: list | None, fields: list[str]) -> list:
         """Old-style query: one row of field values per job (None if gone)."""
@@ -324,12 +330,15 @@ class JobQueue:
                 "running": self._scheduler.running, "by_status": counts}
 
     # Shutdown ----------------------------------------------------------------
-    def Shutdown(self, timeout: float = 10.0) -> None:
-        """Stop picking up jobs; wait for running ones up to ``timeout``.
+    def Shutdown(self, timeout: float | None = None) -> None:
+        """Stop picking up jobs; wait for running ones up to ``timeout``
+        (default SHUTDOWN_TIMEOUT, or what ENV_SHUTDOWN_TIMEOUT sets).
 
         Jobs still running afterwards are failed at the next start, since
         their file says running; every file on disk is complete either way.
         """
+        if timeout is None:
+            timeout = tunable.Seconds(ENV_SHUTDOWN_TIMEOUT, SHUTDOWN_TIMEOUT)
         self._scheduler.Shutdown()
         self._executor.Shutdown(self._store.LiveJobs(), timeout)
         self._store.Close()

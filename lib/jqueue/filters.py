@@ -26,13 +26,14 @@ puts the job in the bucket named by the whole text; at most N jobs of a
 bucket run at once.
 """
 
+import functools
 import json
 import logging
 import re
 import time
 from typing import Any, Callable, Iterable
 
-from ganeti import constants, errors, objects, query
+from ganeti import constants, errors, objects, opcodes, query
 from ganeti.queryfields.filters import FILTER_FIELDS, GetRules, SortKey
 
 # Reason source appended to a rule's trail when it is stored (as luxid does)
@@ -76,15 +77,26 @@ def _OpField(name: str) -> Callable[[dict], Any]:
     return get
 
 
-class _OpcodeFields:
-    """Field table of the ``opcode`` predicate: any name, looked up late.
+@functools.cache
+def _OpcodeParameters() -> frozenset[str]:
+    """``OP_ID`` and the name of every parameter of any opcode."""
+    return frozenset(["OP_ID"] + [
+        param[0] for op_class in opcodes.OP_MAPPING.values()
+        for param in op_class.GetAllParams()])
 
-    Opcodes differ in their parameters, so names cannot be checked when a
-    rule is compiled; an absent one fails the expression at evaluation.
+
+class _OpcodeFields:
+    """Field table of the ``opcode`` predicate: ``OP_ID`` and any opcode's
+    parameters (``a.b.c`` for nested values), looked up late.
+
+    Opcodes differ in their parameters: a name a job's opcode lacks fails
+    the expression at evaluation, but a name no opcode has is refused
+    when the rule is compiled.
     """
 
     def __contains__(self, name: Any) -> bool:
-        return isinstance(name, str)
+        return isinstance(name, str) and \
+            name.split(".")[0] in _OpcodeParameters()
 
     def __getitem__(self, name: str) -> query.FieldDef:
         return (name, constants.QFT_OTHER, _OpField(name), "")
@@ -377,14 +389,13 @@ class JobFilters:
     the rules changed. Every evaluation is thus linear in the queued jobs
     it touches, and predicates only run once per job and rules version.
 
-    Everything but ``RejectingRule`` on a new job must be called with the
-    scheduler lock held. Jobs carry their cached state in
-    ``job.filter_state`` and the reason they wait in ``job.wait_reason``.
+    Everything must be called with the scheduler lock held. Jobs carry
+    their cached state in ``job.filter_state`` and the reason they wait in
+    ``job.wait_reason``.
     """
 
     def __init__(self, rules: Iterable[objects.FilterRule] = ()):
-        # (version, chain): replaced as a whole, so lock-free readers see a
-        # consistent pair
+        # (version, chain), replaced as a whole
         self._rules: tuple[int, list[CompiledRule]] = (0, [])
         self.has_reject = False
         self._active: dict[int, Any] = {}
@@ -425,11 +436,7 @@ class JobFilters:
         return state
 
     def RejectingRule(self, job: Any) -> str | None:
-        """UUID of the REJECT rule applying to a job, if any.
-
-        Safe without the scheduler lock for a job being submitted, which
-        nobody else sees yet.
-        """
+        """UUID of the REJECT rule applying to a job, if any."""
         rule = self._State(job).rule
         if rule is not None and rule.action == objects.FILTER_REJECT:
             return rule.uuid

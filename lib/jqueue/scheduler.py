@@ -97,9 +97,9 @@ class Scheduler:
     def Admit(self, jobs: list[QueuedJob]) -> list[tuple]:
         """Schedule newly submitted jobs.
 
-        Returns ``(job, rule uuid)`` of those a REJECT rule added since
-        their submission was checked now applies to, for the caller to
-        cancel (``CancelRejected``).
+        Returns ``(job, rule uuid)`` of those a REJECT rule applies to,
+        for the caller to cancel (``CancelRejected``): as in Ganeti, such
+        a job is created and then canceled.
         """
         with self.lock:
             for job in jobs:
@@ -111,13 +111,6 @@ class Scheduler:
         with self.lock:
             if not job.in_worker:
                 self._Enqueue(job)
-
-    def RejectingRule(self, job: QueuedJob) -> str | None:
-        """UUID of the REJECT rule applying to a job, if any.
-
-        Needs no lock for a job being submitted, which nobody else sees yet.
-        """
-        return self._filters.RejectingRule(job)
 
     # Limits and rules --------------------------------------------------------
     def SetMaxRunning(self, limit: int) -> None:

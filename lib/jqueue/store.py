@@ -13,8 +13,6 @@ under the store's: writes of different jobs run in parallel and their
 fsyncs share journal commits.
 """
 
-import errno
-import fcntl
 import logging
 import os
 import re
@@ -74,18 +72,12 @@ class JobStore:
     # Start-up ----------------------------------------------------------------
     def _AcquireQueueLock(self) -> int:
         os.makedirs(self._dir, mode=constants.SECURE_DIR_MODE, exist_ok=True)
-        fd = os.open(os.path.join(self._dir, "lock"),
-                     os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            os.close(fd)
-            if err.errno in (errno.EAGAIN, errno.EACCES):
-                raise errors.JobQueueError(
-                    "Job queue %s is locked by another master daemon" %
-                    self._dir)
-            raise
-        return fd
+            return utils.LockFile(os.path.join(self._dir, "lock"))
+        except errors.LockError:
+            raise errors.JobQueueError(
+                "Job queue %s is locked by another master daemon" %
+                self._dir) from None
 
     def _RemoveTempFiles(self) -> None:
         """Delete what writes interrupted by a crash left (utils.WriteFile's
@@ -284,6 +276,16 @@ class JobStore:
     def JobIds(self) -> list[int]:
         with self._lock:
             return sorted(self._jobs)
+
+    def ArchivedJobIds(self) -> list[int]:
+        """The ids of the jobs in the archive directory."""
+        ids: list[int] = []
+        for subdir in os.listdir(self._archive_dir):
+            if subdir.isdigit():
+                ids.extend(int(m.group(1)) for m in map(
+                    _JOB_FILE_RE.match,
+                    os.listdir(os.path.join(self._archive_dir, subdir))) if m)
+        return sorted(ids)
 
     def LoadArchived(self, job_id: int) -> QueuedJob | None:
         path = pathutils.JobFileName(job_id, archived=True,

@@ -255,7 +255,8 @@ class LuxiHandler:
                 # Job rows are read under each job's lock: only states
                 # already written to disk are reported
                 return query.Query(queryfields.FIELDS[constants.QR_JOB],
-                                   self._Jobs(), fields, qfilter,
+                                   self._Jobs(fields, qfilter), fields,
+                                   qfilter,
                                    item_lock=lambda job: job.lock)
             except errors.ParameterError as err:
                 raise errors.OpPrereqError(str(err), errors.ECODE_INVAL)
@@ -298,13 +299,35 @@ class LuxiHandler:
         return mcpu.ExecuteWithoutQueue(self.context, opcodes.OpQueryFields(
             what=what, fields=fields))
 
-    def _Jobs(self) -> list:
-        jobs = [self.queue.GetJob(i) for i in self.queue.GetJobIds()]
+    def _Jobs(self, fields: list, qfilter: Any) -> list:
+        """The jobs a query looks at, as Ganeti's luxid: those its filter
+        names (live or archived), else the live ones and, if it asks for
+        the "archived" field, the archived ones."""
+        ids = _RequestedJobIds(qfilter)
+        if ids is None:
+            ids = self.queue.GetJobIds(archived="archived" in fields)
+        jobs = [self.queue.GetJob(i) for i in ids]
         return [job for job in jobs if job]
 
     @staticmethod
     def _PickupJob(job_id: Any) -> None:
         raise errors.ProgrammerError("PickupJob is for internal use only")
+
+
+def _RequestedJobIds(qfilter: Any) -> list[int] | None:
+    """The job ids a filter only selects by (``gnt-job list 3 5``)."""
+    if not isinstance(qfilter, list) or not qfilter:
+        return None
+    parts = qfilter[1:] if qfilter[0] == qlang.OP_OR else [qfilter]
+    ids = []
+    for part in parts:
+        if not (isinstance(part, list) and len(part) == 3 and
+                part[0] in (qlang.OP_EQUAL, qlang.OP_EQUAL_LEGACY) and
+                part[1] == "id" and isinstance(part[2], int) and
+                not isinstance(part[2], bool)):
+            return None
+        ids.append(part[2])
+    return ids or None
 
 
 def _JobId(job_id: Any) -> int:

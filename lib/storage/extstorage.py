@@ -57,21 +57,24 @@ def _ReadParameters(filename: str) -> dict[str, str]:
     return result
 
 
-def FindProvider(name: str) -> ExtStorageProvider:
-    """Find and check a provider in the search path.
+def FindProvider(name: str,
+                 search_path: list[str] | None = None) -> ExtStorageProvider:
+    """Find and check a provider in the search path (by default
+    pathutils.ES_SEARCH_PATH).
 
     Raises BlockDeviceError naming the provider and what is wrong with it.
     """
+    if search_path is None:
+        search_path = pathutils.ES_SEARCH_PATH
     if not isinstance(name, str) or not _PROVIDER_RE.match(name):
         base.ThrowError("Invalid ExtStorage provider name %r", name)
-    for search_dir in pathutils.ES_SEARCH_PATH:
+    for search_dir in search_path:
         path = os.path.join(search_dir, name)
         if os.path.isdir(path):
             break
     else:
         base.ThrowError("ExtStorage provider '%s' not found in the search"
-                        " path (%s)", name,
-                        ", ".join(pathutils.ES_SEARCH_PATH))
+                        " path (%s)", name, ", ".join(search_path))
     for script in sorted(constants.ES_SCRIPTS):
         script_path = os.path.join(path, script)
         try:
@@ -89,6 +92,32 @@ def FindProvider(name: str) -> ExtStorageProvider:
         base.ThrowError("Cannot read %s of ExtStorage provider '%s': %s",
                         constants.ES_PARAMETERS_FILE, name, err.strerror)
     return ExtStorageProvider(name, path, params)
+
+
+def Diagnose() -> list[list]:
+    """Every entry of each search path directory, checked as a provider:
+    ``[name, path, valid, why not, [[parameter, description], ...]]``
+    (Ganeti's DiagnoseExtStorage)."""
+    result = []
+    for search_dir in pathutils.ES_SEARCH_PATH:
+        try:
+            names = sorted(name for name in os.listdir(search_dir)
+                           if not name.startswith("."))
+        except OSError as err:
+            logging.info("Cannot list ExtStorage directory %s: %s",
+                         search_dir, err.strerror)
+            continue
+        for name in names:
+            path = os.path.join(search_dir, name)
+            try:
+                provider = FindProvider(name, [search_dir])
+            except errors.BlockDeviceError as err:
+                result.append([name, path, False, str(err), []])
+            else:
+                result.append([name, path, True, "", [
+                    [pname, description] for pname, description
+                    in provider.supported_parameters.items()]])
+    return result
 
 
 def ProviderParams(params: dict) -> dict[str, str]:
