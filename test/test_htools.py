@@ -657,6 +657,22 @@ def _BruteBest(cluster, score, candidates, strict):
     return None if best is None else (best[0], best[2])
 
 
+def _AssertValues(cluster, score, evaluator, candidates, strict):
+    """Each candidate's evaluated score is the applied-and-undone one
+    (None where the move is not possible)."""
+    for move in candidates:
+        applied = moves.ApplyMove(cluster, move, strict)
+        expected = None
+        if not isinstance(applied, model.Failure):
+            expected = round(score.With(applied.touched), 10)
+            moves.UndoMove(cluster, applied)
+        value = evaluator.Value(move)
+        if expected is None:
+            assert value is None, move
+        else:
+            assert value == pytest.approx(expected, abs=1e-9), move
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_move_scores_equal_apply_score_undo(seed):
     """The analytic candidate scores (and the pruned search for the best
@@ -683,17 +699,7 @@ def test_move_scores_equal_apply_score_undo(seed):
     for _ in range(3):
         candidates = [move for inst in insts
                       for move in _Candidates(inst, nodes)]
-        for move in candidates:
-            applied = moves.ApplyMove(cluster, move, strict)
-            expected = None
-            if not isinstance(applied, model.Failure):
-                expected = round(score.With(applied.touched), 10)
-                moves.UndoMove(cluster, applied)
-            value = evaluator.Value(move)
-            if expected is None:
-                assert value is None, move
-            else:
-                assert value == pytest.approx(expected, abs=1e-9), move
+        _AssertValues(cluster, score, evaluator, candidates, strict)
         # the lower bound of every candidate is below its exact score
         base = evaluator._Gradient()
         for inst in insts:
@@ -950,17 +956,7 @@ def test_move_scores_with_load_equal_apply_score_undo(seed):
     for _ in range(3):
         candidates = [move for inst in insts
                       for move in _Candidates(inst, nodes)]
-        for move in candidates:
-            applied = moves.ApplyMove(cluster, move, True)
-            expected = None
-            if not isinstance(applied, model.Failure):
-                expected = round(score.With(applied.touched), 10)
-                moves.UndoMove(cluster, applied)
-            value = evaluator.Value(move)
-            if expected is None:
-                assert value is None, move
-            else:
-                assert value == pytest.approx(expected, abs=1e-9), move
+        _AssertValues(cluster, score, evaluator, candidates, True)
         best = evaluator.Best(insts, nodes)
         assert best == _BruteBest(cluster, score, candidates, True)
         if best is None:

@@ -15,6 +15,7 @@ configuration, so the maintd master-failover starts on the new master
 carries on.
 """
 
+import contextlib
 import fcntl
 import http.server
 import json
@@ -275,17 +276,19 @@ def test_auto_balance(vc):
         RemoveInstances(vc, *names)
 
 
-class _LoadMond(http.server.BaseHTTPRequestHandler):
-    """A mond whose only report is a CPU load (the server's ``cpu``)."""
+class _FakeMond(http.server.BaseHTTPRequestHandler):
+    """A node's mond replaced by a test: answers what ``Report`` returns
+    (404 for None)."""
+
+    def Report(self) -> object:
+        raise NotImplementedError
 
     def do_GET(self):  # pylint: disable=invalid-name
-        if self.path != "/1/report/all":
+        answer = self.Report()
+        if answer is None:
             self.send_error(404)
             return
-        cpu = self.server.cpu  # type: ignore[attr-defined]
-        body = serializer.DumpJsonBytes([report.BuildReport(
-            constants.DATA_COLLECTOR_CPU_LOAD, None, report.KIND_PERFORMANCE,
-            {"cpu_number": 1, "cpus": [cpu], "cpu_total": cpu})])
+        body = serializer.DumpJsonBytes(answer)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -294,6 +297,36 @@ class _LoadMond(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *_args):
         pass
+
+
+@contextlib.contextmanager
+def _FakeMondOn(node, handler: type, **attributes):
+    """Stop the node's mond and serve ``handler`` on its port instead
+    (``attributes`` set on the server); the real mond again afterwards."""
+    node.Run("daemon-util", "stop", "ganeti-mond")
+    server = http.server.ThreadingHTTPServer(
+        (node.node_ip, constants.DEFAULT_MOND_PORT), handler)
+    for name, value in attributes.items():
+        setattr(server, name, value)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        node.Run("daemon-util", "start", "ganeti-mond")
+
+
+class _LoadMond(_FakeMond):
+    """A mond whose only report is a CPU load (the server's ``cpu``)."""
+
+    def Report(self) -> object:
+        if self.path != "/1/report/all":
+            return None
+        cpu = self.server.cpu  # type: ignore[attr-defined]
+        return [report.BuildReport(
+            constants.DATA_COLLECTOR_CPU_LOAD, None, report.KIND_PERFORMANCE,
+            {"cpu_number": 1, "cpus": [cpu], "cpu_total": cpu})]
 
 
 def test_auto_balance_dynamic_load(vc):
@@ -314,14 +347,20 @@ def test_auto_balance_dynamic_load(vc):
     on_node1 = [name for name, pnode in (line.split("|") for line in vc.Run(
         "gnt-instance", "list", "--no-headers", "--separator=|", "-o",
         "name,pnode").stdout.split()) if pnode == NODE1]
-    servers = []
-    for node in vc.nodes.values():
-        node.Run("daemon-util", "stop", "ganeti-mond")
-        server = http.server.ThreadingHTTPServer(
-            (node.node_ip, constants.DEFAULT_MOND_PORT), _LoadMond)
-        server.cpu = 1.0 if node.name == NODE1 else 0.0  # type: ignore
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
+    try:
+        with contextlib.ExitStack() as stack:
+            for node in vc.nodes.values():
+                stack.enter_context(_FakeMondOn(
+                    node, _LoadMond, cpu=1.0 if node.name == NODE1 else 0.0))
+            _BalanceDynamicLoad(vc, threshold, on_node1)
+    finally:
+        WaitFor(lambda: _Maintd(vc, "/1/jobs") == [], 120, "the round's end")
+        RemoveInstances(vc, *names)
+
+
+def _BalanceDynamicLoad(vc, threshold: str, on_node1: list[str]) -> None:
+    """The busy first node (fake monds) is balanced by hbal --mond and by
+    maintd with the dynamic-load switch, and not without the load."""
     try:
         out = vc.Run("gnt-cluster", "rebalance", "-e", threshold).stdout
         assert "already well balanced" in out, out
@@ -343,51 +382,27 @@ def test_auto_balance_dynamic_load(vc):
                "--auto-balance-threshold",
                str(constants.MAINTD_DEFAULT_BALANCE_THRESHOLD),
                "--auto-balance-dynamic-load", "no")
-        for server in servers:
-            server.shutdown()
-            server.server_close()
-        for node in vc.nodes.values():
-            node.Run("daemon-util", "start", "ganeti-mond")
-        WaitFor(lambda: _Maintd(vc, "/1/jobs") == [], 120, "the round's end")
-        RemoveInstances(vc, *names)
 
 
-class _ForgedMond(http.server.BaseHTTPRequestHandler):
+class _ForgedMond(_FakeMond):
     """A mond that signs its diagnose report with the wrong key."""
 
-    def do_GET(self):  # pylint: disable=invalid-name
+    def Report(self) -> object:
         rep = report.BuildReport(
             "diagnose", report.CATEGORY_NODE, report.KIND_STATUS,
             {"status": "evacuate", "command": "", "details": "forged"})
-        body = serializer.DumpJsonBytes(report.SignReport(rep, b"wrongkey"))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_args):
-        pass
+        return report.SignReport(rep, b"wrongkey")
 
 
 def test_forged_report_is_ignored(vc):
     node3 = vc.nodes[NODE3]
-    node3.Run("daemon-util", "stop", "ganeti-mond")
-    forged = http.server.ThreadingHTTPServer(
-        (node3.node_ip, constants.DEFAULT_MOND_PORT), _ForgedMond)
-    thread = threading.Thread(target=forged.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with _FakeMondOn(node3, _ForgedMond):
         WaitFor(lambda: "Ignoring the diagnose report at http://%s:" %
-              node3.node_ip in _MaintdLog(vc), 30, "the forged report")
+                node3.node_ip in _MaintdLog(vc), 30, "the forged report")
         time.sleep(2)
         assert all(inc["original"]["details"] != "forged"
                    for inc in _Maintd(vc, "/1/status"))
         assert _NodeInfo(vc, NODE3)[1] == "N"
-    finally:
-        forged.shutdown()
-        forged.server_close()
-        node3.Run("daemon-util", "start", "ganeti-mond")
 
 
 def test_not_master_exits_11(vc):
