@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 from ganeti import errors
 from ganeti.htools import moves, movescore
+from ganeti.utils import gcpause
 from ganeti.htools.metrics import Score
 from ganeti.htools.model import Cluster, Failure, Node
 
@@ -155,7 +156,18 @@ def PlanBalance(message: dict, group: str | None = None,
                 util: dict[str, tuple[float, ...]] | None = None) -> Plan:
     """Compute hbal's moves for one node group (required when the
     cluster has several), balancing the dynamic load too when ``util``
-    (the instances' utilisation, see ``utilisation``) is given."""
+    (the instances' utilisation, see ``utilisation``) is given.
+
+    Planning creates millions of short-lived tuples, none of them in a
+    reference cycle: the cyclic collector, run every few thousand
+    allocations, only costs time (about 10% of a 100-node plan).
+    """
+    with gcpause.CyclicGcPaused():
+        return _PlanBalance(message, group, opts, util)
+
+
+def _PlanBalance(message: dict, group: str | None, opts: Options,
+                 util: dict[str, tuple[float, ...]] | None) -> Plan:
     cluster = Cluster(message, util)
     if group is None:
         if len(cluster.groups) != 1:
