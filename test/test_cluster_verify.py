@@ -472,6 +472,10 @@ def test_healthy_cluster(vcluster):
     assert result.returncode == 0
     assert "* Verifying cluster config" not in messages
     assert re.match(r"^Submitted jobs \d+\n", result.stdout)
+    # Accepted as in Ganeti (no SSH keys here to find clutter in)
+    result, messages = _Verify(vcluster, "--verify-ssh-clutter", "-g",
+                               "default")
+    assert result.returncode == 0 and _Findings(messages) == []
     result, _ = _Verify(vcluster, "-g", "nosuch")
     assert result.returncode == 1
     assert "Node group 'nosuch' not found" in result.stderr

@@ -91,6 +91,20 @@ def test_create_refuses_offline_and_disabled_template(ctx):
                      disks=[{"size": 4}]))
 
 
+def test_disks_accept_ganetis_volume_groups():
+    """Scripts written for Ganeti pass vg/metavg for drbd disks; there is
+    no LVM here, they are accepted and unused (Ganeti does so for file
+    disks), while other unknown keys are refused."""
+    disks = instance.ParseDisks([{"size": 32, "vg": "xenvg",
+                                  "metavg": "metavg"}], constants.DT_DRBD8)
+    assert disks == [{"size": 32, "mode": "rw", "name": None,
+                      "adopt": None}]
+    with pytest.raises(errors.OpPrereqError,
+                       match="Unknown disk parameter.*: tier"):
+        instance.ParseDisks([{"size": 32, "tier": "gold"}],
+                            constants.DT_DRBD8)
+
+
 def test_generated_macs_use_prefix_and_avoid_used_ones():
     used = {"aa:00:00:%02x:%02x:%02x" % (a, b, c)
             for a in range(2) for b in range(2) for c in range(2)}

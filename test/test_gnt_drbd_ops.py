@@ -1,5 +1,6 @@
-"""grow-disk, gnt-cluster verify-disks, gnt-node list-drbd and
-gnt-node evacuate -s for drbd instances, on a real virtual cluster.
+"""grow-disk, gnt-cluster verify-disks, gnt-node list-drbd, gnt-node
+migrate and evacuate, the failover of a stopped instance and
+gnt-instance change-group for drbd instances, on a real virtual cluster.
 
 The pairs run their real mirror daemons (qemu-storage-daemon); the
 checks look where the effects land: the images' sizes as qemu-img reads
@@ -13,17 +14,25 @@ import subprocess
 import pytest
 
 from ganeti import pathutils
-from ganeti.storage import drbd
+from ganeti.storage import drbd, drbd_daemon
 from ganeti.utils import process
 
 import test_gnt_instance_drbd as drbd_tests
-from testutils_instance import (FILE_VDIR, MIB, NODE2, NODE3, Config,
-                                FindInstance, InstanceCluster, NodeUuid,
-                                PrimaryNode, RemoveInstances)
+from testutils_instance import (FILE_VDIR, MIB, NODE2, NODE3,
+                                AllowFileStorage, Config, FindInstance,
+                                InstanceCluster, NodeUuid, PrimaryNode,
+                                RemoveInstances)
 from test_gnt_instance_drbd import (SIZE, _Add, _Contents, _Device, _Image,
                                     _WaitInSync)
 
 pytestmark = drbd_tests.pytestmark
+
+NODE4 = "node4.example.test"
+# The test instances' size in a new group (the default policy wants more)
+_SMALL_SPECS = ("min:memory-size=64,cpu-count=1,disk-count=1,disk-size=1,"
+                "nic-count=1,spindle-use=1/max:memory-size=32768,"
+                "cpu-count=8,disk-count=16,disk-size=1048576,nic-count=8,"
+                "spindle-use=12")
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +143,63 @@ def test_verify_disks(vc):
         RemoveInstances(vc, "vd1")
 
 
+def _DrbdFindings(cluster):
+    out = cluster.Run("gnt-cluster", "verify", "--error-codes", check=False,
+                      timeout=120).stdout
+    # After the job log's time stamp
+    return sorted(line.split(" - ", 1)[1] for line in out.splitlines()
+                  if ":ENODEDRBD:" in line)
+
+
+def test_verify_drbd_daemons(vc, tmp_path):
+    """gnt-cluster verify compares the block daemons running on each node
+    with the configuration, as Ganeti compares the DRBD minors."""
+    _Add(vc, "vdd1", vc.node, NODE2)
+    try:
+        _, (disk, ) = FindInstance(vc, "vdd1")
+        port = disk["logical_id"][2]
+        pminor, sminor = disk["logical_id"][3:5]
+        attached = "(attached in instance 'vdd1')"
+        assert _DrbdFindings(vc) == []
+
+        # The secondary's daemon is gone, the primary's device too
+        process.KillProcess(process.ReadPidFile(
+            _SecondaryPidFile(vc, NODE2, disk)), timeout=15)
+        process.KillProcess(process.ReadPidFile(vc.nodes[vc.node].NodePath(
+            os.path.join(pathutils.DRBD_RUN_DIR, "d%d.fuse.pid" % port))),
+            timeout=15)
+        assert _DrbdFindings(vc) == sorted([
+            "ERROR:ENODEDRBD:node:%s:drbd minor %d of disk %s %s has no"
+            " device on its primary node" % (vc.node, pminor, disk["uuid"],
+                                             attached),
+            "ERROR:ENODEDRBD:node:%s:drbd minor %d of disk %s %s is not"
+            " active" % (NODE2, sminor, disk["uuid"], attached)])
+
+        # A daemon left on a node the disk is not on (as replace-disks -n
+        # would leave one on an unreachable old secondary)
+        image = str(tmp_path / ("%s.qcow2" % disk["uuid"]))
+        subprocess.run([drbd.QEMU_IMG, "create", "-q", "-f", "qcow2", image,
+                        "1M"], check=True)
+        stray_pid = vc.nodes[NODE3].NodePath(os.path.join(
+            pathutils.DRBD_RUN_DIR, "d%d.pid" % port))
+        os.makedirs(os.path.dirname(stray_pid), exist_ok=True)
+        subprocess.run([drbd_daemon.QSD, "--blockdev", json.dumps({
+            "driver": "qcow2", "node-name": drbd_daemon.LOCAL,
+            "file": {"driver": "file", "filename": image}}),
+            "--pidfile", stray_pid, "--daemonize"], check=True)
+        try:
+            vc.Run("gnt-instance", "activate-disks", "vdd1", timeout=120)
+            assert _DrbdFindings(vc) == [
+                "ERROR:ENODEDRBD:node:%s:unallocated drbd minor (port %d)"
+                " is in use by the daemon of disk %s" % (NODE3, port,
+                                                        disk["uuid"])]
+        finally:
+            drbd_daemon.StopDaemon(stray_pid)
+        assert _DrbdFindings(vc) == []
+    finally:
+        RemoveInstances(vc, "vdd1")
+
+
 def _DrbdRows(cluster, node):
     out = cluster.Run("gnt-node", "list-drbd", "--no-headers",
                       "--separator=|", node).stdout
@@ -192,3 +258,115 @@ def test_list_drbd_and_evacuate_secondaries(vc):
         assert len(ports) == 2
     finally:
         RemoveInstances(vc, "ev1", "ev2")
+
+
+def _Pair(cluster, name):
+    """The instance's (primary, secondary) node names."""
+    _, (disk, ) = FindInstance(cluster, name)
+    names = {NodeUuid(cluster, node): node for node in cluster.nodes}
+    return tuple(names[uuid] for uuid in disk["nodes"])
+
+
+def test_node_migrate_and_evacuate(vc):
+    _Add(vc, "nm1", vc.node, NODE2)
+    try:
+        _, (disk, ) = FindInstance(vc, "nm1")
+        _Fill(_Device(vc, vc.node, disk), 1, "before the moves ")
+        # To the secondary: the cluster's default allocator, which a drbd
+        # migration refuses, is not passed on
+        out = vc.Run("gnt-node", "migrate", "-f", vc.node,
+                     timeout=300).stdout
+        assert "All instances migrated successfully." in out, out
+        assert _Pair(vc, "nm1") == (NODE2, vc.node)
+        # Through the allocator, which sees the drbd images' file storage
+        out = vc.Run("gnt-node", "evacuate", "-f", "-p", NODE2,
+                     timeout=300).stdout
+        assert "All instances evacuated successfully." in out, out
+        assert _Pair(vc, "nm1") == (vc.node, NODE2)
+        # -n of a primary: to its secondary, the named node the new one
+        out = vc.Run("gnt-node", "evacuate", "-f", "-n", NODE3, vc.node,
+                     timeout=300).stdout
+        assert "All instances evacuated successfully." in out, out
+        assert _Pair(vc, "nm1") == (NODE2, NODE3)
+        assert vc.Run("gnt-instance", "list", "--no-headers", "-o",
+                      "status", "nm1").stdout.strip() == "running"
+        result = vc.Run("gnt-node", "evacuate", "-f", "-n", NODE3, NODE2,
+                        check=False, timeout=120)
+        assert result.returncode != 0
+        assert "Node %s is the secondary node of instance nm1, cannot use" \
+            " it as the new secondary" % NODE3 in result.stderr, \
+            result.stderr
+        # The allocator's new secondary: the only node left
+        out = vc.Run("gnt-instance", "replace-disks", "-I", ".", "nm1",
+                     timeout=300).stdout
+        assert "Selected new secondary for instance 'nm1': %s" % vc.node \
+            in out, out
+        assert _Pair(vc, "nm1") == (NODE2, vc.node)
+        vc.Run("gnt-instance", "shutdown", "nm1", timeout=120)
+        _, (disk, ) = FindInstance(vc, "nm1")
+        assert _Contents(_Image(vc, NODE2, disk)) == \
+            _Contents(_Image(vc, vc.node, disk))
+    finally:
+        RemoveInstances(vc, "nm1")
+
+
+def test_failover_of_stopped_instance_syncs_first(vc):
+    """Disks down, the secondary's image lacks writes done while it was
+    away: the failover assembles the pair and resyncs before the switch
+    (skipping the check, as Ganeti does for DRBD, would lose them)."""
+    _Add(vc, "sf1", vc.node, NODE2)
+    try:
+        _, (disk, ) = FindInstance(vc, "sf1")
+        pid = process.ReadPidFile(_SecondaryPidFile(vc, NODE2, disk))
+        process.KillProcess(pid)
+        _Fill(_Device(vc, vc.node, disk), 2, "written while degraded ")
+        vc.Run("gnt-instance", "shutdown", "sf1", timeout=120)
+        expected = _Contents(_Image(vc, vc.node, disk))
+        assert _Contents(_Image(vc, NODE2, disk)) != expected
+        out = vc.Run("gnt-instance", "failover", "-f", "sf1",
+                     timeout=300).stdout
+        assert "* activating the instance's disks to check their" \
+            " consistency" in out, out
+        assert _Pair(vc, "sf1") == (NODE2, vc.node)
+        assert _Contents(_Image(vc, NODE2, disk)) == expected
+        # Both roles down again, as before the failover
+        for node in (vc.node, NODE2):
+            assert not process.IsProcessAlive(process.ReadPidFile(
+                _SecondaryPidFile(vc, node, disk)))
+    finally:
+        RemoveInstances(vc, "sf1")
+
+
+def test_evacuate_all_and_change_group(vc):
+    """Last in the module: it adds a fourth node (a pair needs two nodes
+    besides the evacuated ones, and two in the new group)."""
+    node4 = vc.AddNode(NODE4)
+    AllowFileStorage(node4, FILE_VDIR)
+    _Add(vc, "cg1", vc.node, NODE2)
+    try:
+        _, (disk, ) = FindInstance(vc, "cg1")
+        _Fill(_Device(vc, vc.node, disk), 1, "before the evacuation ")
+        expected = _Contents(_Image(vc, vc.node, disk))
+        # Mode all through the allocator: a new pair on the other nodes
+        # (new secondary, migration or failover to it, new secondary)
+        out = vc.Run("gnt-node", "evacuate", "-f", vc.node,
+                     timeout=600).stdout
+        assert "All instances evacuated successfully." in out, out
+        assert sorted(_Pair(vc, "cg1")) == [NODE3, NODE4]
+        assert vc.Run("gnt-instance", "list", "--no-headers", "-o",
+                      "status", "cg1").stdout.strip() == "running"
+        vc.Run("gnt-group", "add", "--ipolicy-bounds-specs", _SMALL_SPECS,
+               "g2")
+        vc.Run("gnt-group", "assign-nodes", "g2", vc.node, NODE2)
+        out = vc.Run("gnt-instance", "change-group", "--to", "g2", "cg1",
+                     timeout=600).stdout
+        assert "Instance 'cg1' changed group successfully." in out, out
+        assert sorted(_Pair(vc, "cg1")) == sorted([vc.node, NODE2])
+        vc.Run("gnt-instance", "shutdown", "cg1", timeout=120)
+        _, (disk, ) = FindInstance(vc, "cg1")
+        for node in _Pair(vc, "cg1"):
+            assert _Contents(_Image(vc, node, disk)) == expected, node
+    finally:
+        RemoveInstances(vc, "cg1")
+        vc.Run("gnt-group", "assign-nodes", "default", vc.node, NODE2,
+               check=False)

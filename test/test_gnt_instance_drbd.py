@@ -83,7 +83,15 @@ def _WaitInSync(cluster, name):
 
 
 def test_add_write_remove(vc):
-    _Add(vc, "drbd1", vc.node, NODE2)
+    # Ganeti's single-disk shorthand -s (--os-size)
+    vc.Run("gnt-instance", "add", "-t", "drbd", "-n",
+           "%s:%s" % (vc.node, NODE2), "-s", "%dM" % SIZE, "--no-install",
+           "--ignore-ipolicy", "-B", "memory=64", *CHECKS, "drbd1",
+           timeout=120)
+    assert "Please use either the '--disk' or '-s' option" in vc.Run(
+        "gnt-instance", "add", "-t", "drbd", "-n",
+        "%s:%s" % (vc.node, NODE2), "-s", "%dM" % SIZE, "--disk",
+        "0:size=%dM" % SIZE, *CHECKS, "drbd2", check=False).stderr
     try:
         inst, (disk, ) = FindInstance(vc, "drbd1")
         assert disk["dev_type"] == constants.DT_DRBD8

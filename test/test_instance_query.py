@@ -101,3 +101,18 @@ def test_answers_do_not_share_dicts_with_the_config(ctx):
     hvp["new"] = bep["new"] = custom_bep["new"] = custom_nicp[0]["new"] = 1
     bep[objects.BE_MAXMEM] = custom_bep[objects.BE_MAXMEM] = 1
     assert _Query(ctx, fields)["inst1"] == expected
+
+
+def test_ganetis_first_nic_aliases(ctx):
+    """Ganeti's aliases of the first NIC's fields, ``nic_network`` too."""
+    ctx.AddInstance("inst1", ctx.cfg.GetMasterNode())
+    _Change(ctx, "inst1", nics=[objects.NIC(mac="aa:00:00:00:00:01",
+                                            nicparams={})])
+    result = ctx.Run(opcodes.OpQuery(what=constants.QR_INSTANCE,
+                                     fields=["nic_network", "mac"],
+                                     qfilter=None))
+    assert [(field["title"], field["kind"]) for field in result["fields"]] \
+        == [("NicNetwork/0", constants.QFT_TEXT),
+            ("NicMAC/0", constants.QFT_TEXT)]
+    assert result["data"] == [[[constants.RS_NORMAL, None],
+                               [constants.RS_NORMAL, "aa:00:00:00:00:01"]]]

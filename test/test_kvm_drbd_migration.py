@@ -1,13 +1,19 @@
 """A KVM guest on a drbd disk, on a two-node virtual cluster.
 
-QEMU attaches to the primary's NBD export of the device (a Unix socket,
-no FUSE file in between); the guest's writes reach both images. The
+QEMU attaches to the primary's image daemon (its NBD export on a Unix
+socket, no FUSE file nor device daemon in between); the guest's writes
+reach both images. The
 guest, writing a disk heartbeat (a counter written and synced five times
 a second), migrates to the secondary (non-live under TCG): the heartbeat
 and the data go on there, the old primary's image becomes the replica,
 and the new primary's mirror copied only what the guest wrote since (its
-job's byte count), not the disk. On the new primary it reboots soft,
-hard and full: its data stays and the mirror stays in sync.
+job's byte count), not the disk; there QEMU attaches to the device
+daemon, as the image daemon serves the old primary over TLS. On the new
+primary it reboots soft, hard and full: its data stays and the mirror
+stays in sync, and after the full reboot (the disks opened again) QEMU
+attaches to the image daemon again. grow-disk restarts the block daemons
+under the running guest, whose disk goes on working (QEMU's NBD client
+connects to the new ones).
 """
 
 import os
@@ -48,6 +54,15 @@ def _WaitReady(kvm, count):
         "the guest's ready line (%d)" % count)
 
 
+def _DriveSocket(kvm):
+    """The file name of the Unix socket QEMU's disk 0 attaches to."""
+    (drive, ) = [arg for arg in kvm.LoadRuntime(NAME)["cmd"]
+                 if "id=disk0" in arg]
+    server = drive.split(",")[0]
+    assert server.startswith("file=nbd+unix:///disk?socket="), drive
+    return os.path.basename(server)
+
+
 def _Heartbeat(kvm):
     return int(_Ask(kvm, "cat /root/hb", "H%d" % time.monotonic_ns(),
                     name=NAME))
@@ -64,10 +79,8 @@ def test_kvm_guest_on_drbd_migrates(kvm_cluster):
         _, (disk, ) = FindInstance(vc, NAME)
         WaitFor(lambda: "tinyimage %s ready" % NAME in
                 SerialLog(node1, NAME), 90, "the guest's ready line")
-        (drive, ) = [arg for arg in node1.LoadRuntime(NAME)["cmd"]
-                     if "id=disk0" in arg]
-        assert drive.startswith("file=nbd+unix:///disk?socket=") and \
-            drive.split(",")[0].endswith("/d%d.nbd" % disk["logical_id"][2])
+        port = disk["logical_id"][2]
+        assert _DriveSocket(node1) == "d%d.img" % port
         _Type(node1, "echo on-node1-$((6*7)) > /root/where; sync", NAME)
         for node in (NODE1, NODE2):
             WaitFor(lambda node=node: _Contains(_Image(vc, node, disk),
@@ -85,6 +98,7 @@ def test_kvm_guest_on_drbd_migrates(kvm_cluster):
         assert node1.ListInstances() == [] and \
             node2.ListInstances() == [NAME]
         assert _Status(node2, NAME) == "running"
+        assert _DriveSocket(node2) == "d%d.nbd" % port
         after = _Heartbeat(node2)
         assert after > beat
         WaitFor(lambda: _Heartbeat(node2) > after, 20,
@@ -134,7 +148,28 @@ def test_kvm_guest_on_drbd_migrates(kvm_cluster):
                 WaitFor(lambda node=node, kind=kind: _Contains(
                     _Image(vc, node, disk), "after-%s-42" % kind), 10,
                     "the guest's write in the image on %s" % node)
+
+        # grow-disk restarts the block daemons under the running guest:
+        # QEMU's NBD client holds its requests and connects again, the
+        # guest goes on writing and reading its disk
+        _Type(node2, HEARTBEAT_LOOP, NAME)
+        WaitFor(lambda: _Heartbeat(node2) > 0, 20, "the heartbeat")
+        vc.Run("gnt-instance", "grow-disk", NAME, "0", "16M", timeout=180)
+        assert Field(vc, NAME, "disk.size/0") == str(DISK_MIB + 16)
+        beat = _Heartbeat(node2)
+        WaitFor(lambda: _Heartbeat(node2) > beat, 30,
+                "the heartbeat to go on after grow-disk")
+        _Type(node2, "echo after-grow-$((6*7)) > /root/grow; sync", NAME)
+        for node in (NODE1, NODE2):
+            WaitFor(lambda node=node: _Contains(
+                _Image(vc, node, disk), "after-grow-42"), 30,
+                "the guest's write in the image on %s" % node)
+        assert _Ask(node2, "echo 3 > /proc/sys/vm/drop_caches;"
+                    " cat /root/where2", "G1", name=NAME) == "on-node2-42"
+        assert _Ask(node2, "dmesg | grep -c -i 'i/o error'", "G2",
+                    name=NAME) == "0"
         assert Field(vc, NAME, "pnode,status") == "%s|running" % NODE2
+        assert _DriveSocket(node2) == "d%d.img" % port
         info = vc.Run("gnt-instance", "info", NAME).stdout
         assert _DiskLine(info, "primary").endswith(
             " in sync, status ok"), info

@@ -11,7 +11,7 @@ from typing import Any
 from ganeti import (constants, errors, hypervisor, netutils, pathutils,
                     serializer, ssconf, vcluster)
 from ganeti.monitoring import diagnose
-from ganeti.storage import filestorage
+from ganeti.storage import drbd_daemon, filestorage
 from ganeti.utils import io, process
 from ganeti.backend.common import DecodeContent, Fail, LocalPath
 from ganeti.backend.instance import GetHypervisor
@@ -23,7 +23,7 @@ _NV_CHECKS = frozenset([constants.NV_FILELIST, constants.NV_TIME,
                         constants.NV_FILE_STORAGE_PATH,
                         constants.NV_SHARED_FILE_STORAGE_PATH,
                         constants.NV_FILE_STORAGE_FILES,
-                        constants.NV_HVINFO])
+                        constants.NV_HVINFO, constants.NV_DRBDLIST])
 
 
 def _FileChecksum(path: str) -> str | None:
@@ -96,6 +96,8 @@ def node_verify(checks: dict, cluster_name: str) -> dict[str, Any]:
         except (errors.HypervisorError, OSError) as err:
             logging.warning("Can't get the hypervisor's node data: %s", err)
             result[constants.NV_HVINFO] = None
+    if constants.NV_DRBDLIST in checks:
+        result[constants.NV_DRBDLIST] = drbd_daemon.RunningDisks()
     return result
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, NamedTuple
 from ganeti import (constants, errors, locking, objects, opcodes, pathutils,
                     utils, vcluster)
 from ganeti.cmdlib.base import LogicalUnit, NoHooksLU, ResultWithJobs
+from ganeti.cmdlib.cluster_verify_drbd import NodeDrbdProblems
 from ganeti.storage import drbd
 from ganeti.utils import x509
 
@@ -433,6 +434,8 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
         file_dirs = _FileStorageDirs(cluster)
         if file_dirs:
             checks[constants.NV_FILE_STORAGE_FILES] = file_dirs
+        if constants.DT_DRBD8 in templates:
+            checks[constants.NV_DRBDLIST] = None
         if constants.VERIFY_NPLUSONE_MEM not in self.op.skip_checks:
             # Ganeti asks the default (first enabled) hypervisor
             checks[constants.NV_HVINFO] = cluster.enabled_hypervisors[0]
@@ -809,6 +812,12 @@ class LUClusterVerifyGroup(LogicalUnit, _VerifyErrors):
                     node, nresult, node.uuid == master_uuid)
                 self._VerifyStoragePaths(node, nresult)
                 self._VerifyOrphanFiles(node, nresult)
+                if constants.NV_DRBDLIST in nresult:
+                    for msg in NodeDrbdProblems(
+                            self.cfg, node.uuid,
+                            nresult[constants.NV_DRBDLIST]):
+                        self._Error(constants.CV_ENODEDRBD, node.name, "%s",
+                                    msg)
                 if constants.VERIFY_NPLUSONE_MEM not in self.op.skip_checks:
                     free = self._NodeFreeMemory(node, nresult)
                     if free is not None:

@@ -168,12 +168,26 @@ def IsLocalDisk(dev_type: str) -> bool:
 
 def _DriveFile(disk: objects.Disk, path: str) -> str:
     """Where a drive reads and writes: the device path, or for drbd disks
-    the NBD export of the device on this node's socket (no FUSE file in
-    between); the target of a migration puts its own in."""
+    an NBD export on this node (no FUSE file in between): the image
+    daemon's own where it serves one on its Unix socket (a primary), else
+    the device daemon's (the target of a migration, whose image daemon
+    serves the source over TLS until the disk is next assembled). The
+    target of a migration puts its own in."""
     if disk.dev_type in constants.DTS_INT_MIRROR:
-        return "file=nbd+unix:///disk?socket=%s" % \
-            pathutils.DrbdSocketPath(disk.logical_id[2])
+        port = disk.logical_id[2]
+        server = pathutils.DrbdImageSocketPath(port)
+        if not os.path.exists(server):
+            server = pathutils.DrbdSocketPath(port)
+        return "file=nbd+unix:///disk?socket=%s" % server
     return "file=%s" % path
+
+
+# Seconds a drbd disk's NBD client holds the guest's requests while its
+# block daemon is away (grow-disk and activate-disks restart it, see
+# storage.drbd) and connects again; only then do they fail. Without it
+# the first request after the daemon went fails, and the guest's disk
+# with it
+_NBD_RECONNECT_DELAY = 300
 
 
 def NbdPort(hvparams: dict) -> int:
@@ -346,6 +360,9 @@ class KVMHypervisor(hv_base.BaseHypervisor):
             _CheckDrivePath(name, path)
             drive = [_DriveFile(disk, path), "format=raw",
                      "if=%s" % interface, "id=disk%d" % index, "aio=threads"]
+            if disk.dev_type in constants.DTS_INT_MIRROR:
+                drive.append("file.reconnect-delay=%d" %
+                             _NBD_RECONNECT_DELAY)
             if hvp[HV_DISK_CACHE] != HT_CACHE_DEFAULT:
                 drive.append("cache=%s" % hvp[HV_DISK_CACHE])
             if disk.mode == objects.DISK_RDONLY:

@@ -43,11 +43,11 @@ from typing import Any
 
 from ganeti import config, constants, errors, netutils, pathutils
 from ganeti.monitoring import collectors, report
-from ganeti.storage.drbd_daemon import LOCAL, REMOTE, MirrorJob, ServesPeer
+from ganeti.storage.drbd_daemon import (
+    IMAGE_PID_FILE, LOCAL, REMOTE, MirrorJob, ServesPeer)
 from ganeti.storage.drbd_watcher import PeerAnswers
 from ganeti.utils import process, qmp
 
-_PID_FILE = re.compile(r"^d(\d+)\.pid$")
 # The peer's address in the name QEMU gives the mirror's NBD client (the
 # export name after it is the disk's secret: never reported)
 _NBD_SERVER = re.compile(r"^nbd://(\[[^\]]*\]|[^:/]+):(\d+)")
@@ -213,7 +213,7 @@ class Drbd(collectors.DataCollector):
             names = []
         seen = set()
         for name in names:
-            match = _PID_FILE.match(name)
+            match = IMAGE_PID_FILE.match(name)
             if not match:
                 continue
             port = int(match.group(1))

@@ -494,6 +494,7 @@ def _BuildInstanceFields() -> query.FieldTable:
         "sda_size": "disk.size/0", "sdb_size": "disk.size/1",
         "ip": "nic.ip/0", "mac": "nic.mac/0", "bridge": "nic.bridge/0",
         "nic_mode": "nic.mode/0", "nic_link": "nic.link/0",
+        "nic_network": "nic.network/0",
     }
     for alias, target in aliases.items():
         table[alias] = table[target]

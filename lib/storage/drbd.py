@@ -21,9 +21,14 @@ a data write never changes qcow2 metadata).
   the peer's export: a write completes once both have it, like DRBD's
   protocol C. A second daemon exports the result as the device: a FUSE
   file (``dev_path``, used by the fake hypervisor, the OS scripts and
-  ``dd``) and an NBD export on a Unix socket, which KVM guests attach to;
-  it reaches the image daemon on a Unix socket of its own, without TLS
-  (see storage.drbd_daemon).
+  ``dd``) and an NBD export on a Unix socket; it reaches the image
+  daemon on a Unix socket of its own, without TLS (see
+  storage.drbd_daemon). KVM guests attach to that image daemon's socket
+  directly, else (the target of a migration) to the device's NBD export;
+  their NBD client connects again when the daemons restart (grow-disk,
+  activate-disks after a crash), and the primary serves its image only
+  once connected to its peer (or found it away), so that no write of
+  theirs misses the peer's copy or the dirty bitmap.
 * Degraded: a write the secondary did not take is marked in the mirror's
   dirty bitmap and pauses the mirror (``on-target-error=stop``), which
   keeps a degraded primary idle; a watcher process resumes it once the
@@ -106,7 +111,7 @@ class DRBD8Dev(base.BlockDev):
         prefix = os.path.join(pathutils.DRBD_RUN_DIR, "d%d" % self.port)
         self.qmp_socket = prefix + ".qmp"
         self.pid_file = prefix + ".pid"
-        self.image_socket = prefix + ".img"
+        self.image_socket = pathutils.DrbdImageSocketPath(self.port)
         self.nbd_socket = pathutils.DrbdSocketPath(self.port)
         self.fuse_pid_file = prefix + ".fuse.pid"
         self.watch_pid_file = prefix + ".watch.pid"
@@ -120,9 +125,6 @@ class DRBD8Dev(base.BlockDev):
             base.ThrowError("The master did not say the %s of drbd disk %s",
                             key, self.uuid)
         return value
-
-    def _PeerUuid(self, primary: bool) -> str:
-        return self.snode if primary else self.pnode
 
     # Life cycle -----------------------------------------------------------
 
@@ -207,7 +209,12 @@ class DRBD8Dev(base.BlockDev):
         self.Shutdown()
         self._StartImageDaemon(primary=True)
         try:
+            # The image is served (KVM guests connect to it again, see
+            # hypervisor.hv_kvm) only once an incremental copy is done:
+            # a write meanwhile would miss the peer
             self._ConnectPeer(exported=False)
+            with qmp.QmpConnection(self.qmp_socket) as mon:
+                ServeDevice(mon, self.image_socket)
             self._StartDeviceDaemon()
         except (errors.BlockDeviceError, errors.QmpError) as err:
             self.Shutdown()
@@ -327,7 +334,12 @@ class DRBD8Dev(base.BlockDev):
     # Primary side ---------------------------------------------------------
 
     def _BitmapName(self) -> str:
-        return "peer-%s" % self._PeerUuid(True)
+        """The persistent bitmap of the writes the current peer lacks,
+        named after the peer's address: the logical id's node order says
+        nothing of the roles (failover and migration keep it), and a new
+        secondary (replace-disks -n) must not find its predecessor's
+        bitmap, which would keep the mirror on the old one."""
+        return "peer-%s" % self._Ip(constants.DDP_REMOTE_IP)
 
     def _ConnectPeer(self, exported: bool) -> None:
         """Open the peer's export and start the mirror, if possible.
@@ -515,20 +527,19 @@ class DRBD8Dev(base.BlockDev):
     # Processes ------------------------------------------------------------
 
     def _StartImageDaemon(self, primary: bool) -> None:
-        """Start the image daemon serving the peer (the secondary) or
-        only this node's device daemon (the primary)."""
+        """Start the image daemon serving the peer (the secondary), or
+        serving nothing yet (the primary: ``Assemble``)."""
         if not os.path.exists(self.image):
             base.ThrowError("The image of drbd disk %s is missing: %s",
                             self.uuid, self.vpath)
         StartDaemon(self.pid_file, self.qmp_socket,
                     ImageDaemonArgs(self.image, peer=not primary),
                     "drbd disk %s" % self.uuid)
+        if primary:
+            return
         try:
             with qmp.QmpConnection(self.qmp_socket) as mon:
-                if primary:
-                    ServeDevice(mon, self.image_socket)
-                else:
-                    self._ServePeer(mon)
+                self._ServePeer(mon)
         except errors.QmpError as err:
             self.Shutdown()
             base.ThrowError("Cannot serve drbd disk %s: %s", self.uuid, err)

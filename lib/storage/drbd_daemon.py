@@ -10,9 +10,10 @@ Two daemons per disk and node, both ``qemu-storage-daemon``:
     disk's port with TLS, as two exports, the disk's secret for the
     peer's mirror and ``disk`` for this node's own device daemon during
     a migration;
-  - for its device daemon alone (the primary): export ``disk`` on a
-    Unix socket without TLS, which spares every write of the device an
-    encryption, a decryption and a TCP round trip on this node.
+  - for this node alone (the primary): export ``disk`` on a Unix socket
+    without TLS (pathutils.DrbdImageSocketPath), which spares every
+    write of the device an encryption, a decryption and a TCP round trip
+    on this node; the device daemon and KVM guests attach to it.
 
   The image is opened with O_DIRECT where its file system takes it
   (``DirectIo``): a write the peer's mirror sends then completes once
@@ -22,13 +23,15 @@ Two daemons per disk and node, both ``qemu-storage-daemon``:
   slower). On the primary the daemon also runs the mirror to the peer
   (``remote``); the mirror's filter takes the place of ``local`` under
   the exports, so a role changes in place (mirror started or ended)
-  and the device daemon's connection survives it;
+  and the device daemon's connection survives it (an export added while
+  the mirror runs goes on the filter);
 * the device daemon, on the primary (and on the target of a migration):
   an NBD client of the image daemon's ``disk`` export (``DeviceServer``:
   the Unix socket, or the TLS port while the image daemon serves the
   peer), exported as the FUSE file ``dev_path`` (the fake hypervisor,
   the OS scripts, ``dd``) and over NBD on a Unix socket
-  (pathutils.DrbdSocketPath), which KVM guests attach to. (A writable
+  (pathutils.DrbdSocketPath), which KVM guests attach to where the
+  image daemon serves the peer (the target of a migration). (A writable
   FUSE export needs the resize permission, which neither a mirror
   source nor an NBD export shares, hence a process of its own, with one
   connection per export.)
@@ -37,6 +40,7 @@ Two daemons per disk and node, both ``qemu-storage-daemon``:
 import errno
 import logging
 import os
+import re
 from typing import Any
 
 from ganeti import errors, pathutils, serializer
@@ -77,6 +81,8 @@ DEVICE_EXPORT = "disk"
 PEER_EXPORT_ID, DEVICE_EXPORT_ID = "e0", "e1"
 STOP_TIMEOUT = 10.0
 SYNC_TIMEOUT = 3600.0
+# The pid file of an image daemon in the run directory (storage.drbd)
+IMAGE_PID_FILE = re.compile(r"^d(\d+)\.pid$")
 
 
 def EnsureTlsDir() -> str:
@@ -194,8 +200,12 @@ def ImageDaemonArgs(image: str, peer: bool) -> list[str]:
 
 
 def _ExportDevice(mon: qmp.QmpConnection) -> None:
+    """Export the image for this node's device; on the mirror's filter
+    while a mirror runs (the primary assembled), else the device's
+    writes would bypass the mirror."""
+    node = MIRROR_TOP if MIRROR_TOP in NodeNames(mon) else LOCAL
     mon.Execute("block-export-add", {
-        "type": "nbd", "id": DEVICE_EXPORT_ID, "node-name": LOCAL,
+        "type": "nbd", "id": DEVICE_EXPORT_ID, "node-name": node,
         "name": DEVICE_EXPORT, "writable": True})
 
 
@@ -352,3 +362,48 @@ def QuitImageDaemon(qmp_socket: str, pid_file: str, what: str) -> None:
         process.KillProcess(pid, timeout=STOP_TIMEOUT)
     io.RemoveFile(pid_file)
 
+
+
+def _DaemonDisk(pid: int) -> str | None:
+    """The UUID of the disk whose image an image daemon was started on
+    (its ``--blockdev`` option; the image is ``<disk uuid>.qcow2``)."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as fobj:
+            args = fobj.read().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return None
+    for option, value in zip(args, args[1:]):
+        if option != "--blockdev":
+            continue
+        try:
+            node = serializer.LoadJson(value)
+            if node.get("node-name") == LOCAL:
+                return os.path.basename(node["file"]["filename"]).split(
+                    ".")[0]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return None
+
+
+def RunningDisks() -> list[list]:
+    """``[port, disk UUID or None, primary]`` of each drbd disk side whose
+    image daemon runs on this node (pid files ``d<port>.pid`` in the run
+    directory); ``primary``: its device daemon runs too (the primary
+    role). What cluster verify compares with the configuration, as
+    Ganeti compares the DRBD minors in use."""
+    try:
+        names = os.listdir(pathutils.DRBD_RUN_DIR)
+    except FileNotFoundError:
+        return []
+    result = []
+    for name in names:
+        match = IMAGE_PID_FILE.match(name)
+        if not match:
+            continue
+        prefix = os.path.join(pathutils.DRBD_RUN_DIR, "d" + match.group(1))
+        pid = process.ReadPidFile(prefix + ".pid")
+        if not process.IsProcessAlive(pid):
+            continue
+        result.append([int(match.group(1)), _DaemonDisk(pid),
+                       DaemonAlive(prefix + ".fuse.pid")])
+    return sorted(result, key=lambda entry: entry[0])
