@@ -9,13 +9,14 @@ console and QMP are used where they land: below the node's KVM runtime
 directory, the sockets in the node's short socket directory.
 """
 
+import json
 import os
 import signal
 import time
 
 import pytest
 
-from ganeti import constants
+from ganeti import constants, pathutils
 
 from testutils_instance import CHECKS, NODE1, NODE2, Field, RemoveInstances
 from testutils_cluster import WaitFor
@@ -173,6 +174,70 @@ def test_guest_poweroff_is_user_down(kvm_cluster):
             assert kvm._Pid(name) not in (None, pid)
             assert Field(kvm_cluster, name, "status") == "running"
         _WaitReady(kvm, name)
+    finally:
+        RemoveInstances(kvm_cluster, name, extra=("--shutdown-timeout=0", ))
+
+
+def _Watch(vc):
+    result = vc.Run("ganeti-watcher", "-d", "--no-verify-disks",
+                    check=False, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
+def _WatcherStateFile(vc):
+    (uuid, ) = [line.split()[0] for line in open(
+        vc.NodePath(pathutils.SSCONF_PREFIX + "nodegroups"),
+        encoding="utf-8") if line.strip()]
+    return vc.NodePath(pathutils.WATCHER_GROUP_STATE_FILE % uuid)
+
+
+def test_watcher_cleans_up_user_down(kvm_cluster):
+    """ganeti-watcher shuts down an instance whose guest powered itself
+    off while it is marked up (USER_down), as shut down by the user:
+    QEMU goes, the instance stays USER_down but is marked down, and the
+    next run neither cleans it up again nor restarts it. Once 6 clean-ups
+    failed (the group's state file says so) it stops trying."""
+    kvm = NodeHv(kvm_cluster)
+    name = "kvm3"
+    state_file = _WatcherStateFile(kvm_cluster)
+    try:
+        _Add(kvm_cluster, name, "user_shutdown=true")
+        _WaitReady(kvm, name)
+        pid = kvm._Pid(name)
+        Console(kvm, name, "poweroff -f", "reboot: Power down")
+        WaitFor(lambda: kvm.GetInstanceInfo(name)[4] ==
+                constants.HV_INSTANCE_SHUTDOWN, 20, "the guest to power off")
+        assert Field(kvm_cluster, name, "status,admin_state") == \
+            "USER_down|up"
+        record = {"cleanup_count": 6, "cleanup_when": time.time()}
+        with open(state_file, "w", encoding="utf-8") as fobj:
+            json.dump({"instance": {name: record}, "node": {}}, fobj)
+        log = _Watch(kvm_cluster)
+        assert "Not cleaning up instance '%s', retries exhausted" % name \
+            in log
+        assert kvm._Pid(name) == pid
+        with open(state_file, encoding="utf-8") as fobj:
+            assert json.load(fobj)["instance"][name] == record
+        os.remove(state_file)
+        log = _Watch(kvm_cluster)
+        assert "Instance '%s' was shutdown by the user, cleaning up" \
+            " instance" % name in log
+        assert _Gone(pid)
+        assert Field(kvm_cluster, name,
+                     "status,admin_state,admin_state_source") == \
+            "USER_down|down|user"
+        ops = [op for (job_ops, ) in kvm_cluster.Luxi().QueryJobs(
+            None, ["ops"]) for op in job_ops
+            if op["OP_ID"] == "OP_INSTANCE_SHUTDOWN" and
+            op.get("instance_name") == name]
+        assert [(op["admin_state_source"], op["reason"][0][:2])
+                for op in ops] == [
+            ("user", ["gnt:watcher", "Cleaning up instance %s" % name])]
+        log = _Watch(kvm_cluster)
+        assert "cleaning up" not in log
+        assert "Restarting instance" not in log
+        assert kvm._Pid(name) is None
     finally:
         RemoveInstances(kvm_cluster, name, extra=("--shutdown-timeout=0", ))
 

@@ -99,14 +99,20 @@ class WatcherState:
         return self._data["instance"].get(name, {}).get(KEY_CLEANUP_COUNT, 0)
 
     def MaintainInstanceList(self, names: list[str]) -> None:
-        """Forget instances that are gone and records that expired."""
+        """Forget instances that are gone and records that expired.
+
+        A record expires with its latest attempt, a restart or a clean-up
+        (Ganeti looks at the restarts only, which forgets the clean-up
+        attempts at once and so never stops retrying a failing one).
+        """
         records = self._data["instance"]
         for name in set(records).difference(names):
             logging.debug("Forgetting obsolete instance %s", name)
             del records[name]
         earliest = time.time() - RETRY_EXPIRATION
         for name in [name for name, record in records.items()
-                     if record.get(KEY_RESTART_WHEN, 0) < earliest]:
+                     if max(record.get(KEY_RESTART_WHEN, 0),
+                            record.get(KEY_CLEANUP_WHEN, 0)) < earliest]:
             logging.debug("Expiring record for instance %s", name)
             del records[name]
 
