@@ -1064,3 +1064,260 @@ def test_min_score_is_when_to_stop_not_the_least_gain():
     assert [s.move for s in limited.steps] == \
         [s.move for s in plan.steps[:len(limited.steps)]]
     assert limited.final_score <= stop < limited.steps[-1].before
+
+
+def _Located(msg: dict, racks: list[str], **tagged: list[str]) -> dict:
+    """Location tags (``htools:nlocation:rack``, exclusion prefix ``svc``,
+    desired-location prefix ``rack``) on the nodes in order, and the
+    given tags on the named instances."""
+    msg["cluster_tags"] = ["htools:nlocation:rack", "htools:iextags:svc",
+                           "htools:desiredlocation:rack"]
+    for data, rack in zip(msg["nodes"].values(), racks):
+        data["tags"] = ["rack:%s" % rack]
+    for name, tags in tagged.items():
+        msg["instances"][name]["tags"] = tags
+    return msg
+
+
+def test_desired_location_changes_the_choice():
+    # two identical empty nodes: the first by name wins unless the
+    # instance desires the other's location (unmet desired locations
+    # count in location_score)
+    msg = _Located(_Small(2), ["a", "b"])
+    msg["request"] = simu.AllocRequest()
+    assert allocator.Run(msg)["result"] == ["node0000.example.com"]
+    msg["request"] = simu.AllocRequest(tags=["rack:b"])
+    assert allocator.Run(msg)["result"] == ["node0001.example.com"]
+    # an unknown location is unmet everywhere: no preference
+    msg["request"] = simu.AllocRequest(tags=["rack:c"])
+    answer = allocator.Run(msg)
+    assert answer["result"] == ["node0000.example.com"]
+    cluster = model.Cluster(msg)
+    inst = cluster.NewInstance("x", simu.AllocRequest(tags=["rack:b",
+                                                            "other"]))
+    assert inst.dlocs == frozenset(["rack:b"])
+    node = cluster.nodes["node0000.example.com"]
+    before = metrics.ClusterScore([node])
+    assert node.AddPri(inst) is None
+    assert node.loc_score == 1
+    node.RemovePri(inst)
+    assert node.loc_score == 0
+    assert metrics.ClusterScore([node]) == before
+
+
+def test_desired_location_of_existing_instances_counts():
+    msg = _Located(_Small(2, instances=2), ["a", "b"],
+                   **{"inst00000.example.com": ["rack:b"],
+                      "inst00001.example.com": ["rack:b"]})
+    cluster = model.Cluster(msg)
+    # inst00000 is on node0000 (rack a), inst00001 on node0001 (rack b)
+    assert cluster.nodes["node0000.example.com"].loc_score == 1
+    assert cluster.nodes["node0001.example.com"].loc_score == 0
+    # hail scores locations on online nodes only
+    score = metrics.Score(list(cluster.nodes.values())).Total()
+    msg["nodes"]["node0000.example.com"]["offline"] = True
+    offline = model.Cluster(msg)
+    assert offline.nodes["node0000.example.com"].loc_score == 1
+    values = metrics.NodeValues(offline.nodes["node0000.example.com"])
+    assert values.add == metrics.W_OFFLINE_ALL + metrics.W_OFFLINE_PRI
+    assert score != metrics.Score(list(offline.nodes.values())).Total()
+
+
+def test_location_exclusion_changes_the_choice():
+    # node0000 and node0001 share rack a; an instance of service svc:web
+    # runs on node0000. A second one avoids node0000 (exclusion tag) and,
+    # with the location exclusion score, node0001 too (same rack)
+    msg = _Located(_Small(3, instances=1), ["a", "a", "b"],
+                   **{"inst00000.example.com": ["svc:web"]})
+    msg["request"] = simu.AllocRequest(tags=["svc:web"])
+    answer = allocator.Run(msg)
+    assert answer["result"] == ["node0002.example.com"], answer
+    cluster = model.Cluster(msg)
+    score = metrics.Score(list(cluster.nodes.values()))
+    assert score.lx_excess == 0
+    inst = cluster.NewInstance("new", msg["request"])
+    node1 = cluster.nodes["node0001.example.com"]
+    assert node1.AddPri(inst) is None
+    assert score.With([node1]) == pytest.approx(
+        metrics.ClusterScore(list(cluster.nodes.values())))
+    assert metrics.Score(list(cluster.nodes.values())).lx_excess == 1
+    node1.RemovePri(inst)
+    # without locations (or without the exclusion prefix) the emptier
+    # node of rack a, first by name, wins as before
+    for drop in ("htools:nlocation:rack", "htools:iextags:svc"):
+        plain = copy.deepcopy(msg)
+        plain["cluster_tags"].remove(drop)
+        assert allocator.Run(plain)["result"] == ["node0001.example.com"]
+    # another service's instance does not count
+    msg["request"] = simu.AllocRequest(tags=["svc:db"])
+    assert allocator.Run(msg)["result"] == ["node0001.example.com"]
+
+
+def test_location_exclusion_changes_the_plan():
+    # two web instances (externally mirrored) on the two nodes of rack a;
+    # rack b's nodes are as loaded, so only the location exclusion score
+    # makes moving one of them worth it
+    msg = simu.Message(4, 8, templates=("rbd", ), memory=32768)
+    msg = _Located(msg, ["a", "a", "b", "b"],
+                   **{"inst00000.example.com": ["svc:web"],
+                      "inst00001.example.com": ["svc:web"]})
+    cluster = model.Cluster(msg)
+    assert metrics.Score(list(cluster.nodes.values())).lx_excess == 1
+    plan = balance.PlanBalance(copy.deepcopy(msg))
+    assert plan.steps, plan
+    expected, final = _ReferencePlan(copy.deepcopy(msg), balance.Options())
+    assert [step.move for step in plan.steps] == expected
+    assert plan.final_score == final
+    after = model.Cluster(msg)
+    for step in plan.steps:
+        moves.ApplyMove(after, step.move, True)
+    assert metrics.Score(list(after.nodes.values())).lx_excess == 0
+    plain = copy.deepcopy(msg)
+    plain["cluster_tags"].remove("htools:iextags:svc")
+    assert balance.PlanBalance(plain).steps != plan.steps
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_location_scores_equal_apply_score_undo(seed):
+    """With location, exclusion and desired-location tags, the planner's
+    candidate scores and bounds equal applying, scoring and undoing each
+    move, and its plans those of rescoring in full."""
+    rnd = random.Random(seed)
+    msg = simu.Message(rnd.randint(4, 9), rnd.randint(16, 40),
+                       memory=32768, seed=seed, skew=rnd.choice([0.0, 0.5]),
+                       templates=("drbd", "diskless", "plain"))
+    racks = [rnd.choice("abc") for _ in msg["nodes"]]
+    tags = {name: [tag for tag in ("svc:web", "svc:db", "rack:a", "rack:b")
+                   if rnd.random() < 0.3]
+            for name in msg["instances"]}
+    msg = _Located(msg, racks, **tags)
+    if seed % 2:
+        next(iter(msg["nodes"].values()))["offline"] = True
+    cluster = model.Cluster(msg)
+    nodes = list(cluster.nodes.values())
+    score = metrics.Score(nodes)
+    assert score.Total() == pytest.approx(metrics.ClusterScore(nodes))
+    evaluator = movescore.Evaluator(cluster, score, True)
+    insts = sorted(cluster.instances.values(), key=lambda inst: inst.name)
+    for _ in range(3):
+        candidates = [move for inst in insts
+                      for move in _Candidates(inst, nodes)]
+        _AssertValues(cluster, score, evaluator, candidates, True)
+        base = evaluator._Gradient()
+        for inst in insts:
+            for low, _, kind, target, parts in evaluator._Candidates(
+                    inst, nodes, True):
+                assert base + low <= evaluator._Exact(
+                    parts, evaluator._PairDelta(inst, kind, target)) + 1e-9
+        best = evaluator.Best(insts, nodes)
+        assert best == _BruteBest(cluster, score, candidates, True)
+        if best is None:
+            break
+        applied = moves.ApplyMove(cluster, best[1], True)
+        score.Update(applied.touched)
+        evaluator.Changed({node.name for node in applied.touched})
+        assert score.Total() == pytest.approx(metrics.ClusterScore(nodes))
+    plan = balance.PlanBalance(copy.deepcopy(msg))
+    expected, final = _ReferencePlan(copy.deepcopy(msg), balance.Options())
+    assert [step.move for step in plan.steps] == expected
+    assert plan.final_score == final
+
+
+def _Crowded(template: str) -> dict:
+    """Three 4 GiB nodes (3 GiB free each before instances): a 2.5 GiB
+    instance on node0000, a 1 GiB one on node0001, node0002 empty."""
+    msg = simu.Message(3, 2, memory=4096, templates=(template, ))
+    for (name, data), (node, mem) in zip(
+            msg["instances"].items(), (("node0000.example.com", 2560),
+                                       ("node0001.example.com", 1024))):
+        old = msg["nodes"][data["nodes"][0]]
+        old["free_memory"] += data["memory"]
+        data["nodes"] = [node]
+        data["memory"] = mem
+        msg["nodes"][node]["free_memory"] -= mem
+    msg["request"] = simu.AllocRequest(memory=1024, template=template)
+    return msg
+
+
+@pytest.mark.parametrize("template", ["plain", "ext"])
+def test_full_capacity_check_keeps_room_for_a_failed_node(template):
+    # the emptiest node is the balanced choice; but then the big
+    # instance of node0000 (re-created if plain, moved if shared
+    # storage) would find no node with room should node0000 fail
+    msg = _Crowded(template)
+    answer = allocator.Run(msg)
+    assert answer["result"] == ["node0002.example.com"], answer
+    full = {"full-capacity-checks": ""}
+    answer = allocator.Run(msg, options=full)
+    assert answer["result"] == ["node0001.example.com"], answer
+    assert "failures 2 (FailMem: 1, FailN1: 1)" in answer["info"]
+    assert allocator.Run(msg, options=dict(full, **{
+        "no-capacity-checks": ""}))["result"] == ["node0002.example.com"]
+    # nothing is left changed by the simulation
+    cluster = model.Cluster(msg)
+    score = metrics.Score(list(cluster.nodes.values()))
+    before = {name: (node.f_mem, node.f_dsk, sorted(node.plist),
+                     sorted(node.slist)) for name, node in
+              cluster.nodes.items()}
+    inst = cluster.NewInstance("new", msg["request"])
+    alloc = placement.Allocate(cluster, score, inst, 1, capacity=True,
+                               evacuate=True)
+    assert alloc.nodes == ["node0001.example.com"]
+    [result] = alloc.results
+    assert dict(result.fails) == {"FailMem": 1, "FailN1": 1}
+    # only node0002 left: node0000's instance cannot go anywhere
+    msg["request"]["restrict-to-nodes"] = ["node0002.example.com"]
+    answer = allocator.Run(msg, options=full)
+    assert "node0000.example.com: cannot %s inst00000.example.com" \
+        " elsewhere when node0000.example.com fails (N+1)" % (
+            "re-create" if template == "plain" else "move") in answer["info"]
+    assert before == {name: (node.f_mem, node.f_dsk, sorted(node.plist),
+                             sorted(node.slist)) for name, node in
+                      cluster.nodes.items()}
+    assert [cluster.instances[name].pnode for name in (
+        "inst00000.example.com", "inst00001.example.com")] == [
+        "node0000.example.com", "node0001.example.com"]
+
+
+def test_full_capacity_check_on_one_node_refuses_as_hail():
+    # hail's check needs another node for a plain instance's re-creation
+    msg = simu.Message(1, 1, request=simu.AllocRequest())
+    assert allocator.Run(msg)["success"]
+    answer = allocator.Run(msg, options={"full-capacity-checks": ""})
+    assert not answer["success"]
+    assert "failure reasons: FailN1: 1; node0000.example.com: cannot" \
+        " re-create" in answer["info"]
+    # drbd instances only fail over: the quick test passes at once
+    msg = simu.Message(2, 4, templates=("drbd", ),
+                       request=simu.AllocRequest(template="drbd"))
+    assert allocator.Run(msg, options={"full-capacity-checks": ""}) == \
+        allocator.Run(msg)
+
+
+def _CrowdedRandom(seed: int) -> tuple[dict, list[dict]]:
+    """A random crowded cluster and allocate requests for it."""
+    rnd = random.Random(seed)
+    msg = simu.Message(rnd.randint(2, 6), rnd.randint(4, 30), memory=8192,
+                       seed=seed, templates=("plain", "ext", "drbd"),
+                       skew=rnd.choice([0.0, 0.5]))
+    for data in msg["nodes"].values():
+        data["free_memory"] -= rnd.randint(0, 3000)
+    return msg, [simu.AllocRequest(memory=memory,
+                                   template=rnd.choice(["plain", "ext"]))
+                 for memory in (512, 1024, 2048, 3072)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_full_capacity_quick_test_changes_no_answer(seed, monkeypatch):
+    """``_Fits`` only skips simulations that would succeed: on crowded
+    random clusters the answers with and without it are the same."""
+    options = {"full-capacity-checks": ""}
+    msg, requests = _CrowdedRandom(seed)
+
+    def answers() -> list[dict]:
+        return [allocator.Run(dict(msg, request=request), options=options)
+                for request in requests]
+
+    quick = answers()
+    monkeypatch.setattr(placement, "_Fits", lambda node, others: False)
+    assert answers() == quick

@@ -37,6 +37,11 @@ from ganeti.placement.search import MemberOf
 OPT_IGNORE_SOFT_ERRORS = "ignore-soft-errors"
 OPT_RESTRICT = "restrict-allocation-to"
 OPT_NO_CAPACITY = "no-capacity-checks"
+# Ours: hail's whole global N+1 check (a failed node's plain, file and
+# shared-storage primaries must find room in its group too). Off by
+# default: like hail's it refuses every allocation on a one-node
+# cluster with such instances (Ganeti issue #51)
+OPT_FULL_CAPACITY = "full-capacity-checks"
 
 # Candidates an explanation lists
 EXPLAIN_TOP = 5
@@ -124,6 +129,7 @@ class _Request:
         self.score = Score(list(self.cluster.nodes.values()))
         self.strict = OPT_IGNORE_SOFT_ERRORS not in options
         self.capacity = OPT_NO_CAPACITY not in options
+        self.evacuate = OPT_FULL_CAPACITY in options
         restrict = options.get(OPT_RESTRICT)
         self.restrict = frozenset(restrict.split(",")) if restrict else None
 
@@ -156,7 +162,8 @@ class _Request:
                                    self._Required(inst, spec),
                                    spec.get("group_name"), restrict,
                                    self.strict, capacity=self.capacity,
-                                   member_of=self._MemberOf(spec))
+                                   member_of=self._MemberOf(spec),
+                                   evacuate=self.evacuate)
         return inst, alloc
 
     def Allocate(self, req: dict, explain: bool) -> dict:
@@ -369,9 +376,10 @@ def Run(message: dict, explain: bool = False,
 
     ``options`` are the allocator parameters (``--k=v``): currently
     ``ignore-soft-errors``, ``no-capacity-checks`` (no global N+1 check
-    for allocations) and ``restrict-allocation-to`` (comma-separated
-    node names). With ``explain`` an allocate answer gets the key
-    ``explanation``. Raises errors.ParameterError on malformed input.
+    for allocations), ``full-capacity-checks`` (all of hail's global N+1
+    check) and ``restrict-allocation-to`` (comma-separated node names).
+    With ``explain`` an allocate answer gets the key ``explanation``.
+    Raises errors.ParameterError on malformed input.
     """
     if not isinstance(message, dict) or \
             not isinstance(message.get("request"), dict):
@@ -403,7 +411,8 @@ _USAGE = """Usage: %(prog)s INPUTFILE [--explain] [--KEY[=VALUE] ...]
 The built-in instance allocator: reads an iallocator input message
 (protocol version 2) from INPUTFILE ("-" for stdin) and prints the JSON
 response on stdout. Options: --explain (add the candidates' scores and
-why the winner won), --ignore-soft-errors, --restrict-allocation-to=NODES.
+why the winner won), --ignore-soft-errors, --restrict-allocation-to=NODES,
+--no-capacity-checks, --full-capacity-checks.
 """
 
 

@@ -29,21 +29,31 @@ free_disk_cv_forth,         0.5     the same as the plain components:
 vcpu_ratio_cv_forth,        each    forthcoming instances are not part
 spindles_cv_forth                   of the protocol
 location_score              1       location tags shared by an instance's
-                                    primary and secondary node
+                                    primary and secondary node, plus its
+                                    desired locations its primary lacks
+location_exclusion_score    1       over the (location, exclusion tag)
+                                    pairs of the primaries: the number of
+                                    instances beyond the first per pair
 reserved_mem_rtotal         0.25    sum of the reserved memory fractions
 ==========================  ======  ======================================
 
 Offline nodes (offline, drained, not vm_capable) are left out of every
-std-dev, so their instances only weigh through the offline counts.
+std-dev and of the location components, so their instances only weigh
+through the offline counts.
 
 The score is kept as running sums (count, sum and sum of squares per
 std-dev component, plus the additive part) so a candidate that changes
 a few nodes is scored in constant time: ``Score.With``. Without dynamic
 load data the four load components are left out of the vectors (they
 would be 0): the scores are the same and candidates cheaper to score.
+The location exclusion score is not a sum over nodes: ``Score`` counts
+the pairs of all nodes (``Values.lx``, None for a node without any) and
+takes the changes of the nodes it replaces into account.
 """
 
 import math
+from collections import Counter
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from ganeti.htools.model import Node
@@ -63,23 +73,26 @@ W_OFFLINE_ALL = 4.0
 W_OFFLINE_PRI = 16.0
 W_PRI_TAGS = 2.0
 W_LOCATION = 1.0
+W_LOCATION_EXCLUSION = 1.0
 W_RESERVED_RTOTAL = 0.25
 
 
 class Values(NamedTuple):
-    """A node's share of the score: its std-dev inputs (None when offline)
-    and its additive part."""
+    """A node's share of the score: its std-dev inputs (None when offline),
+    its additive part and its (location, exclusion tag) pairs with their
+    counts (None when none)."""
     vec: tuple[float, ...] | None
     add: float
+    lx: tuple[tuple[tuple[str, str], int], ...] | None = None
 
 
 def NodeValues(node: Node) -> Values:
     """The node's current share of the score (``compDetailedCVNode``)."""
     nprim = len(node.plist)
-    add = W_LOCATION * node.loc_score
     if node.offline:
-        return Values(None, add + W_OFFLINE_ALL * (nprim + len(node.slist)) +
+        return Values(None, W_OFFLINE_ALL * (nprim + len(node.slist)) +
                       W_OFFLINE_PRI * nprim)
+    add = W_LOCATION * node.loc_score
     t_mem = node.t_mem or 1.0
     if node.excl:
         p_dsk = node.f_sp / node.t_sp if node.t_sp else 0.0
@@ -97,7 +110,13 @@ def NodeValues(node: Node) -> Values:
         add += W_N1 * (nprim + len(node.slist))
     if node.xtags:
         add += W_PRI_TAGS * node.TagConflicts()
-    return Values(vec, add + W_RESERVED_RTOTAL * p_rem)
+    return Values(vec, add + W_RESERVED_RTOTAL * p_rem,
+                  tuple(sorted(node.lx.items())) if node.lx else None)
+
+
+def _Excess(count: int) -> int:
+    """A pair's share of the location exclusion score."""
+    return count - 1 if count > 1 else 0
 
 
 class Score:
@@ -115,6 +134,9 @@ class Score:
         self.sums = [0.0] * len(self._k)
         self.squares = [0.0] * len(self._k)
         self.add = 0.0
+        # the nodes' (location, exclusion tag) pairs and their excess
+        self.lx: Counter = Counter()
+        self.lx_excess = 0
         for node in nodes:
             self._Account(node.name, NodeValues(node), 1)
 
@@ -122,6 +144,11 @@ class Score:
         if sign > 0:
             self.values[name] = values
         self.add += sign * values.add
+        if values.lx is not None:
+            self.lx_excess += self.LxDelta(
+                {key: sign * count for key, count in values.lx})
+            for key, count in values.lx:
+                self.lx[key] += sign * count
         if values.vec is not None:
             self.count += sign
             for k in self._k:
@@ -129,8 +156,31 @@ class Score:
                 self.sums[k] += sign * value
                 self.squares[k] += sign * value * value
 
+    def LxDelta(self, changes: dict[tuple[str, str], int]) -> int:
+        """The change of the location exclusion excess if the pairs'
+        counts changed by ``changes``."""
+        lx = self.lx
+        delta = 0
+        for key, change in changes.items():
+            if change:
+                count = lx[key] if key in lx else 0
+                delta += _Excess(count + change) - _Excess(count)
+        return delta
+
+    def PairDelta(self, removed: Iterable[tuple[str, str]],
+                  added: Iterable[tuple[str, str]]) -> float:
+        """The weighted change of the location exclusion score if an
+        instance's pairs moved from ``removed`` to ``added``."""
+        changes: dict[tuple[str, str], int] = {}
+        for key in removed:
+            changes[key] = changes.get(key, 0) - 1
+        for key in added:
+            changes[key] = changes.get(key, 0) + 1
+        return W_LOCATION_EXCLUSION * self.LxDelta(changes)
+
     def Total(self) -> float:
-        return self._Compute(self.count, self.sums, self.squares, self.add)
+        return self._Compute(self.count, self.sums, self.squares,
+                             self.add + W_LOCATION_EXCLUSION * self.lx_excess)
 
     def _Compute(self, count: int, sums: list[float], squares: list[float],
                  add: float) -> float:
@@ -157,8 +207,10 @@ class Score:
     # of ``With``, so the scores are identical.
 
     def Start(self) -> list:
-        """A scratch copy of the running sums for ``Replace``."""
-        return [self.count, list(self.sums), list(self.squares), self.add]
+        """A scratch copy of the running sums for ``Replace`` (with the
+        changes of the location exclusion pairs, None while none)."""
+        return [self.count, list(self.sums), list(self.squares), self.add,
+                None]
 
     def Replace(self, state: list, name: str, new: Values) -> None:
         """Put a node's new values in place of its old ones in ``state``
@@ -167,7 +219,11 @@ class Score:
         old = self.values.get(name)
         if old is None:
             return
-        count, sums, squares, add = state
+        count, sums, squares, add, changes = state
+        if old.lx != new.lx:
+            if changes is None:
+                changes = state[4] = {}
+            _PairChanges(changes, old, new)
         add -= old.add
         if old.vec is not None:
             count -= 1
@@ -184,7 +240,11 @@ class Score:
         state[3] = add
 
     def Finish(self, state: list) -> float:
-        return self._Compute(*state)
+        count, sums, squares, add, changes = state
+        add += W_LOCATION_EXCLUSION * self.lx_excess
+        if changes:
+            add += W_LOCATION_EXCLUSION * self.LxDelta(changes)
+        return self._Compute(count, sums, squares, add)
 
     def Swapped(self, state: list, name: str, new: Values) -> float:
         """``Finish`` of ``state`` after ``Replace(state, name, new)``,
@@ -192,12 +252,16 @@ class Score:
         old = self.values.get(name)
         if old is None:
             return self.Finish(state)
-        count, sums, squares, add = state
-        total = add - old.add + new.add
-        if old.vec is None or new.vec is None:
-            scratch = [count, list(sums), list(squares), add]
+        count, sums, squares, add, changes = state
+        if old.vec is None or new.vec is None or old.lx != new.lx:
+            scratch = [count, list(sums), list(squares), add,
+                       None if changes is None else dict(changes)]
             self.Replace(scratch, name, new)
             return self.Finish(scratch)
+        total = add - old.add + new.add + \
+            W_LOCATION_EXCLUSION * self.lx_excess
+        if changes:
+            total += W_LOCATION_EXCLUSION * self.LxDelta(changes)
         # both online: the count stays, one fused pass over the components
         if not count:
             return total
@@ -226,6 +290,8 @@ class Score:
         result.sums = list(self.sums)
         result.squares = list(self.squares)
         result.add = self.add
+        result.lx = Counter(self.lx)
+        result.lx_excess = self.lx_excess
         return result
 
     def Components(self) -> dict[str, float]:
@@ -240,7 +306,17 @@ class Score:
             else:
                 result[name] = 0.0
         result["additive"] = self.add
+        result["location_exclusion_score"] = float(self.lx_excess)
         return result
+
+
+def _PairChanges(changes: dict[tuple[str, str], int], old: Values,
+                 new: Values) -> None:
+    """Add a node's change of (location, exclusion tag) pairs."""
+    for key, count in old.lx or ():
+        changes[key] = changes.get(key, 0) - count
+    for key, count in new.lx or ():
+        changes[key] = changes.get(key, 0) + count
 
 
 def ClusterScore(nodes: list[Node]) -> float:

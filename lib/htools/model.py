@@ -21,9 +21,11 @@ from ganeti.htools import (FAIL_CPU, FAIL_DISK, FAIL_DISK_COUNT, FAIL_MEM,
                            FAIL_N1, FAIL_SPINDLES, FAIL_TAGS)
 from ganeti.parameters import families
 
-# Cluster tag prefixes giving instance exclusion tags and node locations
+# Cluster tag prefixes giving instance exclusion tags, node locations and
+# instance desired locations (``Tags/Constants.hs``)
 EX_TAGS_PREFIX = "htools:iextags:"
 LOCATION_PREFIX = "htools:nlocation:"
+DESIRED_LOCATION_PREFIX = "htools:desiredlocation:"
 
 # Templates whose disks live on the node's own storage (disk is checked)
 DTS_LOCAL_STORAGE = frozenset([constants.DT_PLAIN, constants.DT_DRBD8,
@@ -78,17 +80,33 @@ def _ExTags(tags: list[str], ex_prefixes: tuple) -> tuple[str, ...]:
     return tuple(sorted(tag for tag in tags if tag.startswith(ex_prefixes)))
 
 
+def _DesiredLocations(tags: list[str], prefixes: tuple) -> frozenset[str]:
+    """An instance's desired locations: its tags starting with a prefix
+    named by the cluster's ``htools:desiredlocation:`` tags
+    (``updateDesiredLocationTags``)."""
+    if not prefixes:
+        return frozenset()
+    return frozenset(tag for tag in tags if tag.startswith(prefixes))
+
+
+def _Prefixes(tags: list[str], family: str) -> tuple[str, ...]:
+    """The non-empty prefixes the cluster tags of a family name."""
+    return tuple(tag[len(family):] for tag in tags
+                 if tag.startswith(family) and len(tag) > len(family))
+
+
 class Instance:
     """An instance (existing or requested), with what placement needs.
 
     ``Cluster._Account`` reads the same message fields with the same
     defaults for the node accounting, without building the object."""
     __slots__ = ("name", "mem", "dsk", "vcpus", "spindle_use", "disks",
-                 "disk_data", "template", "tags", "xtags", "pnode",
-                 "snode", "runs", "offline", "nics", "util")
+                 "disk_data", "template", "tags", "xtags", "dlocs", "pnode",
+                 "snode", "runs", "offline", "nics", "util", "needs")
 
     def __init__(self, name: str, data: dict, ex_prefixes: tuple,
-                 util: tuple[float, ...] = ZERO_UTIL) -> None:
+                 util: tuple[float, ...] = ZERO_UTIL,
+                 dl_prefixes: tuple = ()) -> None:
         # Read straight from the message: clusters with 10,000 instances
         # are parsed for every request
         get = data.get
@@ -104,6 +122,7 @@ class Instance:
         self.template: str = get("disk_template", constants.DT_PLAIN)
         self.tags: list[str] = get("tags") or []
         self.xtags = _ExTags(self.tags, ex_prefixes)
+        self.dlocs = _DesiredLocations(self.tags, dl_prefixes)
         nodes = get("nodes") or []
         self.pnode: str | None = nodes[0] if nodes else None
         self.snode: str | None = nodes[1] if len(nodes) > 1 else None
@@ -112,6 +131,12 @@ class Instance:
         self.offline = state == "offline"
         self.nics: list[dict] = get("nics") or []
         self.util = util
+        # what its primary's ``nd_*`` count (None: DRBD fails it over)
+        self.needs: tuple[float, float, float] | None = None
+        if self.template not in constants.DTS_INT_MIRROR:
+            self.needs = (self.mem, self.dsk, sum(
+                sp or 0 for sp in self.disk_spindles)) \
+                if self.local_storage else (self.mem, 0.0, 0.0)
 
     @property
     def disk_spindles(self) -> list[int | None]:
@@ -148,8 +173,8 @@ class Node:
                  "n_mem", "f_mem", "f_mem_forth", "t_dsk", "f_dsk", "t_cpu",
                  "n_cpu", "u_cpu", "cpu_speed", "excl", "t_sp", "f_sp",
                  "inst_sp", "hi_sp", "vcpu_ratio", "peers", "r_mem",
-                 "plist", "slist", "xtags", "loc_score", "aggregates",
-                 "load")
+                 "plist", "slist", "xtags", "loc_score", "lx", "aggregates",
+                 "load", "nd_mem", "nd_dsk", "nd_sp")
 
     def __init__(self, name: str, data: dict, group: Group,
                  loc_prefixes: tuple) -> None:
@@ -190,7 +215,18 @@ class Node:
         self.plist: set[str] = set()
         self.slist: set[str] = set()
         self.xtags: Counter = Counter()
+        # Location score of the primaries (``locationScore``): locations
+        # shared with their secondary plus unmet desired locations
         self.loc_score = 0
+        # (location, exclusion tag) of the primaries, with their counts
+        # (``instanceMap``); empty without locations
+        self.lx: dict[tuple[str, str], int] = {}
+        # What the primaries without an internal mirror need elsewhere
+        # when the node fails (memory, local disk, spindles): the global
+        # N+1 check's quick test
+        self.nd_mem = 0.0
+        self.nd_dsk = 0.0
+        self.nd_sp = 0.0
         # Dynamic load (cpu, memory, disk, network): the sums of the
         # instances' utilisation, disk also of secondaries (hbal's
         # ``utilLoad``); None when the cluster has no load data
@@ -291,6 +327,15 @@ class Node:
         self.u_cpu += inst.vcpus
         self.inst_sp += inst.spindle_use
         self.xtags.update(inst.xtags)
+        needs = inst.needs
+        if needs is not None:
+            self.nd_mem += needs[0]
+            self.nd_dsk += needs[1]
+            self.nd_sp += needs[2]
+        if self.locations:
+            self._Located(inst, 1)
+        elif inst.dlocs:
+            self.loc_score += len(inst.dlocs)
         self.plist.add(inst.name)
         if self.load is not None:
             _AddLoad(self.load, inst.util, 1.0)
@@ -305,13 +350,29 @@ class Node:
                 self.f_sp += sum(sp or 0 for sp in inst.disk_spindles)
         self.u_cpu -= inst.vcpus
         self.inst_sp -= inst.spindle_use
+        needs = inst.needs
+        if needs is not None:
+            self.nd_mem -= needs[0]
+            self.nd_dsk -= needs[1]
+            self.nd_sp -= needs[2]
         self.xtags.subtract(inst.xtags)
         for tag in inst.xtags:
             if self.xtags[tag] <= 0:
                 del self.xtags[tag]
+        if self.locations:
+            self._Located(inst, -1)
+        elif inst.dlocs:
+            self.loc_score -= len(inst.dlocs)
         self.plist.discard(inst.name)
         if self.load is not None:
             _AddLoad(self.load, inst.util, -1.0)
+
+    def _Located(self, inst: Instance, sign: int) -> None:
+        """Add (sign 1) or take away (-1) a primary's unmet desired
+        locations and (location, exclusion tag) pairs."""
+        LocatePrimary(self.locations, self.lx, inst.xtags, sign)
+        if inst.dlocs:
+            self.loc_score += sign * len(inst.dlocs - self.locations)
 
     def AddSec(self, inst: Instance, pnode: str,
                strict: bool = True) -> Failure | None:
@@ -374,6 +435,34 @@ class Node:
         self.slist.discard(inst.name)
         if self.load is not None:
             self.load[2] -= inst.util[2]
+
+
+def LocatePrimary(locations: frozenset[str], lx: dict[tuple[str, str], int],
+                  xtags: tuple[str, ...], sign: int) -> None:
+    """Count (sign 1) or uncount (-1) a primary's (location, exclusion
+    tag) pairs on a node (``getLocationExclusionPairs``)."""
+    for loc in locations:
+        for tag in xtags:
+            key = (loc, tag)
+            count = lx.get(key, 0) + sign
+            if count > 0:
+                lx[key] = count
+            else:
+                del lx[key]
+
+
+def _AccountDisks(node: Node, data: dict) -> None:
+    """Count an existing primary's disks in the node's ``nd_dsk`` and
+    ``nd_sp`` from its message entry; a malformed entry counts none (its
+    error shows when the instance is built)."""
+    try:
+        disks = data.get("disks") or ()
+        total = data.get("disk_space_total")
+        node.nd_dsk += total if total is not None else \
+            sum(disk["size"] for disk in disks)
+        node.nd_sp += sum(disk.get("spindles") or 0 for disk in disks)
+    except (KeyError, TypeError, AttributeError):
+        pass
 
 
 def _AddLoad(load: list[float], util: tuple[float, ...],
@@ -445,9 +534,11 @@ class InstanceMap(MutableMapping):
     on first access (most requests look at a few of them only)."""
 
     def __init__(self, raw: dict, ex_prefixes: tuple,
-                 util: dict[str, tuple[float, ...]] | None) -> None:
+                 util: dict[str, tuple[float, ...]] | None,
+                 dl_prefixes: tuple = ()) -> None:
         self._items: dict[str, Instance | dict] = dict(raw)
         self._ex_prefixes = ex_prefixes
+        self._dl_prefixes = dl_prefixes
         self._util = util
 
     def __getitem__(self, name: str) -> Instance:
@@ -457,7 +548,8 @@ class InstanceMap(MutableMapping):
         try:
             inst = Instance(name, item, self._ex_prefixes,
                             ZERO_UTIL if self._util is None
-                            else self._util.get(name, BASE_UTIL))
+                            else self._util.get(name, BASE_UTIL),
+                            self._dl_prefixes)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise errors.ParameterError("Invalid allocator input: instance"
                                         " %s: %s: %s" %
@@ -513,12 +605,9 @@ class Cluster:
         # Aggregate UUID -> name, to name member_of values in refusals
         self.aggregate_names: dict[str, str] = dict(
             message.get("aggregates") or {})
-        self.ex_prefixes = tuple(
-            tag[len(EX_TAGS_PREFIX):] for tag in self.tags
-            if tag.startswith(EX_TAGS_PREFIX))
-        self.loc_prefixes = tuple(
-            tag[len(LOCATION_PREFIX):] for tag in self.tags
-            if tag.startswith(LOCATION_PREFIX))
+        self.ex_prefixes = _Prefixes(self.tags, EX_TAGS_PREFIX)
+        self.loc_prefixes = _Prefixes(self.tags, LOCATION_PREFIX)
+        self.dl_prefixes = _Prefixes(self.tags, DESIRED_LOCATION_PREFIX)
         cluster_ipolicy = families.FillIPolicy(
             families.IPOLICY_DEFAULTS, message.get("ipolicy") or {})
         self.groups: dict[str, Group] = {
@@ -536,7 +625,8 @@ class Cluster:
                 self.nodes[name].load = [0.0] * len(BASE_UTIL)
         raw = message.get("instances") or {}
         self._Account(raw)
-        self.instances = InstanceMap(raw, self.ex_prefixes, self.util)
+        self.instances = InstanceMap(raw, self.ex_prefixes, self.util,
+                                     self.dl_prefixes)
 
     def _Account(self, raw: dict) -> None:
         """Account the existing instances on their nodes (the free values
@@ -549,6 +639,10 @@ class Cluster:
         """
         nodes = self.nodes
         ex_prefixes = self.ex_prefixes
+        dl_prefixes = self.dl_prefixes
+        int_mirror = constants.DTS_INT_MIRROR
+        # disk spindles count only with exclusive storage somewhere
+        spindles = any(node.excl for node in nodes.values())
         util = self.util or {}
         for name, data in raw.items():
             get = data.get
@@ -562,12 +656,27 @@ class Cluster:
                 pnode.plist.add(name)
                 pnode.u_cpu += get("vcpus", 1)
                 pnode.inst_sp += get("spindle_use", 1)
+                template = get("disk_template", constants.DT_PLAIN)
+                if template not in int_mirror:
+                    pnode.nd_mem += get("memory", 0)
+                    if template in DTS_LOCAL_STORAGE:
+                        total = get("disk_space_total")
+                        if total is None or spindles:
+                            _AccountDisks(pnode, data)
+                        else:
+                            pnode.nd_dsk += total
                 if state != "up":
                     pnode.f_mem_forth -= get("memory", 0)
                 if ex_prefixes:
                     xtags = _ExTags(get("tags") or [], ex_prefixes)
                     if xtags:
                         pnode.xtags.update(xtags)
+                        if pnode.locations:
+                            LocatePrimary(pnode.locations, pnode.lx, xtags,
+                                          1)
+                if dl_prefixes:
+                    dlocs = _DesiredLocations(get("tags") or [], dl_prefixes)
+                    pnode.loc_score += len(dlocs - pnode.locations)
                 if pnode.load is not None:
                     _AddLoad(pnode.load, util.get(name, BASE_UTIL), 1.0)
             if len(inodes) < 2:
@@ -589,7 +698,8 @@ class Cluster:
 
     def NewInstance(self, name: str, spec: dict) -> Instance:
         """A requested instance (not placed yet, assumed to run)."""
-        return Instance(name, spec, self.ex_prefixes)
+        return Instance(name, spec, self.ex_prefixes,
+                        dl_prefixes=self.dl_prefixes)
 
     def GroupNodes(self, group: Group) -> list[Node]:
         return [node for node in self.nodes.values() if node.group is group]

@@ -37,6 +37,11 @@ part's bound once per shape and kind of move, and each victim walks that
 list from a heap, lazily: candidates are scored exactly in the order of
 their bounds until one is above the best so far, and most targets of
 most victims are never looked at. Linked targets are scored pair by pair.
+
+The location exclusion score is no sum of parts (a pair's count spans
+the nodes sharing the location): a candidate's exact score adds the
+change of the pairs of the instance's primary (``_PairDelta``) and its
+bound the least that change can be (``_PairLows``: all pairs removed).
 """
 
 import math
@@ -46,7 +51,7 @@ from heapq import heapify, heappop, heapreplace
 from operator import add, itemgetter, mul, sub
 
 from ganeti.htools import moves
-from ganeti.htools.metrics import NodeValues, Score
+from ganeti.htools.metrics import W_LOCATION_EXCLUSION, NodeValues, Score
 from ganeti.htools.model import Cluster, Instance, Node
 
 # Covers the rounding of the scores to 10 decimals and float error
@@ -70,6 +75,10 @@ _KINDS = ((moves.REPLACE_SECONDARY, 0, 2), (moves.REPLACE_AND_FAILOVER, 1, 2),
 # The key of _Toward's parts toward an unlinked target
 _UNLINKED = (None, None, 0, 0)
 _EMPTY: dict = {}
+# The moves making the target the primary, and those making the secondary
+_TO_TARGET = frozenset([moves.FAILOVER_TO_ANY, moves.REPLACE_AND_FAILOVER,
+                        moves.REPLACE_PRIMARY])
+_TO_SECONDARY = frozenset([moves.FAILOVER, moves.FAILOVER_AND_REPLACE])
 
 
 class Evaluator:
@@ -112,6 +121,8 @@ class Evaluator:
         self._mates: dict[str, frozenset[str]] = {}
         self._located = any(node.locations
                             for node in cluster.nodes.values())
+        # whether primaries' (location, exclusion tag) pairs are scored
+        self._paired = self._located and bool(cluster.ex_prefixes)
 
     def Changed(self, names: frozenset[str] | set[str]) -> None:
         for name in names:
@@ -142,7 +153,7 @@ class Evaluator:
             full = (inst.mem, inst.dsk,
                     sum(sp or 0 for sp in inst.disk_spindles), inst.vcpus,
                     inst.spindle_use, inst.sec_mem, inst.template, inst.xtags,
-                    inst.util)
+                    inst.util, inst.dlocs)
             shape = self._shape_ids.setdefault(full, len(self._shape_ids))
             self._shapes[inst.name] = shape
         return shape
@@ -405,6 +416,8 @@ class Evaluator:
             return
         fixed, local, _ = self._Victim(inst)
         flows = self._Lows(fixed)
+        if self._paired and inst.xtags:
+            flows = self._PairLows(inst, flows)
         if internal:
             low = flows[0] + flows[1]
             if low <= most:
@@ -459,12 +472,44 @@ class Evaluator:
 
     # Scores -----------------------------------------------------------------
 
-    def _Exact(self, parts: tuple[Part, ...]) -> float:
-        """The score with the parts applied (``Score.With``), rounded as
-        the planner compares them."""
+    def _Pairs(self, name: str | None, inst: Instance) -> list[tuple]:
+        """The instance's (location, exclusion tag) pairs as the primary
+        on the node (none on an offline one: not scored)."""
+        if not name:
+            return []
+        node = self.cluster.nodes[name]
+        if node.offline:
+            return []
+        return [(loc, tag) for loc in node.locations for tag in inst.xtags]
+
+    def _PairDelta(self, inst: Instance, kind: str,
+                   target: str | None) -> float:
+        """The move's change of the location exclusion score."""
+        if not (self._paired and inst.xtags):
+            return 0.0
+        if kind in _TO_TARGET:
+            new = target
+        elif kind in _TO_SECONDARY:
+            new = inst.snode
+        else:
+            return 0.0
+        return self.score.PairDelta(self._Pairs(inst.pnode, inst),
+                                    self._Pairs(new, inst))
+
+    def _PairLows(self, inst: Instance, flows: tuple[float, ...]
+                  ) -> tuple[float, ...]:
+        """The lower bounds of the victim's fixed parts with the least
+        change of the location exclusion score (all its pairs removed)."""
+        low = self.score.PairDelta(self._Pairs(inst.pnode, inst), ())
+        return tuple(value + low for value in flows) if low else flows
+
+    def _Exact(self, parts: tuple[Part, ...], extra: float = 0.0) -> float:
+        """The score with the parts applied (``Score.With``) and ``extra``
+        (the change of the location exclusion score), rounded as the
+        planner compares them."""
         score = self.score
         count = score.count
-        total = score.add
+        total = score.add + W_LOCATION_EXCLUSION * score.lx_excess + extra
         for part in parts:
             total += part[0]
         if count:
@@ -489,14 +534,15 @@ class Evaluator:
             else [self.cluster.nodes[move.target]]
         for cand in self._Candidates(inst, targets, move.target is not None):
             if cand[2] == move.kind:
-                return self._Exact(cand[4])
+                return self._Exact(cand[4], self._PairDelta(inst, move.kind,
+                                                            move.target))
         return None
 
     def _Gradient(self) -> float:
         """Set up the lower bound for this round; returns its constant."""
         score = self.score
         count = score.count
-        base = score.add
+        base = score.add + W_LOCATION_EXCLUSION * score.lx_excess
         grad = []
         for k, weight in enumerate(score.weights):
             if count:
@@ -578,10 +624,12 @@ class Evaluator:
             low, name, kind, target, parts = cand[:5]
             if base + low > (cutoff if best is None else best[0]):
                 break
-            ids = tuple(map(id, parts))
+            extra = self._PairDelta(self.cluster.instances[name], kind,
+                                    target) if self._paired else 0.0
+            ids = (extra, ) + tuple(map(id, parts))
             value = values.get(ids)
             if value is None:
-                value = values[ids] = self._Exact(parts)
+                value = values[ids] = self._Exact(parts, extra)
             key = (value, (name, kind, target or ""))
             if value <= cutoff and (best is None or key < best):
                 best = key
@@ -627,6 +675,8 @@ class Evaluator:
                    if tnode.name in linked or tnode.name in skipped],
             disk_moves, most))
         flows = self._Lows(fixed)
+        if self._paired and inst.xtags:
+            flows = self._PairLows(inst, flows)
         heads: list[tuple[str, float, tuple, list]]
         if not internal:
             heads = [(moves.FAILOVER_TO_ANY, flows[0], (fixed[0], ),

@@ -16,7 +16,7 @@ as the arithmetic is the same; it keeps homogeneous clusters cheap).
 from collections import Counter
 from typing import NamedTuple
 
-from ganeti.htools import FAIL_MEMBER_OF, FAIL_MODES, FAIL_N1
+from ganeti.htools import FAIL_MEMBER_OF, FAIL_MODES, FAIL_N1, evacuate, moves
 from ganeti.htools.metrics import NodeValues, Score, Values
 from ganeti.htools.model import (Cluster, Failure, Group, Instance, Node,
                                  PolicyFailure)
@@ -80,7 +80,7 @@ def _StateKey(node: Node, inst: Instance) -> tuple:
             node.f_dsk, node.t_cpu, node.n_cpu, node.u_cpu, node.cpu_speed,
             node.inst_sp, node.hi_sp, node.vcpu_ratio, node.r_mem, node.excl,
             node.f_sp, node.t_sp, len(node.plist), len(node.slist),
-            node.loc_score, tags)
+            node.loc_score, node.locations, tags)
 
 
 def _Targets(nodes: list[Node], restrict: frozenset | None) -> list[Node]:
@@ -118,51 +118,184 @@ def CheckMemberOf(cluster: Cluster, targets: list[Node],
     return kept
 
 
-def N1Broken(nodes: list[Node]) -> dict[str, Failure]:
-    """The nodes that could not take over the DRBD instances of a failed
-    primary node (``Node.N1Failure``), by name."""
-    broken = {}
-    for node in nodes:
+def _Fits(node: Node, others: list[Node]) -> bool:
+    """Whether one of the other nodes could take all of the node's
+    primaries without an internal mirror, on top of the DRBD primaries
+    failing over to it: then every step of ``_Evacuable`` finds a node
+    whatever it chose before (a quick, sufficient test)."""
+    if not node.nd_mem and not node.nd_dsk:
+        return True
+    name = node.name
+    for other in others:
+        if other is node:
+            continue
+        if other.f_mem - other.peers.get(name, 0.0) - node.nd_mem > 0 and \
+                (not node.nd_dsk or other.f_dsk - node.nd_dsk > 0) and \
+                (not other.excl or other.f_sp - node.nd_sp >= 0):
+            return True
+    return False
+
+
+def _Evacuable(cluster: Cluster, score: Score, node: Node,
+               others: list[Node]) -> Failure | None:
+    """hail's ``canEvacuateNode`` for the node's primaries that DRBD does
+    not fail over (that part is ``Node.N1Failure``): its DRBD primaries
+    fail over to their secondaries, then its externally mirrored ones
+    move to the best other node of its group and its plain and file ones
+    are re-created there, largest memory first, soft errors ignored.
+    Nothing is left changed. Existing instances are taken to fit their
+    group's instance policy."""
+    insts = [cluster.instances[name] for name in sorted(node.plist)]
+    mirrored = [inst for inst in insts if inst.internal_mirror]
+    shared = [inst for inst in insts if inst.external_mirror]
+    local = sorted((inst for inst in insts if not inst.internal_mirror
+                    and not inst.external_mirror),
+                   key=lambda inst: -inst.mem)
+    targets = [other for other in others if other is not node]
+    work = score.Copy()
+    done: list[moves.Applied] = []
+    placed: list[tuple[Node, Instance]] = []
+    failure = None
+    try:
+        for inst in mirrored:
+            if not inst.snode:
+                continue
+            applied = moves.ApplyMove(
+                cluster, moves.Move(inst.name, moves.FAILOVER, None), False)
+            if isinstance(applied, Failure):
+                return Failure(FAIL_N1, "cannot fail over %s when %s fails"
+                               " (N+1): %s" % (inst.name, node.name,
+                                               applied.text))
+            done.append(applied)
+            work.Update(applied.touched)
+        for inst in shared:
+            try:
+                move = evacuate.PlanInstance(
+                    cluster, inst, evacuate.CHANGE_PRIMARY, targets, work,
+                    strict=False)[0]
+            except evacuate.EvacError as err:
+                return Failure(FAIL_N1, "cannot move %s elsewhere when %s"
+                               " fails (N+1): %s" % (inst.name, node.name,
+                                                     err))
+            applied = moves.ApplyMove(cluster, move, False)
+            assert not isinstance(applied, Failure), applied
+            done.append(applied)
+            work.Update(applied.touched)
+        for inst in local:
+            best: tuple[float, str] | None = None
+            for other in targets:
+                failure = other.AddPri(inst, strict=False)
+                if failure is None:
+                    value = round(work.With([other]), 10)
+                    other.RemovePri(inst)
+                    if best is None or (value, other.name) < best:
+                        best = (value, other.name)
+            if best is None:
+                return Failure(FAIL_N1, "cannot re-create %s elsewhere when"
+                               " %s fails (N+1): memory %d MiB needed" %
+                               (inst.name, node.name, inst.mem))
+            target = cluster.nodes[best[1]]
+            target.PlacePri(inst)
+            placed.append((target, inst))
+            work.Update([target])
+        return None
+    finally:
+        for target, inst in reversed(placed):
+            target.RemovePri(inst)
+        for applied in reversed(done):
+            moves.UndoMove(cluster, applied)
+
+
+class Capacity:
+    """hail's global N+1 check of allocations (``allocGlobalN1``) over
+    some nodes: every node's DRBD secondaries can take over from their
+    primaries (``Node.N1Failure``) and, with ``evacuate``, were the node
+    to fail its other primaries find room on the other nodes of its group
+    (``_Evacuable``, tried only when ``_Fits`` does not tell)."""
+
+    def __init__(self, cluster: Cluster, score: Score, nodes: list[Node],
+                 evacuate: bool = False) -> None:
+        self.cluster = cluster
+        self.score = score
+        self.evacuate = evacuate
+        self.groups: dict[str, list[Node]] = {}
+        for node in nodes:
+            self.groups.setdefault(node.group.uuid, []).append(node)
+        # the nodes failing in the current state, by name
+        self.broken: dict[str, Failure] = {}
+        for members in self.groups.values():
+            for node in members:
+                failure = self._Check(node, members)
+                if failure is not None:
+                    self.broken[node.name] = failure
+
+    def _Check(self, node: Node, members: list[Node]) -> Failure | None:
         failure = node.N1Failure()
-        if failure is not None:
-            broken[node.name] = failure
-    return broken
+        if failure is None and self.evacuate and not _Fits(node, members):
+            failure = _Evacuable(self.cluster, self.score, node, members)
+        return failure
 
-
-def _PlacementN1(cluster: Cluster, inst: Instance, names: tuple[str, ...],
-                 broken: dict[str, Failure]) -> tuple[str, Failure] | None:
-    """The first node failing global N+1 once the instance is placed on
-    ``names`` (``allocGlobalN1``). A placement only takes memory and
-    disk, so it mends no node that fails already."""
-    for name, broke in broken.items():
-        if name not in names:
-            return name, broke
-    pnode = cluster.nodes[names[0]]
-    placed = [pnode]
-    failure = pnode.AddPri(inst, strict=False)
-    assert failure is None, failure
-    if len(names) > 1:
-        snode = cluster.nodes[names[1]]
-        failure = snode.AddSec(inst, pnode.name, strict=False)
+    def Placement(self, inst: Instance, names: tuple[str, ...]
+                  ) -> tuple[str, Failure] | None:
+        """The first node failing once the instance is placed on
+        ``names``. A placement only takes memory and disk, so it mends
+        no node that fails already."""
+        for name, broke in self.broken.items():
+            if name not in names:
+                return name, broke
+        cluster = self.cluster
+        pnode = cluster.nodes[names[0]]
+        placed = [pnode]
+        failure = pnode.AddPri(inst, strict=False)
         assert failure is None, failure
-        placed.append(snode)
-    found = None
-    for node in placed:
-        failure = node.N1Failure()
-        if failure is not None:
-            found = (node.name, failure)
-            break
-    if len(placed) > 1:
-        placed[1].RemoveSec(inst, pnode.name)
-    pnode.RemovePri(inst)
-    return found
+        if len(names) > 1:
+            snode = cluster.nodes[names[1]]
+            failure = snode.AddSec(inst, pnode.name, strict=False)
+            assert failure is None, failure
+            placed.append(snode)
+        found = None
+        for node in placed:
+            failure = node.N1Failure()
+            if failure is not None:
+                found = (node.name, failure)
+                break
+        if found is None and self.evacuate:
+            # the simulation moves the instance too
+            inst.pnode, inst.snode = names[0], (names[1:] or (None, ))[0]
+            cluster.instances[inst.name] = inst
+            try:
+                found = self._Evacuations(placed)
+            finally:
+                del cluster.instances[inst.name]
+                inst.pnode = inst.snode = None
+        if len(placed) > 1:
+            placed[1].RemoveSec(inst, pnode.name)
+        pnode.RemovePri(inst)
+        return found
+
+    def _Evacuations(self, placed: list[Node]) -> tuple[str, Failure] | None:
+        """The first node of the placed nodes' groups whose primaries
+        would find no room elsewhere; the score is the allocation's."""
+        score: Score | None = None
+        for uuid in dict.fromkeys(node.group.uuid for node in placed):
+            members = self.groups.get(uuid, [])
+            for node in members:
+                if _Fits(node, members):
+                    continue
+                if score is None:
+                    score = self.score.Copy()
+                    score.Update(placed)
+                failure = _Evacuable(self.cluster, score, node, members)
+                if failure is not None:
+                    return node.name, failure
+        return None
 
 
-def _GlobalN1(cluster: Cluster, inst: Instance, result: GroupResult,
-              broken: dict[str, Failure]) -> None:
+def _GlobalN1(inst: Instance, result: GroupResult,
+              capacity: Capacity) -> None:
     """Keep hail's capacity-checked candidates (``collectionToSolution
     FailN1``): walking them best first, those before the first one that
-    passes ``_PlacementN1`` are dropped and counted as FailN1; pairs are
+    passes ``Capacity.Placement`` are dropped and counted as FailN1; pairs are
     walked per primary node, as hail collects them."""
     kept = []
     passed: set[str] = set()
@@ -171,7 +304,7 @@ def _GlobalN1(cluster: Cluster, inst: Instance, result: GroupResult,
         if walk in passed:
             kept.append(cand)
             continue
-        found = _PlacementN1(cluster, inst, cand.nodes, broken)
+        found = capacity.Placement(inst, cand.nodes)
         if found is None:
             passed.add(walk)
             kept.append(cand)
@@ -184,13 +317,13 @@ def _GlobalN1(cluster: Cluster, inst: Instance, result: GroupResult,
 def TryGroup(cluster: Cluster, score: Score, group: Group, inst: Instance,
              required_nodes: int, restrict: frozenset | None = None,
              strict: bool = True, keep: int = 0,
-             n1_broken: dict[str, Failure] | None = None,
+             capacity: Capacity | None = None,
              member_of: MemberOf | None = None) -> GroupResult:
     """All candidates of one group, sorted best first (``tryAlloc``).
 
-    ``keep`` limits the candidates kept (0: all). With ``n1_broken``
-    (``N1Broken`` of the nodes checked) hail's global N+1 capacity check
-    applies. Nodes failing ``member_of`` are no candidates.
+    ``keep`` limits the candidates kept (0: all). With ``capacity``
+    hail's global N+1 capacity check applies. Nodes failing
+    ``member_of`` are no candidates.
     """
     result = GroupResult(group)
     targets = CheckMemberOf(cluster,
@@ -277,8 +410,8 @@ def TryGroup(cluster: Cluster, score: Score, group: Group, inst: Instance,
                 result.details.setdefault(name,
                                           "as secondary: " + failure.text)
     result.candidates.sort()
-    if n1_broken is not None:
-        _GlobalN1(cluster, inst, result, n1_broken)
+    if capacity is not None:
+        _GlobalN1(inst, result, capacity)
     if keep:
         del result.candidates[keep:]
     return result
@@ -336,12 +469,14 @@ def Allocate(cluster: Cluster, score: Score, inst: Instance,
              required_nodes: int, group_name: str | None = None,
              restrict: frozenset | None = None, strict: bool = True,
              keep: int = 0, capacity: bool = False,
-             member_of: MemberOf | None = None) -> Allocation:
+             member_of: MemberOf | None = None,
+             evacuate: bool = False) -> Allocation:
     """Find the placement of a new instance (``tryMGAlloc`` or, with a
     group name, ``tryGroupAlloc``); nothing is changed.
 
     ``capacity`` is hail's global N+1 check, over the cluster's nodes or,
-    with a group name, the group's (as hail's node list there);
+    with a group name, the group's (as hail's node list there), with
+    ``evacuate`` also for the primaries DRBD does not fail over;
     ``member_of`` the aggregates the nodes must (not) be in.
     """
     if group_name:
@@ -350,12 +485,14 @@ def Allocate(cluster: Cluster, score: Score, inst: Instance,
             return Allocation([], ["No such node group %s" % group_name])
         nodes = cluster.GroupNodes(group)
         local = Score(nodes)
-        broken = N1Broken(nodes) if capacity else None
+        checker = Capacity(cluster, local, nodes, evacuate) \
+            if capacity else None
         return Allocation([TryGroup(cluster, local, group, inst,
                                     required_nodes, restrict, strict, keep,
-                                    broken, member_of)],
+                                    checker, member_of)],
                           [])
-    broken = N1Broken(list(cluster.nodes.values())) if capacity else None
+    checker = Capacity(cluster, score, list(cluster.nodes.values()),
+                       evacuate) if capacity else None
     results = []
     skipped = []
     for group in cluster.groups.values():
@@ -364,7 +501,7 @@ def Allocate(cluster: Cluster, score: Score, inst: Instance,
                            " by instance %s" % (group.name, inst.name))
             continue
         res = TryGroup(cluster, score, group, inst, required_nodes, restrict,
-                       strict, keep, broken, member_of)
+                       strict, keep, checker, member_of)
         if res.group.rank >= 2:
             # unallocable groups are never chosen unless named
             res.candidates = []
