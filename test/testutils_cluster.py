@@ -68,6 +68,25 @@ def WaitForJob(client, job_id: int, timeout: float = 30) -> str:
 
 
 @contextlib.contextmanager
+def StopProcessesMentioning(text: str, timeout: float = 5) -> None:
+    """SIGTERM every process whose command line mentions ``text`` (QEMU's
+    daemons unmount their FUSE exports on it), SIGKILL what is left after
+    ``timeout`` seconds."""
+    pids = testutils_node.ProcessesMentioning(text)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout
+        while pids and time.monotonic() < deadline:
+            time.sleep(0.05)
+            pids = [pid for pid in pids if process.IsProcessAlive(pid)]
+        if not pids:
+            return
+
+
 def NoDefaultIAllocator(cluster: "VirtualCluster"):
     """The cluster without a default allocator for the duration (commands
     given neither a node nor -I then refuse, as in Ganeti)."""
@@ -291,9 +310,17 @@ class VirtualCluster(VirtualNode):
                  *extra, self.cluster_name)
 
     def Cleanup(self) -> None:
-        """Stop every daemon of every node by PID and remove the files."""
+        """Stop every daemon of every node by PID, then whatever still
+        runs from the cluster's files, and remove the files.
+
+        Block daemons of drbd disks (and guests) outlive the node daemons
+        by design, as DRBD devices outlive Ganeti's; a test that ends with
+        disks active would otherwise leave them running, FUSE mounts and
+        all, after its files are gone.
+        """
         for node in self.nodes.values():
             node.StopAll()
+        StopProcessesMentioning(self.base)
         shutil.rmtree(self.base, ignore_errors=True)
 
 
