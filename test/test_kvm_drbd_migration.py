@@ -38,6 +38,13 @@ NAME = "kvmdrbd1"
 DISK_MIB = 64
 
 
+def _BothInSync(vc) -> bool:
+    """Whether gnt-instance info shows the disk in sync on both nodes."""
+    info = vc.Run("gnt-instance", "info", NAME).stdout
+    return all(_DiskLine(info, role).endswith(" in sync, status ok")
+               for role in ("primary", "secondary"))
+
+
 def _Image(cluster, node, disk):
     return cluster.nodes[node].NodePath(os.path.join(
         FILE_VDIR, "drbd", "%s.qcow2" % disk["uuid"]))
@@ -170,11 +177,9 @@ def test_kvm_guest_on_drbd_migrates(kvm_cluster):
                     name=NAME) == "0"
         assert Field(vc, NAME, "pnode,status") == "%s|running" % NODE2
         assert _DriveSocket(node2) == "d%d.img" % port
-        info = vc.Run("gnt-instance", "info", NAME).stdout
-        assert _DiskLine(info, "primary").endswith(
-            " in sync, status ok"), info
-        assert _DiskLine(info, "secondary").endswith(
-            " in sync, status ok"), info
+        # the grown part is synced in the background
+        WaitFor(lambda: _BothInSync(vc), 60,
+                "both sides of the grown disk in sync")
         job = MirrorJob(vc, NODE2, disk)
         assert job is not None and job["ready"], job
     finally:

@@ -67,7 +67,6 @@ def WaitForJob(client, job_id: int, timeout: float = 30) -> str:
     raise AssertionError("job %s did not finish in %s s" % (job_id, timeout))
 
 
-@contextlib.contextmanager
 def StopProcessesMentioning(text: str, timeout: float = 5) -> None:
     """SIGTERM every process whose command line mentions ``text`` (QEMU's
     daemons unmount their FUSE exports on it), SIGKILL what is left after
@@ -87,6 +86,7 @@ def StopProcessesMentioning(text: str, timeout: float = 5) -> None:
             return
 
 
+@contextlib.contextmanager
 def NoDefaultIAllocator(cluster: "VirtualCluster"):
     """The cluster without a default allocator for the duration (commands
     given neither a node nor -I then refuse, as in Ganeti)."""
