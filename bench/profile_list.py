@@ -58,7 +58,7 @@ sys.path.insert(0, os.path.join(_TOP, "bench"))
 
 import bench_list  # noqa: E402
 from ganeti import constants, luxi, pathutils, serializer  # noqa: E402
-from ganeti.rapi import rlib2  # noqa: E402
+from ganeti.rapi import instances as rapi_instances  # noqa: E402
 from ganeti.rpc.client import RpcClient  # noqa: E402
 from testutils_cluster import VirtualCluster  # noqa: E402
 
@@ -248,7 +248,7 @@ def _TimeStages(cluster: VirtualCluster, instances: int, runs: int) -> None:
 
     def _Rpc():
         results = rpc.Call("all_instances_info", nodes,
-                           constants.DEFAULT_NODED_PORT, body, 60)
+                           cluster.noded_port, body, 60)
         for result in results.values():
             if result.fail_msg:
                 raise AssertionError(result.fail_msg)
@@ -258,16 +258,16 @@ def _TimeStages(cluster: VirtualCluster, instances: int, runs: int) -> None:
     for node in nodes[:1]:
         _Print("RPC all_instances_info to %s" % node[1],
                _Median(lambda: rpc.Call("all_instances_info", [node],
-                                        constants.DEFAULT_NODED_PORT, body,
+                                        cluster.noded_port, body,
                                         60), runs))
     _Print("RPC version to %d nodes" % len(nodes),
            _Median(lambda: rpc.Call("version", nodes,
-                                    constants.DEFAULT_NODED_PORT, b"[]", 60),
+                                    cluster.noded_port, b"[]", 60),
                    runs))
     rpc.close()
 
     client = luxi.Client(address=cluster.master_socket)
-    static = [field for field in rlib2.I_FIELDS
+    static = [field for field in rapi_instances.I_FIELDS
               if field not in ("oper_state", "oper_ram", "oper_vcpus",
                                "status")]
     _Print("LUXI Query, bulk fields without live ones",
@@ -275,7 +275,7 @@ def _TimeStages(cluster: VirtualCluster, instances: int, runs: int) -> None:
                    runs))
     _Print("LUXI Query, bulk fields",
            _Median(lambda: client.Query(constants.QR_INSTANCE,
-                                        rlib2.I_FIELDS, None), runs))
+                                        rapi_instances.I_FIELDS, None), runs))
     _Print("LUXI Query, name only",
            _Median(lambda: client.Query(constants.QR_INSTANCE, ["name"],
                                         None), runs))
@@ -283,7 +283,8 @@ def _TimeStages(cluster: VirtualCluster, instances: int, runs: int) -> None:
 
     rapi = _Rapi(cluster.node_ip)
     print("masterd's connections to noded: %s" %
-          _NodedConnections(cluster.Pid(constants.MASTERD)))
+          _NodedConnections(cluster.Pid(constants.MASTERD),
+                            cluster.noded_port))
     _Print("GET /2/info (kept alive)",
            _Median(lambda: rapi.Get("/2/info"), runs))
     _Print("GET /2/instances (kept alive)",
@@ -314,16 +315,16 @@ def _TimeStages(cluster: VirtualCluster, instances: int, runs: int) -> None:
     if len(json.loads(rapi.Get("/2/instances?bulk=1"))) != instances:
         raise AssertionError("wrong number of instances")
     print("masterd's connections to noded: %s" %
-          _NodedConnections(cluster.Pid(constants.MASTERD)))
+          _NodedConnections(cluster.Pid(constants.MASTERD),
+                            cluster.noded_port))
 
 
-def _NodedConnections(pid: int) -> str:
+def _NodedConnections(pid: int, port: int) -> str:
     """Local ports of the TCP connections ``pid`` holds to noded ports
     (unchanged ports across requests: the connections are reused)."""
     result = subprocess.run(
-        ["ss", "-tnpH", "state", "established", "( dport = :%d )" %
-         constants.DEFAULT_NODED_PORT], capture_output=True, text=True,
-        check=False)
+        ["ss", "-tnpH", "state", "established", "( dport = :%d )" % port],
+        capture_output=True, text=True, check=False)
     ports = sorted(line.split()[2].rsplit(":", 1)[1]
                    for line in result.stdout.splitlines()
                    if "pid=%d," % pid in line)

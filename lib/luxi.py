@@ -144,7 +144,8 @@ def FormatResponse(success: bool, result: Any,
 def ParseResponse(msg: bytes) -> tuple[bool, Any, int | None]:
     """Decode a response into ``(success, result, version)``."""
     try:
-        data = serializer.LoadJson(_StripEom(msg))
+        # The master daemon's answer: trusted, and possibly very large
+        data = serializer.LoadJson(_StripEom(msg), check_depth=False)
     except (ValueError, UnicodeDecodeError) as err:
         raise errors.ProtocolError("Error while deserializing response: %s"
                                    % err) from err

@@ -94,13 +94,16 @@ def _CheckDepth(data: Any, text: str) -> None:
                           text, 0)
 
 
-def LoadJson(text: str | bytes) -> Any:
+def LoadJson(text: str | bytes, check_depth: bool = True) -> Any:
     """Parse JSON text (str or UTF-8 bytes).
 
     Raises JSONDecodeError (or UnicodeDecodeError, also a ValueError) for
     anything but strict JSON: nesting deeper than MAX_DEPTH, and numbers
     that would become infinite or NaN, are refused here, before they can
-    reach code that fails on them with an internal error.
+    reach code that fails on them with an internal error. Checking the
+    nesting of a large document walks all of it; ``check_depth=False``
+    skips that walk for answers of our own master daemon (a LUXI query
+    over every instance is megabytes).
     """
     if isinstance(text, bytes):
         text = text.decode("utf-8")
@@ -117,7 +120,7 @@ def LoadJson(text: str | bytes) -> Any:
                                   text, 0) from None
         # Without that many brackets the nesting cannot be too deep, and
         # counting them is much cheaper than walking a large answer
-        if text.count("[") + text.count("{") > MAX_DEPTH:
+        if check_depth and text.count("[") + text.count("{") > MAX_DEPTH:
             _CheckDepth(data, text)
         return data
 

@@ -55,3 +55,19 @@ def test_unencodable_values_are_refused_as_before(value):
         simplejson.dumps(value, separators=(",", ":"))
     with pytest.raises(err.type):
         serializer.DumpJson(value)
+
+
+def test_nesting_checked_unless_the_answer_is_trusted():
+    """Deeper than MAX_DEPTH is refused, except where the caller parses
+    its own master daemon's answer (luxi.ParseResponse), which is spared
+    the walk over a possibly huge document."""
+    deep = "[" * (serializer.MAX_DEPTH + 5) + "]" * (serializer.MAX_DEPTH + 5)
+    with pytest.raises(ValueError, match="deeper"):
+        serializer.LoadJson(deep)
+    value = serializer.LoadJson(deep, check_depth=False)
+    for _ in range(serializer.MAX_DEPTH + 4):
+        (value, ) = value
+    assert value == []
+    flat = serializer.DumpJson([{"a": [1]}] * 500)
+    assert serializer.LoadJson(flat) == \
+        serializer.LoadJson(flat, check_depth=False)

@@ -42,15 +42,21 @@ class _NodeQuery:
             self.cfg.GetNodeInfo)
 
     def _InstanceMaps(self) -> tuple[dict, dict]:
+        """Each node's primary and secondary instance names, in name
+        order; read from one uncopied view (every node query, also
+        maintd's and the watcher's polls, needs all instances)."""
         primary: dict[str, list[str]] = {}
         secondary: dict[str, list[str]] = {}
-        for inst_uuid, inst in self.cfg.GetAllInstancesInfo().items():
-            nodes = self.cfg.GetInstanceNodes(inst_uuid)
-            primary.setdefault(nodes[0], []).append(inst.name)
-            for node_uuid in nodes[1:]:
-                secondary.setdefault(node_uuid, []).append(inst.name)
-        for names in list(primary.values()) + list(secondary.values()):
-            names.sort(key=utils.NiceSortKey)
+        view = self.cfg.GetView()
+        for inst in view.InstancesByName():
+            primary.setdefault(inst.primary_node, []).append(inst.name)
+            seen = {inst.primary_node}
+            for disk_uuid in inst.disks:
+                disk = view.disks.get(disk_uuid)
+                for node_uuid in (disk.nodes if disk else None) or ():
+                    if node_uuid not in seen:
+                        seen.add(node_uuid)
+                        secondary.setdefault(node_uuid, []).append(inst.name)
         return primary, secondary
 
     def _StorageDirs(self) -> list[str] | None:
