@@ -20,10 +20,11 @@ import time
 from optparse import Option, OptionParser, TitledHelpFormatter
 from typing import Any, Callable, Iterable, NoReturn, Sequence
 
-from ganeti import (constants, errors, luxi, objects, opcodes, pathutils,
-                    qlang, ssconf, vcluster)
+from ganeti import (constants, errors, luxi, opcodes, pathutils, qlang,
+                    ssconf, vcluster)
 from ganeti.cli_opts import *  # noqa: F401,F403 (re-exported API)
 from ganeti.cli_opts import COMMON_OPTS, ArgCommand, SplitKeyVal
+from ganeti.parameters import families
 from ganeti.utils.text import FormatUnit, TryToRoman
 
 # Results of FormatQueryResult
@@ -1180,33 +1181,33 @@ def BuildIPolicy(opts: Any, allow_reset: bool = False) -> dict | None:
     ipolicy: dict[str, Any] = {}
     bounds_text = opts.ipolicy_bounds_specs
     if allow_reset and bounds_text == constants.VALUE_DEFAULT:
-        ipolicy[objects.ISPECS_MINMAX] = constants.VALUE_DEFAULT
+        ipolicy[families.ISPECS_MINMAX] = constants.VALUE_DEFAULT
     elif bounds_text:
         minmax = []
         for pair in bounds_text.split("//"):
             bounds = {}
             for part in pair.split("/"):
                 kind, _, specs = part.partition(":")
-                if kind not in (objects.ISPECS_MIN, objects.ISPECS_MAX):
+                if kind not in (families.ISPECS_MIN, families.ISPECS_MAX):
                     raise errors.OpPrereqError(
                         "Invalid --ipolicy-bounds-specs part %r, expected"
                         " min:... or max:..." % part, errors.ECODE_INVAL)
                 bounds[kind] = _ISpecs("--ipolicy-bounds-specs", specs)
             minmax.append(bounds)
-        ipolicy[objects.ISPECS_MINMAX] = minmax
+        ipolicy[families.ISPECS_MINMAX] = minmax
     if getattr(opts, "ipolicy_std_specs", None):
-        ipolicy[objects.ISPECS_STD] = {
+        ipolicy[families.ISPECS_STD] = {
             key: int(value) if str(value).isdigit() else value
             for key, value in opts.ipolicy_std_specs.items()}
     templates = opts.ipolicy_disk_templates
     if allow_reset and templates == [constants.VALUE_DEFAULT]:
-        ipolicy[objects.IPOLICY_DTS] = constants.VALUE_DEFAULT
+        ipolicy[families.IPOLICY_DTS] = constants.VALUE_DEFAULT
     elif templates is not None:
-        ipolicy[objects.IPOLICY_DTS] = templates
+        ipolicy[families.IPOLICY_DTS] = templates
     if opts.ipolicy_vcpu_ratio is not None:
-        ipolicy[objects.IPOLICY_VCPU_RATIO] = opts.ipolicy_vcpu_ratio
+        ipolicy[families.IPOLICY_VCPU_RATIO] = opts.ipolicy_vcpu_ratio
     if opts.ipolicy_spindle_ratio is not None:
-        ipolicy[objects.IPOLICY_SPINDLE_RATIO] = opts.ipolicy_spindle_ratio
+        ipolicy[families.IPOLICY_SPINDLE_RATIO] = opts.ipolicy_spindle_ratio
     return ipolicy or None
 
 
@@ -1219,23 +1220,24 @@ def FormatPolicyInfo(custom: dict, effective: dict, iscluster: bool,
     all its own)."""
     if iscluster:
         effective = custom
-    own = bool(custom.get(objects.ISPECS_MINMAX))
-    minmax = (custom if own else effective)[objects.ISPECS_MINMAX]
+    own = bool(custom.get(families.ISPECS_MINMAX))
+    minmax = (custom if own else effective)[families.ISPECS_MINMAX]
     bounds = [[("%s/%d" % (key, idx),
                 FormatParamsDictInfo(specs[key] if own else {}, specs[key],
                                      roman))
-               for key in (objects.ISPECS_MIN, objects.ISPECS_MAX)]
+               for key in (families.ISPECS_MIN, families.ISPECS_MAX)]
               for idx, specs in enumerate(minmax)]
     result: list[tuple[str, Any]] = [("bounds specs", bounds)]
     if iscluster:
-        std = custom[objects.ISPECS_STD]
-        result.append((objects.ISPECS_STD,
+        std = custom[families.ISPECS_STD]
+        result.append((families.ISPECS_STD,
                        FormatParamsDictInfo(std, std, roman)))
-    templates = custom.get(objects.IPOLICY_DTS)
+    templates = custom.get(families.IPOLICY_DTS)
     result.append(("allowed disk templates",
                    ", ".join(templates) if templates is not None else
-                   "default (%s)" % ", ".join(effective[objects.IPOLICY_DTS])))
-    for key in (objects.IPOLICY_SPINDLE_RATIO, objects.IPOLICY_VCPU_RATIO):
+                   "default (%s)" %
+                   ", ".join(effective[families.IPOLICY_DTS])))
+    for key in (families.IPOLICY_SPINDLE_RATIO, families.IPOLICY_VCPU_RATIO):
         result.append((key, str(TryToRoman(custom.get(
             key, "default (%s)" % (TryToRoman(effective[key], roman),
                                    )), roman))))
