@@ -178,16 +178,6 @@ def _Report(what: str, samples: list[float],
     return target is None or median <= target
 
 
-def _RestartMasterd(cluster: VirtualCluster) -> None:
-    cluster.StartMasterd()
-    deadline = time.monotonic() + 120
-    while cluster.Run("gnt-cluster", "getmaster",
-                      check=False).returncode != 0:
-        if time.monotonic() > deadline:
-            raise AssertionError("masterd did not come up")
-        time.sleep(0.2)
-
-
 def _Profile(cluster: VirtualCluster) -> None:
     """cProfile of one gnt-instance list (the client side)."""
     out = os.path.join(cluster.base, "list.prof")
@@ -227,7 +217,7 @@ def main() -> int:
             print("%d instances written into config.data in %.1f s" %
                   (size, time.perf_counter() - start), flush=True)
             have = size
-            _RestartMasterd(cluster)
+            cluster.StartMasterdAndWait()
             ok &= _Report("gnt-instance list, %d instances" % size,
                           _Timed(_ListCommand(cluster, size), opts.runs),
                           TARGETS.get(size))

@@ -44,16 +44,6 @@ def _Watch(cluster: VirtualCluster, *args: str) -> float:
     return elapsed
 
 
-def _StartMasterd(cluster: VirtualCluster) -> None:
-    cluster.StartMasterd()
-    deadline = time.monotonic() + 120
-    while cluster.Run("gnt-cluster", "getmaster",
-                      check=False).returncode != 0:
-        if time.monotonic() > deadline:
-            raise RuntimeError("masterd did not come up")
-        time.sleep(0.2)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=10)
@@ -72,7 +62,7 @@ def main() -> int:
               flush=True)
         cluster.Run("daemon-util", "stop", constants.MASTERD)
         AddInstances(cluster, 0, opts.instances)
-        _StartMasterd(cluster)
+        cluster.StartMasterdAndWait()
         warm = _Watch(cluster)
         last = max((job_id for (job_id, ) in
                     cluster.Luxi().QueryJobs(None, ["id"])), default=0)

@@ -177,7 +177,7 @@ def _SetUp(instances: int) -> VirtualCluster:
                                        bench_list._PASSWORD))
     cluster.Run("daemon-util", "stop", constants.MASTERD)
     bench_list.AddInstances(cluster, 0, instances)
-    bench_list._RestartMasterd(cluster)
+    cluster.StartMasterdAndWait()
     return cluster
 
 

@@ -184,6 +184,14 @@ class VirtualNode:
         return self.Run("daemon-util", "start", "ganeti-masterd", *args,
                         check=check)
 
+    def StartMasterdAndWait(self, timeout: float = 120) -> None:
+        """Start masterd and wait until it answers LUXI (after loading a
+        large configuration, that takes a while)."""
+        self.StartMasterd()
+        WaitFor(lambda: self.Run("gnt-cluster", "getmaster",
+                                 check=False).returncode == 0,
+                timeout, "masterd to answer")
+
     def LogTail(self, daemon: str, lines: int = 30) -> str:
         """The end of a daemon's log on this node (for failure messages)."""
         path = self.NodePath(pathutils.GetLogFilename(
