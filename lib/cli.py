@@ -21,7 +21,7 @@ from optparse import Option, OptionParser, TitledHelpFormatter
 from typing import Any, Callable, Iterable, NoReturn, Sequence
 
 from ganeti import (constants, errors, luxi, opcodes, pathutils, qlang,
-                    ssconf, vcluster)
+                    vcluster)
 from ganeti.cli_opts import *  # noqa: F401,F403 (re-exported API)
 from ganeti.cli_opts import COMMON_OPTS, ArgCommand, SplitKeyVal
 from ganeti.parameters import families
@@ -517,6 +517,9 @@ def _ExplainNoMaster(err: errors.NoMasterError) -> errors.GenericError:
     if not err.args or err.args[0] not in (pathutils.MASTER_SOCKET,
                                            pathutils.QUERY_SOCKET):
         return err
+    # Imported here: only this error path reads ssconf, and every gnt-*
+    # start would otherwise load it (with netutils and uidpool)
+    from ganeti import ssconf
     try:
         master, myself = ssconf.GetMasterAndMyself()
     except errors.ConfigurationError:

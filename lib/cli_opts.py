@@ -16,7 +16,6 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from ganeti import constants, errors, ht, impexp, opcodes
 from ganeti.parameters import families, hypervisors
-from ganeti.utils import uidpool
 from ganeti.utils.text import ParseUnit
 
 __all__ = [
@@ -275,6 +274,7 @@ def check_uid_pool(option: Option, opt: str,
                    value: str) -> list[tuple[int, int]]:
     """Uids and uid ranges, "1000-1999,3000" -> [(1000, 1999), (3000, 3000)].
     """
+    from ganeti.utils import uidpool  # rarely needed; kept off start-up
     try:
         return uidpool.ParseUidPool(value)
     except errors.OpPrereqError as err:
