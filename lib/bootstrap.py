@@ -12,7 +12,7 @@ from ganeti.parameters.families import UpdatedDiskParams
 from ganeti.parameters.hypervisors import UpdatedHvParams
 from ganeti.rpc import client as rpc_client
 from ganeti.rpc import node as rpc_node
-from ganeti.utils import process, tunable, uidpool, x509
+from ganeti.utils import process, tunable, uidpool
 
 
 def RunDaemonUtil(*args: str) -> None:
@@ -34,6 +34,8 @@ ENV_VOTE_RETRY_DELAY = "GANETI_MASTER_VOTE_RETRY_DELAY"
 
 
 def _InitCertificates(cluster_name: str) -> None:
+    # Imported here, as in storage.drbd_daemon: only init needs cryptography
+    from ganeti.utils import x509
     for path in (pathutils.NODED_CERT_FILE, pathutils.RAPI_CERT_FILE):
         x509.GenerateSelfSignedSslCert(path, common_name=cluster_name)
     utils.WriteFile(pathutils.CLUSTER_DOMAIN_SECRET_FILE,
@@ -271,11 +273,6 @@ def FinalizeClusterDestroy(master_name: str) -> None:
         logging.warning("Could not make %s leave the cluster: %s",
                         master_name, result.fail_msg)
     RunDaemonUtil("stop", constants.NODED)
-
-
-def GetMasterName() -> str:
-    """Master name according to this node's ssconf (works without masterd)."""
-    return ssconf.SimpleStore().GetMasterNode()
 
 
 # Files a joining node gets, with their modes (the allow-lists and the

@@ -15,11 +15,11 @@ import tempfile
 import time
 from typing import Any, Callable
 
-from ganeti import (bootstrap, cli, constants, errors, opcodes, pathutils,
-                    ssconf, utils)
+from ganeti import (cli, constants, errors, opcodes, pathutils, ssconf,
+                    utils)
 from ganeti.cli_opts import FORCE_OPT, cli_option
 from ganeti.rpc import node as rpc_node
-from ganeti.utils import process, x509
+from ganeti.utils import process
 
 NEW_CLUSTER_CERT_OPT = cli_option(
     "--new-cluster-certificate", dest="new_cluster_cert", default=False,
@@ -64,6 +64,7 @@ def _ReadAndVerifyCert(filename: str) -> str:
     except OSError as err:
         raise errors.X509CertError(filename, "Unable to read certificate: %s"
                                    % err) from err
+    from ganeti.utils import x509  # off gnt-cluster's start-up (~25 ms)
     try:
         x509.LoadCertificate(pem)
     except Exception as err:  # pylint: disable=broad-except
@@ -125,6 +126,7 @@ def _Distribute(files: dict[str, str], cluster_cert: str | None,
     cluster certificate, written last everywhere (the RPCs before use the
     old one).
     """
+    from ganeti import bootstrap  # node-side machinery, off start-up
     ss = ssconf.SimpleStore()
     master = ss.GetMasterNode()
     offline = set(ss.GetOfflineNodeList())
@@ -163,6 +165,7 @@ def _Distribute(files: dict[str, str], cluster_cert: str | None,
 
 def RenewCrypto(opts: Any, args: list[str]) -> int:
     """Renew the cluster certificates, keys and secrets (Ganeti's rules)."""
+    from ganeti import bootstrap  # see _Distribute
     cli.ToStdout("Updating certificates now. Running \"gnt-cluster verify\" "
                  " is recommended after this operation.")
     if opts.new_rapi_cert and opts.rapi_cert:
@@ -197,6 +200,7 @@ def RenewCrypto(opts: Any, args: list[str]) -> int:
                     " and may take some time. Continue?")
         if not cli.AskUser(usertext):
             return 1
+    from ganeti.utils import x509  # off gnt-cluster's start-up (~25 ms)
     cluster_name = ssconf.SimpleStore().GetClusterName()
     with tempfile.TemporaryDirectory() as tmpdir:
         for wanted, path in ((opts.new_rapi_cert, pathutils.RAPI_CERT_FILE),

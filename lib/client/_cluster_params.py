@@ -4,8 +4,8 @@ the two commands building the cluster's parameters from them."""
 
 from typing import Any
 
-from ganeti import (bootstrap, cli, constants, errors, impexp, objects,
-                    opcodes, utils)
+from ganeti import (cli, constants, errors, impexp, objects, opcodes,
+                    utils)
 from ganeti.cli_opts import (FORCE_OPT, INSTANCE_POLICY_OPTS,
                              IPOLICY_STD_OPT, OpcodeOption, ParamsOption,
                              cli_option)
@@ -291,6 +291,8 @@ def InitCluster(opts: Any, args: list[str]) -> int:
     """Create the cluster with this node as master and start its daemons."""
     _CheckInitLacking(opts)
     ipolicy = _SplitSpecsIPolicy(opts)
+    # Imported here, as in gnt_cluster.DestroyCluster: off every start-up
+    from ganeti import bootstrap
     bootstrap.InitCluster(
         cluster_name=args[0],
         master_netdev=opts.master_netdev or constants.DEFAULT_MASTER_NETDEV,

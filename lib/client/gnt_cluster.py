@@ -6,9 +6,8 @@ import sys
 import time
 from typing import Any
 
-from ganeti import (bootstrap, cli, constants, errors, objects, opcodes,
-                    serializer, ssconf)
-from ganeti.backend import verify as backend_verify
+from ganeti import (cli, constants, errors, objects, opcodes, serializer,
+                    ssconf)
 from ganeti.cli_opts import (
     ARGS_MANY_INSTANCES, ArgChoice, ArgCommand, ArgFile, ArgHost, ArgSuggest,
     ArgUnknown, CONFIRM_OPT, FORCE_OPT, IPOLICY_BOUNDS_OPT, IPOLICY_STD_OPT,
@@ -55,6 +54,9 @@ def DestroyCluster(opts: Any, args: list[str]) -> int:
                      " want to destroy this cluster, supply the --yes-do-it"
                      " option.")
         return constants.EXIT_FAILURE
+    # The node-side machinery (backend, config, pycurl): imported by the
+    # few commands that need it, off every gnt-cluster start-up
+    from ganeti import bootstrap
     op = opcodes.OpClusterDestroy()
     master_name = cli.SubmitOpCode(op, opts=opts)
     bootstrap.FinalizeClusterDestroy(master_name)
@@ -74,7 +76,7 @@ def ShowClusterVersion(opts: Any, args: list[str]) -> int:
 
 def ShowClusterMaster(opts: Any, args: list[str]) -> int:
     """Print the master node's name (from ssconf, works without masterd)."""
-    cli.ToStdout("%s", bootstrap.GetMasterName())
+    cli.ToStdout("%s", ssconf.SimpleStore().GetMasterNode())
     return constants.EXIT_SUCCESS
 
 
@@ -88,6 +90,7 @@ def MasterFailover(opts: Any, args: list[str]) -> int:
                     " Continue?")
         if not cli.AskUser(usertext, skip_option=YES_DOIT_OPT):
             return constants.EXIT_FAILURE
+    from ganeti import bootstrap  # see DestroyCluster
     try:
         bootstrap.MasterFailover(no_voting=opts.no_voting,
                                  feedback_fn=cli.ToStdout)
@@ -546,6 +549,8 @@ def ClusterCopyFile(opts: Any, args: list[str]) -> int:
     if not os.path.isfile(filename):
         raise errors.OpPrereqError("No such filename '%s'" % filename,
                                    errors.ECODE_INVAL)
+    # ganeti.backend loads every node-side module: kept off start-up
+    from ganeti.backend import verify as backend_verify
     vpath = rpc_node.EncodeVirtualPath(filename)
     backend_verify.CheckCopyfileTarget(vpath)
     with open(filename, "rb") as fobj:

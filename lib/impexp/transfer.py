@@ -33,7 +33,7 @@ from ganeti import (errors, impexp, objects, pathutils, serializer,
                     storage, vcluster)
 from ganeti.impexp import sparse
 from ganeti.storage import base as storage_base
-from ganeti.utils import io, process, x509
+from ganeti.utils import io, process
 
 CHUNK_SIZE = sparse.CHUNK_SIZE
 # A data frame holds at most one chunk after compression, which can only
@@ -533,6 +533,7 @@ def _SslContext(server: bool) -> ssl.SSLContext:
 
 def _CheckPeer(conn: ssl.SSLSocket) -> None:
     """Accept only the cluster certificate itself (as noded does)."""
+    from ganeti.utils import x509  # see storage.drbd_daemon
     expected = x509.GetCertificateDigest(
         io.ReadFile(pathutils.NODED_CERT_FILE))
     der = conn.getpeercert(binary_form=True)

@@ -45,7 +45,7 @@ from typing import Any
 
 from ganeti import errors, pathutils, serializer
 from ganeti.storage import base
-from ganeti.utils import io, process, qmp, x509
+from ganeti.utils import io, process, qmp
 
 QSD = "qemu-storage-daemon"
 QEMU_IMG = "qemu-img"
@@ -107,6 +107,9 @@ def EnsureTlsDir() -> str:
             return tls_dir
     except FileNotFoundError:
         pass
+    # Imported here: cryptography's x509 takes ~25 ms to load, and every
+    # gnt-node and gnt-cluster start would pay it through this module
+    from ganeti.utils import x509
     key_pem, cert_pem = x509.GenerateSignedX509Cert(
         cluster_pem, TLS_HOSTNAME, _TLS_VALIDITY_DAYS)
     os.makedirs(tls_dir, mode=0o700, exist_ok=True)
