@@ -97,7 +97,6 @@ ganeti.impexp.master):
 """
 
 import re
-import secrets
 from typing import Any
 
 from ganeti import errors
@@ -179,6 +178,7 @@ def CheckCompressionTools(tools: list[str]) -> None:
 
 def NewMagic() -> str:
     """A random magic identifying one transfer to both its ends."""
+    import secrets  # loads OpenSSL's hashes: off every gnt-* start-up
     return secrets.token_urlsafe(24)
 
 
