@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from ganeti import cli, cli_opts, constants, errors, ht, luxi, opcodes
+from ganeti import (cli, cli_opts, cli_output, constants, errors, ht, luxi,
+                    opcodes)
 
 import testutils_luxi
 
@@ -388,16 +389,17 @@ def test_format_timestamp():
 def test_ask_user():
     choices = [("y", True, "yes"), ("n", False, "no")]
     out = io.StringIO()
-    assert cli._AskUserOn(io.StringIO("maybe\n?\ny\n"), out, "Really?",
-                          choices) is True
+    assert cli_output._AskUserOn(io.StringIO("maybe\n?\ny\n"), out,
+                                 "Really?", choices) is True
     text = out.getvalue()
     assert text.count("Really?\ny/[n]/?: ") == 3
     assert " n - no" in text
-    assert cli._AskUserOn(io.StringIO("N\n"), out, "Q", choices) is False
+    assert cli_output._AskUserOn(io.StringIO("N\n"), out, "Q",
+                                 choices) is False
     # End of input or just Enter: the default (last) answer
-    assert cli._AskUserOn(io.StringIO(""), out, "Q", choices) is False
-    assert cli._AskUserOn(io.StringIO("\n"), out, "Q",
-                          list(reversed(choices))) is True
+    assert cli_output._AskUserOn(io.StringIO(""), out, "Q", choices) is False
+    assert cli_output._AskUserOn(io.StringIO("\n"), out, "Q",
+                                 list(reversed(choices))) is True
     with pytest.raises(errors.ProgrammerError):
         cli.AskUser("Q", choices=[("?", 1, "bad")])
 

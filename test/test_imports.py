@@ -6,6 +6,7 @@ The layers are declared once, in LAYERS.
 """
 
 import ast
+import importlib
 import os
 
 import pytest
@@ -51,7 +52,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "ganeti.luxi", "ganeti.hypervisor", "ganeti.storage",
         "ganeti.monitoring",
         "ganeti.impexp.master", "ganeti.impexp.node",
-        "ganeti.impexp.transfer", "ganeti.http.server", "ganeti.http.auth",
+        "ganeti.impexp.transfer", "ganeti.http.server",
+        "ganeti.http.connection", "ganeti.http.auth",
         "ganeti.daemon", "ganeti.hooksmaster", "ganeti.masterd")),
     # The node's procedures (noded's implementation) and the setting up
     # of a cluster and of joining nodes, which run them locally
@@ -70,7 +72,9 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # The master's clients: the CLI library and the RAPI resources reach
     # the master over LUXI only, never its code (cmdlib, jqueue)
     "clients": (("query", "placement"), ("ganeti.cli", "ganeti.cli_opts",
-                                         "ganeti.rapi")),
+                                         "ganeti.cli_output",
+                                         "ganeti.cli_format",
+                                         "ganeti.cli_jobs", "ganeti.rapi")),
     # Programs: the gnt-* commands and the daemons; hbal and hspace plan
     # with the htools on what they read over LUXI, harep repairs with
     # maintd's auto-repair rules
@@ -293,3 +297,45 @@ def test_checker_catches_a_cycle_and_an_upward_edge():
     # A module no layer declares is reported too
     assert UpwardImports({"ganeti.t": {"ganeti.x"}}, layers) == [
         ("ganeti.t", "top", "ganeti.x", None)]
+
+
+# Facade -> the modules whose names it re-exports: callers use the facade
+# only (cli.ToStdout, objects.Instance)
+FACADES = {
+    "ganeti.cli": ("ganeti.cli_output", "ganeti.cli_format",
+                   "ganeti.cli_jobs"),
+    "ganeti.objects": ("ganeti.objects.base", "ganeti.objects.cluster",
+                       "ganeti.objects.configdata", "ganeti.objects.filters",
+                       "ganeti.objects.instance", "ganeti.objects.network",
+                       "ganeti.objects.oses"),
+}
+
+
+def DefinedNames(path: str) -> list[str]:
+    """The public names a module's file defines (not those it imports)."""
+    with open(path, encoding="utf-8") as fobj:
+        tree = ast.parse(fobj.read(), path)
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target]
+            names.update(name.id for target in targets
+                         for name in ast.walk(target)
+                         if isinstance(name, ast.Name))
+    return sorted(name for name in names if not name.startswith("_"))
+
+
+@pytest.mark.parametrize("facade", sorted(FACADES))
+def test_facade_exports_its_modules(facade):
+    files = ModuleFiles(_LIB)
+    outer = importlib.import_module(facade)
+    for name in FACADES[facade]:
+        module = importlib.import_module(name)
+        defined = DefinedNames(files[name])
+        assert defined, name
+        assert [attr for attr in defined
+                if getattr(outer, attr, None) is not getattr(module, attr)
+                ] == [], name

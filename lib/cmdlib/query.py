@@ -16,7 +16,9 @@ from ganeti.cmdlib import network as cmdlib_network
 from ganeti.cmdlib.base import (ExpandNodeUuidAndName, NoHooksLU,
                                  SelectQueryItems)
 from ganeti.queryfields import filters as qf_filters
+from ganeti.queryfields import groups as qf_groups
 from ganeti.queryfields import networks as qf_networks
+from ganeti.queryfields import nodes as qf_nodes
 from ganeti.rpc import node as rpc_node
 
 
@@ -97,16 +99,16 @@ class _NodeQuery:
         nodes, remaining_filter = self._Nodes(qfilter)
         wanted = set(fields) | query.FilterFields(remaining_filter)
         live_data, storage = None, False
-        if wanted & query.NODE_LIVE_FIELDS:
+        if wanted & qf_nodes.NODE_LIVE_FIELDS:
             live_data, storage = self._LiveData(nodes)
         primary, secondary = self._InstanceMaps()
-        data = query.NodeQueryData(
+        data = qf_nodes.NodeQueryData(
             nodes, self.cfg.GetMasterNode(), self.cfg.GetAllNodeGroupsInfo(),
             self.cfg.GetClusterInfo(), primary, secondary,
             live_data=live_data, storage=storage)
         return query.Query(self.FIELDS, data.Items(), fields,
                            remaining_filter,
-                           hostname_fields=query.NODE_HOSTNAME_FIELDS)
+                           hostname_fields=qf_nodes.NODE_HOSTNAME_FIELDS)
 
 
 class _GroupQuery:
@@ -135,8 +137,8 @@ class _GroupQuery:
                 instances.setdefault(node.group, []).append(inst.name)
         for names in list(members.values()) + list(instances.values()):
             names.sort(key=utils.NiceSortKey)
-        data = query.GroupQueryData(groups, self.cfg.GetClusterInfo(),
-                                    members, instances)
+        data = qf_groups.GroupQueryData(groups, self.cfg.GetClusterInfo(),
+                                        members, instances)
         return query.Query(self.FIELDS, data.Items(), fields,
                            remaining_filter)
 

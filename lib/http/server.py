@@ -14,6 +14,9 @@ Design points:
   keep-alive request.
 * The accept loop waits on the listening socket and a wake-up pipe, so
   shutdown() returns immediately instead of after a poll interval.
+* Reading requests from a connection and writing the responses is
+  ganeti.http.connection's; this module accepts, hands connections to
+  workers and serves their requests with the handler.
 
 A request handler is ``handler(method, path, headers, body) -> (status,
 headers, body)``, where ``path`` is the raw request target (including any
@@ -24,7 +27,6 @@ state.
 """
 
 import collections
-import email.utils
 import errno
 import functools
 import http.client
@@ -32,19 +34,18 @@ import io
 import itertools
 import logging
 import os
-import select
 import selectors
 import socket
 import threading
 import time
-from typing import Callable, TypeAlias
+from typing import Callable
 
 from cryptography import x509
 from OpenSSL import SSL, crypto
 
-from ganeti import constants, errors, netutils
+from ganeti import errors, netutils
 from ganeti import http as ghttp
-from ganeti.http import pending
+from ganeti.http import connection, pending
 
 MODE_FORK = "fork"
 MODE_THREAD = "thread"
@@ -61,38 +62,20 @@ DEFAULT_HEADER_TIMEOUT = 5.0
 # beyond it the oldest is dropped
 DEFAULT_MAX_PENDING = 256
 
-_MAX_LINE = 16 * 1024
 # A request head (request line and headers) longer than this is handed to
 # a worker unfinished, which answers it with an error
 _MAX_HEAD = 64 * 1024
-_READ_BUFFER = 64 * 1024
 # How often the accept loop reaps finished children, and how long it waits
 # before re-checking when max_clients is reached
 _REAP_INTERVAL = 1.0
 _BUSY_INTERVAL = 0.05
 # Connections accepted at most per wake-up, so the loop stays responsive
 _ACCEPT_BATCH = 64
-_SERVER_NAME = "Ganeti/%s" % constants.RELEASE_VERSION
 
 Handler = Callable[[str, str, http.client.HTTPMessage, bytes],
                    tuple[int, dict[str, str], bytes]]
 VerifyFn = Callable[[x509.Certificate, bool], bool]
 ErrorFormatter = Callable[[int, str], tuple[dict[str, str], bytes]]
-# What a connection's bytes go through: the socket itself, or TLS over it
-_Connection = socket.socket | SSL.Connection
-
-
-class _ConnectionClosed(Exception):
-    """The peer went away or the connection broke; nothing to answer."""
-
-
-class _BadRequest(Exception):
-    """A request the server answers itself with ``status`` and closes."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def FormatPlainError(status: int, message: str) -> tuple[dict[str, str],
@@ -100,105 +83,6 @@ def FormatPlainError(status: int, message: str) -> tuple[dict[str, str],
     """Default error body: the message as plain text."""
     return ({ghttp.HTTP_CONTENT_TYPE: ghttp.HTTP_TEXT_PLAIN},
             (message + "\n").encode("utf-8"))
-
-
-class _ConnectionIO(io.RawIOBase):
-    """Blocking, timeout-aware file interface over a non-blocking connection.
-
-    ``conn`` is an ``OpenSSL.SSL.Connection`` or the plain socket; both are
-    driven in non-blocking mode so every wait goes through poll with the
-    current ``timeout`` (pyOpenSSL does not honour socket timeouts) and,
-    if set, before the absolute ``deadline`` (time.monotonic).
-
-    ``head`` holds the bytes the accept loop already read. While
-    ``SetIdle(True)``, a byte on ``shed_fd`` (the server needs the slot)
-    closes the connection instead of waiting on.
-    """
-
-    def __init__(self, sock: socket.socket, conn: _Connection,
-                 head: bytes = b"", shed_fd: int | None = None):
-        super().__init__()
-        self._sock = sock
-        self._conn = conn
-        self._head = head
-        self._shed_fd = shed_fd
-        self._idle = False
-        self._poller = select.poll()
-        self._poller.register(sock.fileno())
-        self.timeout: float | None = None
-        self.deadline: float | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def SetIdle(self, idle: bool) -> None:
-        """Whether waiting for the next request (a shed request ends it)."""
-        if self._shed_fd is None or idle == self._idle:
-            return
-        if idle:
-            self._poller.register(self._shed_fd, select.POLLIN)
-        else:
-            self._poller.unregister(self._shed_fd)
-        self._idle = idle
-
-    def _Wait(self, events: int) -> None:
-        self._poller.modify(self._sock.fileno(), events)
-        timeout = self.timeout
-        if self.deadline is not None:
-            left = max(self.deadline - time.monotonic(), 0.0)
-            timeout = left if timeout is None else min(timeout, left)
-        timeout_ms = None if timeout is None else int(timeout * 1000)
-        while True:
-            try:
-                ready = self._poller.poll(timeout_ms)
-            except InterruptedError:
-                continue
-            break
-        if not ready:
-            raise _ConnectionClosed("timed out after %s seconds" % timeout)
-        # A request that arrived anyway is served
-        if all(fd == self._shed_fd for fd, _ in ready):
-            raise _ConnectionClosed("closed while idle to make room")
-
-    def Retry(self, fn: Callable, *args):
-        """Call a non-blocking connection method until it stops wanting I/O."""
-        while True:
-            try:
-                return fn(*args)
-            except SSL.WantReadError:
-                self._Wait(select.POLLIN)
-            except SSL.WantWriteError:
-                self._Wait(select.POLLOUT)
-
-    def readinto(self, buf) -> int:
-        if self._head:
-            size = min(len(buf), len(self._head))
-            buf[:size] = self._head[:size]
-            self._head = self._head[size:]
-            return size
-        while True:
-            try:
-                return self.Retry(self._conn.recv_into, buf)
-            except BlockingIOError:
-                self._Wait(select.POLLIN)
-            except SSL.ZeroReturnError:
-                return 0
-            except (SSL.Error, OSError) as err:
-                # Includes peers that close without a TLS close_notify
-                raise _ConnectionClosed(str(err)) from err
-
-    def SendAll(self, data: bytes) -> None:
-        """Send all of ``data`` (one call per response keeps packets few)."""
-        view = memoryview(data)
-        while view:
-            try:
-                sent = self.Retry(self._conn.send, view)
-            except BlockingIOError:
-                self._Wait(select.POLLOUT)
-                continue
-            except (SSL.Error, OSError) as err:
-                raise _ConnectionClosed(str(err)) from err
-            view = view[sent:]
 
 
 class _Worker:
@@ -226,11 +110,6 @@ class _Worker:
         if self._shed_w is not None:
             os.close(self._shed_w)
             self._shed_w = None
-
-
-# Buffered reads over a connection (a string: io.BufferedReader is generic
-# only in the type stubs)
-_Reader: TypeAlias = "io.BufferedReader[_ConnectionIO]"
 
 
 class HttpServer:
@@ -675,13 +554,14 @@ class HttpServer:
         """
         sock, tls = conn.sock, conn.tls
         try:
-            rawio = _ConnectionIO(sock, sock if tls is None else tls,
-                                  head=bytes(conn.head), shed_fd=shed_fd)
-            rfile = io.BufferedReader(rawio, _READ_BUFFER)
+            rawio = connection.ConnectionIO(
+                sock, sock if tls is None else tls, head=bytes(conn.head),
+                shed_fd=shed_fd)
+            rfile = io.BufferedReader(rawio, connection.READ_BUFFER)
             while self._HandleRequest(rfile, rawio, handler, conn.address,
                                       server_pid):
                 pass
-        except _ConnectionClosed as err:
+        except connection.ConnectionClosed as err:
             logging.debug("Connection from %s closed: %s", conn.host, err)
         except Exception:  # pylint: disable=broad-except
             logging.exception("Error handling connection from %s",
@@ -694,8 +574,9 @@ class HttpServer:
                     pass
             sock.close()
 
-    def _HandleRequest(self, rfile: _Reader, rawio: _ConnectionIO,
-                       handler: Handler, client_address,
+    def _HandleRequest(self, rfile: connection.Reader,
+                       rawio: connection.ConnectionIO, handler: Handler,
+                       client_address,
                        server_pid: int | None) -> bool:
         """Read, dispatch and answer one request; returns keep-alive.
 
@@ -710,7 +591,7 @@ class HttpServer:
         rawio.SetIdle(False)
         rawio.timeout = self._io_timeout
         rawio.deadline = time.monotonic() + self._header_timeout
-        line = rfile.readline(_MAX_LINE + 1)
+        line = rfile.readline(connection.MAX_LINE + 1)
         if server_pid is not None and os.getppid() != server_pid:
             logging.debug("Server process gone, not serving %s any more",
                           client_address)
@@ -721,20 +602,21 @@ class HttpServer:
         start = time.monotonic()
         method = target = "-"
         try:
-            method, target, version = self._ParseRequestLine(line)
+            method, target, version = connection.ParseRequestLine(line)
             try:
                 headers = http.client.parse_headers(rfile)
             except http.client.HTTPException as err:
-                raise _BadRequest(431, "Bad request headers: %s" %
-                                  err) from err
+                raise connection.BadRequest(
+                    431, "Bad request headers: %s" % err) from err
             rawio.deadline = None
-            keep_alive = self._WantsKeepAlive(version, headers)
-            body = self._ReadBody(rfile, rawio, version, headers)
-        except _BadRequest as err:
+            keep_alive = connection.WantsKeepAlive(version, headers)
+            body = connection.ReadBody(rfile, rawio, version, headers,
+                                       self._max_body_size)
+        except connection.BadRequest as err:
             resp_headers, resp_body = self._error_formatter(err.status,
                                                             err.message)
-            self._SendResponse(rawio, method, err.status, resp_headers,
-                               resp_body, False)
+            connection.SendResponse(rawio, method, err.status,
+                                    resp_headers, resp_body, False)
             self._LogAccess(client_address, method, target, err.status,
                             len(resp_body), start)
             return False
@@ -758,112 +640,11 @@ class HttpServer:
             if (name.lower() == "connection" and
                     value.strip().lower() == "close"):
                 keep_alive = False
-        self._SendResponse(rawio, method, status, resp_headers, resp_body,
-                           keep_alive)
+        connection.SendResponse(rawio, method, status, resp_headers,
+                                resp_body, keep_alive)
         self._LogAccess(client_address, method, target, status,
                         len(resp_body), start)
         return keep_alive
-
-    @staticmethod
-    def _ParseRequestLine(line: bytes) -> tuple[str, str, str]:
-        if len(line) > _MAX_LINE:
-            raise _BadRequest(414, "Request line too long")
-        parts = line.decode("latin-1").split()
-        if len(parts) != 3:
-            raise _BadRequest(400, "Malformed request line")
-        method, target, version = parts
-        if version not in ("HTTP/1.0", "HTTP/1.1"):
-            raise _BadRequest(505, "HTTP version %s not supported" % version)
-        return method, target, version
-
-    @staticmethod
-    def _WantsKeepAlive(version: str, headers) -> bool:
-        tokens = [token.strip().lower()
-                  for token in headers.get("Connection", "").split(",")]
-        if version == "HTTP/1.1":
-            return "close" not in tokens
-        return "keep-alive" in tokens
-
-    def _ReadBody(self, rfile: _Reader, rawio: _ConnectionIO,
-                  version: str, headers) -> bytes:
-        encoding = headers.get("Transfer-Encoding")
-        length_hdr = headers.get("Content-Length")
-        if encoding is not None:
-            if encoding.strip().lower() != "chunked":
-                raise _BadRequest(501, "Transfer encoding %s not supported" %
-                                  encoding)
-            self._SendContinue(rawio, version, headers)
-            return self._ReadChunked(rfile)
-        if length_hdr is None:
-            return b""
-        try:
-            length = int(length_hdr)
-            if length < 0:
-                raise ValueError(length)
-        except ValueError:
-            raise _BadRequest(400, "Invalid Content-Length %r" %
-                              length_hdr) from None
-        if length > self._max_body_size:
-            raise _BadRequest(413, "Request body of %d bytes exceeds the"
-                              " limit of %d bytes" %
-                              (length, self._max_body_size))
-        self._SendContinue(rawio, version, headers)
-        body = rfile.read(length)
-        if len(body) < length:
-            raise _ConnectionClosed("Connection closed in request body")
-        return body
-
-    @staticmethod
-    def _SendContinue(rawio: _ConnectionIO, version: str, headers) -> None:
-        # Clients asking for it would otherwise wait (curl: 1 s) before
-        # sending the body
-        if (version == "HTTP/1.1" and
-                headers.get("Expect", "").strip().lower() == "100-continue"):
-            rawio.SendAll(b"HTTP/1.1 100 Continue\r\n\r\n")
-
-    def _ReadChunked(self, rfile: _Reader) -> bytes:
-        parts: list[bytes] = []
-        total = 0
-        while True:
-            line = rfile.readline(_MAX_LINE + 1)
-            if not line:
-                raise _ConnectionClosed("Connection closed in request body")
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise _BadRequest(400, "Invalid chunk size") from None
-            if size == 0:
-                # Skip trailer fields up to the terminating empty line
-                while True:
-                    line = rfile.readline(_MAX_LINE + 1)
-                    if not line.strip():
-                        return b"".join(parts)
-            total += size
-            if total > self._max_body_size:
-                raise _BadRequest(413, "Request body exceeds the limit of %d"
-                                  " bytes" % self._max_body_size)
-            chunk = rfile.read(size)
-            if len(chunk) < size:
-                raise _ConnectionClosed("Connection closed in request body")
-            parts.append(chunk)
-            rfile.readline(_MAX_LINE + 1)
-
-    @staticmethod
-    def _SendResponse(rawio: _ConnectionIO, method: str, status: int,
-                      headers: dict[str, str], body: bytes,
-                      keep_alive: bool) -> None:
-        lines = ["HTTP/1.1 %d %s" % (status, ghttp.StatusPhrase(status))]
-        own = {"content-length", "connection", "date", "server"}
-        lines.extend("%s: %s" % (name, value)
-                     for name, value in headers.items()
-                     if name.lower() not in own)
-        lines.append("Content-Length: %d" % len(body))
-        lines.append("Connection: %s" % ("keep-alive" if keep_alive
-                                         else "close"))
-        lines.append("Date: %s" % email.utils.formatdate(usegmt=True))
-        lines.append("Server: %s" % _SERVER_NAME)
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        rawio.SendAll(head if method == ghttp.HTTP_HEAD else head + body)
 
     def _LogAccess(self, client_address, method: str, target: str,
                    status: int, size: int, start: float) -> None:
