@@ -10,7 +10,8 @@ module-level marker (``pytestmark``), registered below:
 * ``guest_env``: one KVM hypervisor object in a short root.
 * ``two_node_cluster``: a started two-node virtual cluster (node2
   joined); ``mond_cluster``: the same running ganeti-mond.
-* ``ganeti3_tree``: Ganeti 3.0's programs, unpacked (testutils_ganeti3).
+* ``ganeti3_tree``: Ganeti 3.0's programs, unpacked (testutils_ganeti3);
+  ``hail_program``: its ``hail`` allocator.
 * ``small_tmpfs``: mounts small tmpfs file systems (full-disk tests).
 * ``placement_cfg``: a one-node configuration (a ConfigWriter) for the
   Placement state.
@@ -249,6 +250,17 @@ def ganeti3_tree():
         return testutils_ganeti3.Unpack()
     except testutils_ganeti3.Unavailable as err:
         pytest.skip("Ganeti 3.0's programs are not available: %s" % err)
+
+
+@pytest.fixture(scope="session")
+def hail_program():
+    """Ganeti 3.0's ``hail`` and the environment it runs in
+    (testutils_ganeti3.UnpackHail); skips where apt cannot fetch it or
+    it does not run here."""
+    try:
+        return testutils_ganeti3.UnpackHail()
+    except testutils_ganeti3.Unavailable as err:
+        pytest.skip("Ganeti 3.0's hail is not available: %s" % err)
 
 
 @pytest.fixture

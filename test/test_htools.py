@@ -811,6 +811,35 @@ def test_plan_pinned_for_fixed_cluster():
                       "493c4d31fe50aa8816a40856bd49ceaf")
 
 
+def test_reserved_memory_stays_largest_peer():
+    """``Node.RemoveSec`` recomputes ``r_mem`` only when the largest peer
+    shrinks: through random moves (the planner's parts do and undo the
+    same steps) it must stay the largest memory reserved for a peer."""
+    msg = simu.Message(6, 60, templates=("drbd", ))
+    cluster = model.Cluster(msg)
+    rng = random.Random(13)
+    names = sorted(cluster.instances)
+    nodes = sorted(cluster.nodes)
+    kinds = (moves.FAILOVER, moves.REPLACE_SECONDARY,
+             moves.REPLACE_AND_FAILOVER, moves.REPLACE_PRIMARY,
+             moves.FAILOVER_AND_REPLACE)
+    applied = 0
+    for _ in range(400):
+        kind = rng.choice(kinds)
+        move = moves.Move(rng.choice(names), kind,
+                          None if kind == moves.FAILOVER else
+                          rng.choice(nodes))
+        inst = cluster.instances[move.instance]
+        if move.target in (inst.pnode, inst.snode):
+            continue
+        if not isinstance(moves.ApplyMove(cluster, move, False),
+                          model.Failure):
+            applied += 1
+        for node in cluster.nodes.values():
+            assert node.r_mem == max(node.peers.values(), default=0.0)
+    assert applied > 100
+
+
 def _Even(nodes: int, per_node: int) -> dict:
     """A statically balanced cluster: ``per_node`` equal diskless
     instances on each node (score 0)."""

@@ -220,7 +220,9 @@ def test_input_message_request_types(vc, mode, extra):
     elif mode == "node-evacuate":
         assert data["request"]["evac_mode"] == "primary-only"
     elif mode == "change-group":
-        assert data["request"]["target_groups"] == ["default"]
+        # Named by UUID, as the protocol (and hail) wants them
+        (uuid, ) = Config(vc)["nodegroups"]
+        assert data["request"]["target_groups"] == [uuid]
 
 
 def test_script_allocator_output_and_params(vc):

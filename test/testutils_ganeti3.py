@@ -7,7 +7,9 @@ an installed Ganeti would start its own daemons on our ports. Its
 programs then run with the venv's Python, its ``ganeti`` package first on
 the path, and a node's ``GANETI_ROOTDIR``/``GANETI_HOSTNAME``: Ganeti's
 vcluster convention is ours, so they find the node's ssconf and the
-master's LUXI socket below the node root.
+master's LUXI socket below the node root. Ganeti's ``hail`` (package
+``ganeti-htools-3.0``) is fetched and unpacked the same way, into a tree
+of its own (UnpackHail).
 """
 
 import fcntl
@@ -25,6 +27,9 @@ GANETI_PACKAGE = "ganeti-3.0"
 # (the Debian builds match the venv's Python 3.11)
 DEPENDENCIES = ("python3-bitarray", "python3-pyparsing", "python3-psutil")
 _SHARE = os.path.join("usr", "share", "ganeti", "3.0")
+HAIL_PACKAGES = ("ganeti-htools-3.0", "libpcre3")
+HAIL_PATH = os.path.join("usr", "lib", "ganeti", "3.0", "usr", "lib",
+                         "ganeti", "iallocators", "hail")
 _DIST_PACKAGES = os.path.join("usr", "lib", "python3", "dist-packages")
 
 
@@ -81,16 +86,18 @@ def Unpack() -> str:
     return tree
 
 
-def _Extract(tree: str) -> None:
+def _Extract(tree: str,
+             packages: tuple[str, ...] = (GANETI_PACKAGE, ) + DEPENDENCIES
+             ) -> None:
     """Unpack the packages into ``tree`` unless done before."""
-    done = os.path.join(CACHE, ".unpacked")
+    done = os.path.join(CACHE, ".unpacked-%s" % os.path.basename(tree))
     if os.path.exists(done):
         return
     os.makedirs(CACHE, exist_ok=True)
     with open(os.path.join(CACHE, ".lock"), "w", encoding="ascii") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not os.path.exists(done):
-            for package in (GANETI_PACKAGE, ) + DEPENDENCIES:
+            for package in packages:
                 try:
                     subprocess.run(["dpkg-deb", "-x", _Download(package),
                                     tree], check=True)
@@ -99,6 +106,28 @@ def _Extract(tree: str) -> None:
                                       (package, err)) from err
             with open(done, "w", encoding="ascii"):
                 pass
+
+
+def UnpackHail() -> tuple[str, dict[str, str]]:
+    """Ganeti 3.0's ``hail`` (package ganeti-htools-3.0, a multi-call
+    ``htools`` program picking its personality by the name it is run
+    under) and the environment it needs: libpcre3, which Debian 12 no
+    longer installs by default, unpacked beside it and found through
+    LD_LIBRARY_PATH. Checked to run."""
+    tree = os.path.join(CACHE, "hail-root")
+    _Extract(tree, HAIL_PACKAGES)
+    hail = os.path.join(tree, HAIL_PATH)
+    env = {"LD_LIBRARY_PATH": os.path.join(tree, "lib", "x86_64-linux-gnu")}
+    try:
+        result = subprocess.run([hail, "--version"], capture_output=True,
+                                env=dict(os.environ, **env), text=True,
+                                check=False)
+    except OSError as err:
+        raise Unavailable("cannot run %s: %s" % (hail, err)) from err
+    if result.returncode != 0:
+        raise Unavailable("%s does not run: %s" %
+                          (hail, result.stderr.strip()[-300:]))
+    return hail, env
 
 
 class Ganeti3:

@@ -112,8 +112,11 @@ class LUTestAllocator(NoHooksLU):
         if op.mode == constants.IALLOCATOR_MODE_NODE_EVAC:
             return iallocator.IAReqNodeEvac(
                 op.instances, op.evac_mode or constants.NODE_EVAC_ALL)
-        return iallocator.IAReqGroupChange(op.instances,
-                                           op.target_groups or [])
+        # The protocol names target groups by UUID (hail looks them up
+        # so); Ganeti passes the user's words through unchanged
+        return iallocator.IAReqGroupChange(
+            op.instances, [self.cfg.LookupNodeGroup(group)
+                           for group in op.target_groups or []])
 
     def CheckPrereq(self) -> None:
         self.req = self._Request()

@@ -102,13 +102,15 @@ def SplitJobs(steps: list[Step]) -> list[list[Step]]:
     return result
 
 
-def _Loads(score: Score, nodes: list[Node]) -> list[dict[str, float]]:
+def _Loads(score: Score, nodes: list[Node],
+           spread: bool = False) -> list[dict[str, float]]:
     """How loaded each node is relative to the mean (higher: more):
-    overall, then per std-dev component. Offline nodes are the most
-    loaded while they hold instances, the least once empty."""
+    overall, or with ``spread`` per std-dev component. Offline nodes are
+    the most loaded while they hold instances, the least once empty."""
     count = score.count or 1
     means = [total / count for total in score.sums]
-    result: list[dict[str, float]] = [{} for _ in range(len(means) + 1)]
+    result: list[dict[str, float]] = [
+        {} for _ in range(len(means) if spread else 1)]
     for node in nodes:
         name = node.name
         values = score.values[name]
@@ -120,29 +122,31 @@ def _Loads(score: Score, nodes: list[Node]) -> list[dict[str, float]]:
             continue
         each = [sign * (value - mean) for sign, value, mean
                 in zip(_LOAD_SIGN, values.vec, means)]
-        result[0][name] = values.add + sum(
-            map(mul, score.weights, each))
-        for loads, load in zip(result[1:], each):
-            loads[name] = load
+        if spread:
+            for loads, load in zip(result, each):
+                loads[name] = load
+        else:
+            result[0][name] = values.add + sum(
+                map(mul, score.weights, each))
     return result
 
 
 def Levels(score: Score, nodes: list[Node],
            online: list[Node]) -> Iterator[tuple[set[str], list[Node]]]:
     """A round's successive (source names, targets), see the module's
-    docstring; ties broken by node name."""
-    loads = _Loads(score, nodes)
-
+    docstring; ties broken by node name. Most rounds stop at the first
+    level: the per-component loads are only computed for the second."""
     def ranked(among: list[Node], load: dict[str, float],
                sign: float) -> list[Node]:
         return sorted(among, key=lambda n: (sign * load[n.name], n.name))
 
-    overall = ranked(nodes, loads[0], -1.0)
-    targets = ranked(online, loads[0], 1.0)
+    loads = _Loads(score, nodes)[0]
+    overall = ranked(nodes, loads, -1.0)
+    targets = ranked(online, loads, 1.0)
     yield {node.name for node in overall[:SOURCES]}, targets[:TARGETS]
     sources: set[str] = set()
     chosen: set[str] = set()
-    for load in loads[1:]:
+    for load in _Loads(score, nodes, spread=True):
         sources.update(node.name for node in
                        ranked(nodes, load, -1.0)[:SPREAD_SOURCES])
         chosen.update(node.name for node in

@@ -76,8 +76,9 @@ def _ChangeAll(cluster: Cluster, inst: Instance, targets: list[Node],
             for move in plan:
                 applied = moves.ApplyMove(cluster, move, strict)
                 if isinstance(applied, Failure):
-                    reason = "%s to %s: %s" % (move.kind, move.target or
-                                               "secondary", applied.text)
+                    reason = "%s to %s: %s (%s)" % (
+                        move.kind, move.target or "secondary", applied.mode,
+                        applied.text)
                     break
                 done.append(applied)
                 touched.update((node.name, node) for node in applied.touched)
@@ -105,7 +106,14 @@ def PlanInstance(cluster: Cluster, inst: Instance, mode: str,
     disks."""
     if inst.internal_mirror:
         if mode == CHANGE_PRIMARY:
-            return [moves.Move(inst.name, moves.FAILOVER, None)]
+            # Checked as hail does (migration classes included)
+            move = moves.Move(inst.name, moves.FAILOVER, None)
+            applied = moves.ApplyMove(cluster, move, strict)
+            if isinstance(applied, Failure):
+                raise EvacError("Failover to the secondary failed: %s (%s)"
+                                % (applied.mode, applied.text))
+            moves.UndoMove(cluster, applied)
+            return [move]
         if mode == CHANGE_SECONDARY:
             return [_BestMove(cluster, inst, moves.REPLACE_SECONDARY,
                               targets, score, strict)]

@@ -18,14 +18,18 @@ from typing import NamedTuple
 
 from ganeti import constants, errors
 from ganeti.htools import (FAIL_CPU, FAIL_DISK, FAIL_DISK_COUNT, FAIL_MEM,
-                           FAIL_N1, FAIL_SPINDLES, FAIL_TAGS)
+                           FAIL_MIG, FAIL_N1, FAIL_SPINDLES, FAIL_TAGS)
 from ganeti.parameters import families
 
-# Cluster tag prefixes giving instance exclusion tags, node locations and
-# instance desired locations (``Tags/Constants.hs``)
+# Cluster tag prefixes giving instance exclusion tags, node locations,
+# instance desired locations, node migration classes and the classes
+# (``src::dst``) a node of another class may receive
+# (``Tags/Constants.hs``)
 EX_TAGS_PREFIX = "htools:iextags:"
 LOCATION_PREFIX = "htools:nlocation:"
 DESIRED_LOCATION_PREFIX = "htools:desiredlocation:"
+MIGRATION_PREFIX = "htools:migration:"
+ALLOW_MIGRATION_PREFIX = "htools:allowmigration:"
 
 # Templates whose disks live on the node's own storage (disk is checked)
 DTS_LOCAL_STORAGE = frozenset([constants.DT_PLAIN, constants.DT_DRBD8,
@@ -87,6 +91,31 @@ def _DesiredLocations(tags: list[str], prefixes: tuple) -> frozenset[str]:
     if not prefixes:
         return frozenset()
     return frozenset(tag for tag in tags if tag.startswith(prefixes))
+
+
+def _AllowedMigrations(tags: list[str]) -> tuple[tuple[str, str], ...]:
+    """The (source, destination) migration classes of the cluster's
+    ``htools:allowmigration:src::dst`` tags (``Tags.migrations``): split
+    at the first ``::``; a destination holding another is ignored."""
+    pairs = []
+    for tag in tags:
+        if tag.startswith(ALLOW_MIGRATION_PREFIX):
+            src, sep, dst = tag[len(ALLOW_MIGRATION_PREFIX):].partition("::")
+            if sep and "::" not in dst:
+                pairs.append((src, dst))
+    return tuple(pairs)
+
+
+def _MigrationClasses(tags: list[str], prefixes: tuple,
+                      allowed: tuple[tuple[str, str], ...]
+                      ) -> tuple[frozenset[str], frozenset[str]]:
+    """A node's migration classes, its tags ``<p>:*`` for the cluster's
+    ``htools:migration:<p>`` tags (``getMigRestrictions``), and those it
+    may receive: its own and the sources allowed into each of them
+    (``getRecvMigRestrictions``)."""
+    own = frozenset(tag for tag in tags for prefix in prefixes
+                    if tag.startswith(prefix + ":"))
+    return own, own | {src for src, dst in allowed if dst in own}
 
 
 def _Prefixes(tags: list[str], family: str) -> tuple[str, ...]:
@@ -174,7 +203,7 @@ class Node:
                  "n_cpu", "u_cpu", "cpu_speed", "excl", "t_sp", "f_sp",
                  "inst_sp", "hi_sp", "vcpu_ratio", "peers", "r_mem",
                  "plist", "slist", "xtags", "loc_score", "lx", "aggregates",
-                 "load", "nd_mem", "nd_dsk", "nd_sp")
+                 "load", "nd_mem", "nd_dsk", "nd_sp", "mig", "rmig")
 
     def __init__(self, name: str, data: dict, group: Group,
                  loc_prefixes: tuple) -> None:
@@ -190,6 +219,9 @@ class Node:
         self.locations = frozenset(tag for tag in self.tags
                                    if tag.startswith(loc_prefixes)) \
             if loc_prefixes else frozenset()
+        # Migration classes, and those it may receive (set by Cluster)
+        self.mig: frozenset[str] = frozenset()
+        self.rmig: frozenset[str] = frozenset()
         ndparams = data.get("ndparams") or {}
         self.excl = bool(ndparams.get(families.ND_EXCLUSIVE_STORAGE, False))
         self.cpu_speed = float(ndparams.get(families.ND_CPU_SPEED, 1.0)) or 1.0
@@ -262,6 +294,17 @@ class Node:
                            " (N+1): no free disk")
         return None
 
+    def MigrationFailure(self, source: "Node") -> Failure | None:
+        """Whether an instance may migrate or fail over from ``source``
+        to this node (``Node.checkMigration``): every migration class of
+        the source must be one this node receives."""
+        missing = source.mig - self.rmig
+        if not missing:
+            return None
+        return Failure(FAIL_MIG, "cannot receive instances from %s:"
+                       " migration class %s not accepted" %
+                       (source.name, ", ".join(sorted(missing))))
+
     def TagConflicts(self) -> int:
         """Primaries sharing an exclusion tag (``pri_tags_score``)."""
         return sum(self.xtags.values()) - len(self.xtags)
@@ -326,7 +369,10 @@ class Node:
                 self.f_sp -= sum(sp or 0 for sp in inst.disk_spindles)
         self.u_cpu += inst.vcpus
         self.inst_sp += inst.spindle_use
-        self.xtags.update(inst.xtags)
+        if inst.xtags:
+            # Counter.update is slow even on nothing (planning calls this
+            # for every candidate part)
+            self.xtags.update(inst.xtags)
         needs = inst.needs
         if needs is not None:
             self.nd_mem += needs[0]
@@ -355,10 +401,11 @@ class Node:
             self.nd_mem -= needs[0]
             self.nd_dsk -= needs[1]
             self.nd_sp -= needs[2]
-        self.xtags.subtract(inst.xtags)
-        for tag in inst.xtags:
-            if self.xtags[tag] <= 0:
-                del self.xtags[tag]
+        if inst.xtags:
+            self.xtags.subtract(inst.xtags)
+            for tag in inst.xtags:
+                if self.xtags[tag] <= 0:
+                    del self.xtags[tag]
         if self.locations:
             self._Located(inst, -1)
         elif inst.dlocs:
@@ -423,12 +470,15 @@ class Node:
 
     def RemoveSec(self, inst: Instance, pnode: str) -> None:
         """Undo ``AddSec``."""
-        peer = self.peers.get(pnode, 0.0) - inst.sec_mem
+        old = self.peers.get(pnode, 0.0)
+        peer = old - inst.sec_mem
         if peer > 0:
             self.peers[pnode] = peer
         else:
             self.peers.pop(pnode, None)
-        self.r_mem = max(self.peers.values(), default=0.0)
+        # r_mem is the largest peer: it only changes when that one shrinks
+        if old >= self.r_mem:
+            self.r_mem = max(self.peers.values(), default=0.0)
         self.f_dsk += inst.dsk
         if self.excl:
             self.f_sp += sum(sp or 0 for sp in inst.disk_spindles)
@@ -608,6 +658,10 @@ class Cluster:
         self.ex_prefixes = _Prefixes(self.tags, EX_TAGS_PREFIX)
         self.loc_prefixes = _Prefixes(self.tags, LOCATION_PREFIX)
         self.dl_prefixes = _Prefixes(self.tags, DESIRED_LOCATION_PREFIX)
+        mig_prefixes = _Prefixes(self.tags, MIGRATION_PREFIX)
+        allowed = _AllowedMigrations(self.tags)
+        # Whether moves are subject to migration classes (FailMig)
+        self.migration_classes = bool(mig_prefixes)
         cluster_ipolicy = families.FillIPolicy(
             families.IPOLICY_DEFAULTS, message.get("ipolicy") or {})
         self.groups: dict[str, Group] = {
@@ -620,7 +674,11 @@ class Cluster:
             group = self.groups.get(uuid)
             if group is None:
                 group = self.groups[uuid] = Group(uuid, {}, cluster_ipolicy)
-            self.nodes[name] = Node(name, data, group, self.loc_prefixes)
+            node = self.nodes[name] = Node(name, data, group,
+                                           self.loc_prefixes)
+            if mig_prefixes:
+                node.mig, node.rmig = _MigrationClasses(
+                    node.tags, mig_prefixes, allowed)
             if self.util is not None:
                 self.nodes[name].load = [0.0] * len(BASE_UTIL)
         raw = message.get("instances") or {}

@@ -8,6 +8,13 @@ serialised as Ganeti's hail emits them: a failover to the secondary is
 ``OP_INSTANCE_MIGRATE`` with ``allow_failover``, a new secondary is
 ``OP_INSTANCE_REPLACE_DISKS`` in ``replace_new_secondary`` mode.
 
+Every move that migrates or fails an instance over (all but
+replace-secondary) first checks the migration classes of the cluster's
+``htools:migration`` tags, as ``applyMoveEx`` does: FailMig when the
+receiving node does not accept every class of the one giving the
+instance up, for each failover step (replace-primary: from the primary
+to the secondary, then from there to the target).
+
 Beyond hbal, ``copy`` moves a plain or file instance to another node by
 copying its disks (``OP_INSTANCE_MOVE``); only change-group plans it,
 the way our ``gnt-instance change-group`` moves such instances.
@@ -56,6 +63,33 @@ class Applied(NamedTuple):
     instance: Instance
     pnode: str | None
     snode: str | None
+
+
+def MigrationFailure(cluster: Cluster, move: Move) -> Failure | None:
+    """The migration-class check of a move on the instance's current
+    nodes (``Node.checkMigration`` in ``applyMoveEx``); a copy is no
+    migration."""
+    if not cluster.migration_classes:
+        return None
+    inst = cluster.instances[move.instance]
+    nodes = cluster.nodes
+    assert inst.pnode is not None
+    pnode = nodes[inst.pnode]
+    snode = nodes[inst.snode] if inst.snode else None
+    target = nodes[move.target] if move.target else None
+    pairs: tuple[tuple[Node | None, Node | None], ...] = ()
+    if move.kind in (FAILOVER, FAILOVER_AND_REPLACE):
+        pairs = ((pnode, snode), )
+    elif move.kind in (FAILOVER_TO_ANY, REPLACE_AND_FAILOVER):
+        pairs = ((pnode, target), )
+    elif move.kind == REPLACE_PRIMARY:
+        pairs = ((pnode, snode), (snode, target))
+    for source, dest in pairs:
+        assert source is not None and dest is not None
+        failure = dest.MigrationFailure(source)
+        if failure is not None:
+            return failure
+    return None
 
 
 def _SetNodes(cluster: Cluster, inst: Instance, pnode: str | None,
@@ -140,6 +174,9 @@ def _Attach(cluster: Cluster, inst: Instance, pname: str | None,
 def ApplyMove(cluster: Cluster, move: Move,
               strict: bool = True) -> Applied | Failure:
     """Do a move in the model (``applyMoveEx``), or say why it fails."""
+    failure = MigrationFailure(cluster, move)
+    if failure is not None:
+        return failure
     inst = cluster.instances[move.instance]
     applied = Applied([], inst, inst.pnode, inst.snode)
     touched = {name for name in (inst.pnode, inst.snode) if name}

@@ -532,11 +532,21 @@ class Evaluator:
         inst = self.cluster.instances[move.instance]
         targets = [] if move.target is None \
             else [self.cluster.nodes[move.target]]
+        if not self._Migrates(move.instance, move.kind, move.target):
+            return None
         for cand in self._Candidates(inst, targets, move.target is not None):
             if cand[2] == move.kind:
                 return self._Exact(cand[4], self._PairDelta(inst, move.kind,
                                                             move.target))
         return None
+
+    def _Migrates(self, name: str, kind: str, target: str | None) -> bool:
+        """Whether the move passes the migration-class check, which
+        depends on two nodes and so is no part (checked only for the
+        candidates that could be chosen)."""
+        return not self.cluster.migration_classes or \
+            moves.MigrationFailure(
+                self.cluster, moves.Move(name, kind, target)) is None
 
     def _Gradient(self) -> float:
         """Set up the lower bound for this round; returns its constant."""
@@ -614,8 +624,10 @@ class Evaluator:
         most = min(cutoff - base, _FINITE)
         heap: list[tuple] = []
         unlinked: dict[tuple, tuple] = {}
+        by_name = {tnode.name: tnode for tnode in targets}
         for inst in chosen.values():
-            self._Seed(inst, targets, disk_moves, most, heap, unlinked)
+            self._Seed(inst, targets, by_name, disk_moves, most, heap,
+                       unlinked)
         heapify(heap)
         best: tuple[float, tuple[str, str, str]] | None = None
         values: dict[tuple, float] = {}
@@ -631,7 +643,8 @@ class Evaluator:
             if value is None:
                 value = values[ids] = self._Exact(parts, extra)
             key = (value, (name, kind, target or ""))
-            if value <= cutoff and (best is None or key < best):
+            if value <= cutoff and (best is None or key < best) and \
+                    self._Migrates(name, kind, target):
                 best = key
             follow = _Walk(cand[5], name, kind, most) if len(cand) > 5 \
                 else None
@@ -644,9 +657,9 @@ class Evaluator:
         name, kind, target = best[1]
         return best[0], moves.Move(name, kind, target or None)
 
-    def _Seed(self, inst: Instance, targets: list[Node], disk_moves: bool,
-              most: float, heap: list[tuple],
-              unlinked: dict[tuple, tuple]) -> None:
+    def _Seed(self, inst: Instance, targets: list[Node],
+              by_name: dict[str, Node], disk_moves: bool, most: float,
+              heap: list[tuple], unlinked: dict[tuple, tuple]) -> None:
         """Add the instance's candidates to the heap of ``Best``: those
         toward its linked targets (``_Linked``) and the nodes it is on one
         by one (``_Candidates``), the others per kind of move as the head
@@ -670,9 +683,10 @@ class Evaluator:
         if shared is None:
             shared = unlinked[tkey] = self._Unlinked(inst, tkey, targets)
         lists, skipped = shared
+        # the linked targets (a set operation: usually a few of many)
         heap.extend(self._Candidates(
-            inst, [tnode for tnode in targets
-                   if tnode.name in linked or tnode.name in skipped],
+            inst, [by_name[name] for name in
+                   (linked | skipped).intersection(by_name)],
             disk_moves, most))
         flows = self._Lows(fixed)
         if self._paired and inst.xtags:

@@ -48,6 +48,15 @@ def DiskSpaceTotal(disks: list[dict], template: str) -> int:
     return sum(int(disk.get("size") or 0) for disk in disks)
 
 
+def _StorageDir(cluster: objects.Cluster, template: str) -> str | None:
+    """The directory whose space the message reports for a template;
+    drbd images live below the file storage directory (storage.drbd)."""
+    return {constants.DT_FILE: cluster.file_storage_dir,
+            constants.DT_DRBD8: cluster.file_storage_dir,
+            constants.DT_SHARED_FILE:
+            cluster.shared_file_storage_dir}.get(template)
+
+
 class IARequest:
     """One allocator request: its type, the ``request`` part of the
     message and the check of the result."""
@@ -436,12 +445,15 @@ class IAllocator:
         if not live:
             return result
         hv_name = self.req.Hypervisor(self.cfg)
-        template = self.req.DiskTemplate(self.cfg)
-        # drbd images live below the file storage directory (storage.drbd)
-        storage_dir = {constants.DT_FILE: cluster.file_storage_dir,
-                       constants.DT_DRBD8: cluster.file_storage_dir,
-                       constants.DT_SHARED_FILE:
-                       cluster.shared_file_storage_dir}.get(template)
+        storage_dir = _StorageDir(cluster, self.req.DiskTemplate(self.cfg))
+        if storage_dir is None:
+            # A template without storage (diskless) still reports the
+            # cluster's: hail's capacity check fails over and re-creates
+            # the existing instances on it, and finds no room in zeros
+            storage_dir = next(
+                (path for path in (_StorageDir(cluster, template) for template
+                                   in cluster.enabled_disk_templates)
+                 if path is not None), None)
         uuids = [node.uuid for node in live]
         node_infos = self.rpc.call_node_info(
             uuids, [storage_dir] if storage_dir else [], [hv_name])
