@@ -203,6 +203,11 @@ def test_exclusion_tags():
     assert not answer["success"]
     assert "FailTags: 1" in answer["info"]
     assert "exclusion tag service:db" in answer["info"]
+    # Only tags "<prefix>:..." are exclusion tags: "services:db" shares
+    # the prefix's letters, not the prefix
+    msg["instances"]["inst00000.example.com"]["tags"] = ["services:db"]
+    msg["request"] = simu.AllocRequest(tags=["services:db"])
+    assert allocator.Run(msg)["result"] == ["node0000.example.com"]
 
 
 def test_offline_drained_not_vm_capable_never_chosen():

@@ -113,14 +113,15 @@ def _MigrationClasses(tags: list[str], prefixes: tuple,
     ``htools:migration:<p>`` tags (``getMigRestrictions``), and those it
     may receive: its own and the sources allowed into each of them
     (``getRecvMigRestrictions``)."""
-    own = frozenset(tag for tag in tags for prefix in prefixes
-                    if tag.startswith(prefix + ":"))
+    own = frozenset(tag for tag in tags if tag.startswith(prefixes))
     return own, own | {src for src, dst in allowed if dst in own}
 
 
 def _Prefixes(tags: list[str], family: str) -> tuple[str, ...]:
-    """The non-empty prefixes the cluster tags of a family name."""
-    return tuple(tag[len(family):] for tag in tags
+    """The tag prefixes ``<p>:`` the cluster's tags ``<family><p>`` name
+    (non-empty ``p``): ``htools:iextags:svc`` makes ``svc:db`` an
+    exclusion tag, not ``svcx:db``."""
+    return tuple(tag[len(family):] + ":" for tag in tags
                  if tag.startswith(family) and len(tag) > len(family))
 
 
