@@ -7,7 +7,7 @@ covered by test_gnt_instance.
 import pytest
 
 from ganeti import constants, errors, objects, opcodes
-from ganeti.cmdlib import instance
+from ganeti.cmdlib import instance_create, instance_utils
 
 from testutils_cmdlib import Failed, FakeRpc, MakeContext, Ok
 
@@ -95,20 +95,21 @@ def test_disks_accept_ganetis_volume_groups():
     """Scripts written for Ganeti pass vg/metavg for drbd disks; there is
     no LVM here, they are accepted and unused (Ganeti does so for file
     disks), while other unknown keys are refused."""
-    disks = instance.ParseDisks([{"size": 32, "vg": "xenvg",
-                                  "metavg": "metavg"}], constants.DT_DRBD8)
+    disks = instance_create.ParseDisks([{"size": 32, "vg": "xenvg",
+                                         "metavg": "metavg"}],
+                                       constants.DT_DRBD8)
     assert disks == [{"size": 32, "mode": "rw", "name": None,
                       "adopt": None}]
     with pytest.raises(errors.OpPrereqError,
                        match="Unknown disk parameter.*: tier"):
-        instance.ParseDisks([{"size": 32, "tier": "gold"}],
-                            constants.DT_DRBD8)
+        instance_create.ParseDisks([{"size": 32, "tier": "gold"}],
+                                   constants.DT_DRBD8)
 
 
 def test_generated_macs_use_prefix_and_avoid_used_ones():
     used = {"aa:00:00:%02x:%02x:%02x" % (a, b, c)
             for a in range(2) for b in range(2) for c in range(2)}
-    mac = instance.GenerateMAC("aa:00:00", used)
+    mac = instance_utils.GenerateMAC("aa:00:00", used)
     assert mac.startswith("aa:00:00:") and mac not in used
 
 

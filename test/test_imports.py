@@ -41,6 +41,10 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "objects": (("parameters", ), ("ganeti.objects", "ganeti.opcodes",
                                    "ganeti.opcodes_base",
                                    "ganeti.opcodes_instance",
+                                   "ganeti.opcodes_cluster",
+                                   "ganeti.opcodes_node",
+                                   "ganeti.opcodes_group",
+                                   "ganeti.opcodes_network",
                                    "ganeti.network")),
     # What the master and the nodes build on: configuration, RPC, LUXI,
     # locks, hypervisors, storage, the transfer of disks, HTTP servers,
@@ -52,8 +56,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "ganeti.luxi", "ganeti.hypervisor", "ganeti.storage",
         "ganeti.monitoring",
         "ganeti.impexp.master", "ganeti.impexp.node",
-        "ganeti.impexp.transfer", "ganeti.http.server",
-        "ganeti.http.connection", "ganeti.http.auth",
+        "ganeti.impexp.transfer", "ganeti.impexp.endpoints",
+        "ganeti.http.server", "ganeti.http.connection", "ganeti.http.auth",
         "ganeti.daemon", "ganeti.hooksmaster", "ganeti.masterd")),
     # The node's procedures (noded's implementation) and the setting up
     # of a cluster and of joining nodes, which run them locally
@@ -300,7 +304,7 @@ def test_checker_catches_a_cycle_and_an_upward_edge():
 
 
 # Facade -> the modules whose names it re-exports: callers use the facade
-# only (cli.ToStdout, objects.Instance)
+# only (cli.ToStdout, objects.Instance, opcodes.OpNodeAdd)
 FACADES = {
     "ganeti.cli": ("ganeti.cli_output", "ganeti.cli_format",
                    "ganeti.cli_jobs"),
@@ -308,6 +312,9 @@ FACADES = {
                        "ganeti.objects.configdata", "ganeti.objects.filters",
                        "ganeti.objects.instance", "ganeti.objects.network",
                        "ganeti.objects.oses"),
+    "ganeti.opcodes": ("ganeti.opcodes_instance", "ganeti.opcodes_cluster",
+                       "ganeti.opcodes_node", "ganeti.opcodes_group",
+                       "ganeti.opcodes_network"),
 }
 
 

@@ -1,11 +1,22 @@
 """Ganeti instance administration: create, remove, start, stop, reboot,
-list and show instances."""
+list and show instances.
+
+Some commands live in helper modules: info (_instance_info), the instance
+selection of the commands acting on many (_instance_multi), and the ones
+moving an instance or its disks (_instance_placement).
+"""
 
 import shlex
 from typing import Any
 
 from ganeti import cli, constants, errors, ht, opcodes, serializer
 from ganeti.client import _instance_info, _instance_multi
+from ganeti.client._instance_placement import (
+    ALLOW_FAILOVER_OPT, AUTO_REPLACE_OPT, CLEANUP_OPT, DISKIDX_OPT,
+    IGNORE_HVVERSIONS_OPT, NEW_SECONDARY_OPT, ON_PRIMARY_OPT,
+    ON_SECONDARY_OPT, REPLACE_EARLY_RELEASE_OPT, REPLACE_IGNORE_IPOLICY_OPT,
+    ChangeGroup, FailoverInstance, MigrateInstance, MoveInstance,
+    ReplaceDisks)
 from ganeti.parameters.hypervisors import HVC_GLOBALS
 from ganeti.cli_opts import (
     ARGS_MANY_INSTANCES, ARGS_ONE_INSTANCE, ArgFile, ArgInstance,
@@ -14,7 +25,7 @@ from ganeti.cli_opts import (
     COMPRESS_OPT, SINGLE_NODE_OPT,
     FIELDS_OPT, FORCE_FILTER_OPT, FORCE_OPT, HYPERVISOR_OPT,
     IALLOCATOR_OPT, IGNORE_CONSIST_OPT, IGNORE_IPOLICY_OPT, MIGRATION_MODE_OPT,
-    MigrationModeFromOpts, NET_OPT, NODE_PLACEMENT_OPT, NOHDR_OPT, NONLIVE_OPT,
+    NET_OPT, NODE_PLACEMENT_OPT, NOHDR_OPT, NONLIVE_OPT,
     NOCONFLICTSCHECK_OPT, NORUNTIME_CHGS_OPT, NWSYNC_OPT, OSPARAMS_OPT,
     OSPARAMS_PRIVATE_OPT, OSPARAMS_SECRET_OPT, OS_OPT, OS_SIZE_OPT,
     OpcodeOption, PRINT_JOBID_OPT, PRIORITY_OPT, ParamsOption, ParseUnit,
@@ -174,6 +185,40 @@ def AddInstance(opts: Any, args: list[str]) -> int:
         conflicts_check=opts.conflicts_check)
     cli.SubmitOrSend(op, opts)
     return constants.EXIT_SUCCESS
+
+
+def BatchCreate(opts: Any, args: list[str]) -> int:
+    """Create the instances a JSON file describes (a list of
+    OpInstanceCreate parameter dicts), placed by one allocator run
+    (OP_INSTANCE_MULTI_ALLOC), and wait for the creation jobs."""
+    (json_filename,) = args
+    cl = cli.GetClient()
+    try:
+        with open(json_filename) as fobj:
+            instance_data = serializer.LoadJson(fobj.read())
+    except (OSError, ValueError) as err:
+        cli.ToStderr("Can't parse the instance definition file: %s" % err)
+        return constants.EXIT_FAILURE
+    if not _INST_DATA_VAL(instance_data):
+        cli.ToStderr("The instance definition file is not %s" %
+                     _INST_DATA_VAL)
+        return constants.EXIT_FAILURE
+    possible = {param[0] for param in _Create.GetAllParams()}
+    instances = []
+    for idx, inst in enumerate(instance_data):
+        unknown = sorted(set(inst) - possible)
+        if unknown:
+            raise errors.OpPrereqError("Unknown fields in definition %s: %s"
+                                       % (idx, ", ".join(unknown)),
+                                       errors.ECODE_INVAL)
+        create = _Create(**inst)
+        create.Validate(False)
+        instances.append(create)
+    op = opcodes.OpInstanceMultiAlloc(iallocator=opts.iallocator,
+                                      instances=instances)
+    return cli.FollowUpJobsExit(
+        op, opts, cl, "There were %s errors during the creation.",
+        "All instances created successfully.")
 
 
 # Lifecycle -----------------------------------------------------------------
@@ -521,205 +566,6 @@ def ConnectToInstanceConsole(opts: Any, args: list[str]) -> int:
     op = opcodes.OpInstanceConsole(instance_name=args[0])
     cli.ToStdout("%s", FormatConsole(cli.SubmitOpCode(op, opts=opts)))
     return constants.EXIT_SUCCESS
-
-
-# Placement -----------------------------------------------------------------
-
-_Migrate = opcodes.OpInstanceMigrate
-
-CLEANUP_OPT = OpcodeOption(_Migrate, "cleanup", "--cleanup")
-ALLOW_FAILOVER_OPT = OpcodeOption(_Migrate, "allow_failover",
-                                  "--allow-failover")
-IGNORE_HVVERSIONS_OPT = OpcodeOption(_Migrate, "ignore_hvversions",
-                                     "--ignore-hvversions")
-
-
-_Replace = opcodes.OpInstanceReplaceDisks
-NEW_SECONDARY_OPT = OpcodeOption(_Replace, "remote_node", "-n",
-                                 "--new-secondary", dest="dst_node",
-                                 metavar="NODE")
-ON_PRIMARY_OPT = cli_option("-p", "--on-primary", dest="on_primary",
-                            default=False, action="store_true",
-                            help="Replace the disk(s) on the primary node"
-                            " (applies only to internally mirrored disk"
-                            " templates, e.g. %s)" % constants.DT_DRBD8)
-ON_SECONDARY_OPT = cli_option("-s", "--on-secondary", dest="on_secondary",
-                              default=False, action="store_true",
-                              help="Replace the disk(s) on the secondary"
-                              " node (applies only to internally mirrored"
-                              " disk templates, e.g. %s)" %
-                              constants.DT_DRBD8)
-AUTO_REPLACE_OPT = cli_option("-a", "--auto", dest="auto", default=False,
-                              action="store_true",
-                              help="Automatically replace faulty disks"
-                              " (applies only to internally mirrored disk"
-                              " templates, e.g. %s)" % constants.DT_DRBD8)
-DISKIDX_OPT = cli_option("--disks", dest="disks", default=None,
-                         help="Comma-separated list of disks indices to act"
-                         " on (e.g. 0,2) (optional, defaults to all disks)")
-REPLACE_EARLY_RELEASE_OPT = OpcodeOption(_Replace, "early_release",
-                                         "--early-release")
-REPLACE_IGNORE_IPOLICY_OPT = OpcodeOption(_Replace, "ignore_ipolicy",
-                                          "--ignore-ipolicy")
-
-
-def ReplaceDisks(opts: Any, args: list[str]) -> int:
-    """Replace the disks of a drbd instance (one of -p, -s, -a, -n, -I)."""
-    try:
-        disks = [int(idx) for idx in opts.disks.split(",")] \
-            if opts.disks else []
-    except ValueError as err:
-        raise errors.OpPrereqError("Invalid disk index passed: %s" % err,
-                                   errors.ECODE_INVAL)
-    choices = [opts.on_primary, opts.on_secondary, opts.auto,
-               opts.dst_node is not None, opts.iallocator is not None]
-    if choices.count(True) != 1:
-        raise errors.OpPrereqError("One and only one of the -p, -s, -a, -n"
-                                   " and -I options must be passed",
-                                   errors.ECODE_INVAL)
-    if opts.on_primary:
-        mode = constants.REPLACE_DISK_PRI
-    elif opts.on_secondary:
-        mode = constants.REPLACE_DISK_SEC
-    elif opts.auto:
-        mode = constants.REPLACE_DISK_AUTO
-        if disks:
-            raise errors.OpPrereqError("Cannot specify disks when using"
-                                       " automatic mode", errors.ECODE_INVAL)
-    else:
-        mode = constants.REPLACE_DISK_CHG
-    op = opcodes.OpInstanceReplaceDisks(
-        instance_name=args[0], disks=disks, remote_node=opts.dst_node,
-        mode=mode, iallocator=opts.iallocator,
-        early_release=opts.early_release,
-        ignore_ipolicy=opts.ignore_ipolicy)
-    cli.SubmitOrSend(op, opts)
-    return constants.EXIT_SUCCESS
-
-
-def _CheckTargetChoice(opts: Any) -> None:
-    if opts.iallocator and opts.dst_node:
-        raise errors.OpPrereqError("Specify either an iallocator (-I), or a"
-                                   " target node (-n) but not both",
-                                   errors.ECODE_INVAL)
-
-
-def FailoverInstance(opts: Any, args: list[str]) -> int:
-    """Stop an instance and start it on another node (asks unless -f)."""
-    name = args[0]
-    _CheckTargetChoice(opts)
-    if not opts.force:
-        # Refuses an unknown instance before asking about it
-        cli.QueryRows(constants.QR_INSTANCE, ["name"], [name])
-        if not cli.AskUser("Failover will happen to image %s. This requires"
-                           " a shutdown of the instance. Continue?" % name,
-                           skip_option=FORCE_OPT):
-            return constants.EXIT_FAILURE
-    op = opcodes.OpInstanceFailover(
-        instance_name=name, ignore_consistency=opts.ignore_consistency,
-        shutdown_timeout=opts.shutdown_timeout, iallocator=opts.iallocator,
-        target_node=opts.dst_node, ignore_ipolicy=opts.ignore_ipolicy,
-        member_of=opts.member_of)
-    cli.SubmitOrSend(op, opts)
-    return constants.EXIT_SUCCESS
-
-
-def MigrateInstance(opts: Any, args: list[str]) -> int:
-    """Move a running instance to another node (asks unless -f)."""
-    name = args[0]
-    _CheckTargetChoice(opts)
-    mode = MigrationModeFromOpts(opts)
-    if not opts.force:
-        cli.QueryRows(constants.QR_INSTANCE, ["name"], [name])
-        if opts.cleanup:
-            question = ("Instance %s will be recovered from a failed"
-                        " migration. Note that the migration procedure"
-                        " (including cleanup)" % name)
-        else:
-            question = ("Instance %s will be migrated. Note that migration"
-                        % name)
-        question += (" might impact the instance if anything goes wrong"
-                     " (e.g. due to bugs in the hypervisor). Continue?")
-        if not cli.AskUser(question, skip_option=FORCE_OPT):
-            return constants.EXIT_FAILURE
-    op = opcodes.OpInstanceMigrate(
-        instance_name=name, mode=mode, cleanup=opts.cleanup,
-        iallocator=opts.iallocator, target_node=opts.dst_node,
-        allow_failover=opts.allow_failover,
-        allow_runtime_changes=opts.allow_runtime_chgs,
-        ignore_ipolicy=opts.ignore_ipolicy,
-        ignore_hvversions=opts.ignore_hvversions, member_of=opts.member_of)
-    cli.SubmitOrSend(op, opts)
-    return constants.EXIT_SUCCESS
-
-
-def MoveInstance(opts: Any, args: list[str]) -> int:
-    """Move an instance by copying its disks to a node (asks unless -f)."""
-    name = args[0]
-    if not opts.node:
-        raise errors.OpPrereqError("A target node must be given with -n",
-                                   errors.ECODE_INVAL)
-    if not opts.force:
-        cli.QueryRows(constants.QR_INSTANCE, ["name"], [name])
-        if not cli.AskUser("Instance %s will be moved. This requires a"
-                           " shutdown of the instance. Continue?" % name,
-                           skip_option=FORCE_OPT):
-            return constants.EXIT_FAILURE
-    op = opcodes.OpInstanceMove(
-        instance_name=name, target_node=opts.node, compress=opts.compress,
-        shutdown_timeout=opts.shutdown_timeout,
-        ignore_consistency=opts.ignore_consistency,
-        ignore_ipolicy=opts.ignore_ipolicy, member_of=opts.member_of)
-    cli.SubmitOrSend(op, opts)
-    return constants.EXIT_SUCCESS
-
-
-def BatchCreate(opts: Any, args: list[str]) -> int:
-    """Create the instances a JSON file describes (a list of
-    OpInstanceCreate parameter dicts), placed by one allocator run
-    (OP_INSTANCE_MULTI_ALLOC), and wait for the creation jobs."""
-    (json_filename,) = args
-    cl = cli.GetClient()
-    try:
-        with open(json_filename) as fobj:
-            instance_data = serializer.LoadJson(fobj.read())
-    except (OSError, ValueError) as err:
-        cli.ToStderr("Can't parse the instance definition file: %s" % err)
-        return constants.EXIT_FAILURE
-    if not _INST_DATA_VAL(instance_data):
-        cli.ToStderr("The instance definition file is not %s" %
-                     _INST_DATA_VAL)
-        return constants.EXIT_FAILURE
-    possible = {param[0] for param in _Create.GetAllParams()}
-    instances = []
-    for idx, inst in enumerate(instance_data):
-        unknown = sorted(set(inst) - possible)
-        if unknown:
-            raise errors.OpPrereqError("Unknown fields in definition %s: %s"
-                                       % (idx, ", ".join(unknown)),
-                                       errors.ECODE_INVAL)
-        create = _Create(**inst)
-        create.Validate(False)
-        instances.append(create)
-    op = opcodes.OpInstanceMultiAlloc(iallocator=opts.iallocator,
-                                      instances=instances)
-    return cli.FollowUpJobsExit(
-        op, opts, cl, "There were %s errors during the creation.",
-        "All instances created successfully.")
-
-
-def ChangeGroup(opts: Any, args: list[str]) -> int:
-    """Move an instance to another node group and wait for the move job."""
-    name = args[0]
-    cl = cli.GetClient()
-    op = opcodes.OpInstanceChangeGroup(instance_name=name,
-                                       iallocator=opts.iallocator,
-                                       target_groups=opts.to,
-                                       early_release=opts.early_release)
-    return cli.FollowUpJobsExit(
-        op, opts, cl, "There were %%s errors while changing group of"
-        " instance '%s'." % name,
-        "Instance '%s' changed group successfully." % name)
 
 
 # Listing -------------------------------------------------------------------

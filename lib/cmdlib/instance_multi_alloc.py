@@ -13,7 +13,7 @@ from ganeti import constants, errors, locking
 from ganeti.cmdlib.allocator import InstanceAllocRequest, RunAllocator
 from ganeti.cmdlib.base import ExpandNodeUuidAndName, NoHooksLU, \
     ResultWithJobs
-from ganeti.cmdlib.instance import ParseDisks, ParseNics
+from ganeti.cmdlib.instance_create import ParseDisks, ParseNics
 from ganeti.cmdlib.instance_utils import ConvertBeParams
 from ganeti.masterd import iallocator
 

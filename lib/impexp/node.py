@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from ganeti import errors, impexp, netutils, pathutils, serializer
-from ganeti.impexp import transfer
+from ganeti.impexp import endpoints, transfer
 from ganeti.utils import io, process
 
 # How long a starting transfer process may take to report readiness
@@ -256,8 +256,8 @@ def _Discard(tdir: str) -> None:
     """Remove what the import created (after its process ended)."""
     created = _ReadJson(os.path.join(tdir, "created"))
     if isinstance(created, list):
-        transfer.RemoveCreated([path for path in created
-                                if isinstance(path, str)])
+        endpoints.RemoveCreated([path for path in created
+                                 if isinstance(path, str)])
     io.RemoveFile(os.path.join(tdir, "created"))
 
 
