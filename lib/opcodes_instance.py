@@ -356,7 +356,7 @@ class OpInstanceSetParams(OpCode):
          " disk files (conversion to file)"),
         ("wait_for_sync", True, ht.TBool,
          "Whether to wait for the new mirrors to sync (conversion to"
-         " drbd)"),
+         " drbd, drbd disks added)"),
         ("os_name", None, ht.TMaybeString,
          "New operating system of the instance (not installed: the disks"
          " stay as they are)"),

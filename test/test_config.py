@@ -667,3 +667,16 @@ def test_network_ports_come_from_the_pool_and_go_back(cfg):
     with pytest.raises(errors.ConfigurationError,
                        match="highest used port is greater than 14999"):
         cfg.AllocatePort()
+
+
+def test_removed_drbd_disk_gives_its_port_back(cfg):
+    inst = _NewInstance(cfg, "p2.example.com")
+    nodes = [cfg.GetInstanceInfo(inst.uuid).primary_node,
+             cfg.GetNodeInfoByName("node1.example.com").uuid]
+    port = cfg.AllocatePort()
+    disk = objects.Disk(dev_type=constants.DT_DRBD8, size=16, nodes=nodes,
+                        logical_id=nodes + [port, 0, 0, "secret"])
+    cfg.AddInstanceDisk(inst.uuid, disk)
+    assert port not in cfg.GetClusterInfo().tcpudp_port_pool
+    cfg.RemoveInstanceDisk(inst.uuid, disk.uuid)
+    assert cfg.GetClusterInfo().tcpudp_port_pool == [port]

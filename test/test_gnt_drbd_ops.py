@@ -9,6 +9,8 @@ them, the primary's device, the daemons' pid files, the configuration.
 
 import json
 import os
+import re
+import socket
 import subprocess
 
 import pytest
@@ -370,3 +372,86 @@ def test_evacuate_all_and_change_group(vc):
         RemoveInstances(vc, "cg1")
         vc.Run("gnt-group", "assign-nodes", "default", vc.node, NODE2,
                check=False)
+
+
+def _DrbdImages(cluster, disk):
+    """The drbd images on the primary and NODE2 (names per node)."""
+    return [sorted(os.listdir(os.path.dirname(_Image(cluster, node, disk))))
+            for node in (cluster.node, NODE2)]
+
+
+def _Pool(cluster):
+    cluster_conf = Config(cluster)["cluster"]
+    return (cluster_conf["tcpudp_port_pool"],
+            cluster_conf["highest_used_port"])
+
+
+def test_modify_add_and_remove_disks(vc):
+    _Add(vc, "ad1", vc.node, NODE2)
+    try:
+        # Running: the new disk is created on both nodes and stays active
+        out = vc.Run("gnt-instance", "modify", "--ignore-ipolicy", "--disk",
+                     "add:size=%dM" % SIZE, "ad1", timeout=120).stdout
+        assert " - disk/1 -> add:size=%d,mode=rw" % SIZE in out, out
+        _, (disk0, disk1) = FindInstance(vc, "ad1")
+        assert disk1["dev_type"] == "drbd"
+        assert disk1["nodes"] == disk0["nodes"] == \
+            [NodeUuid(vc, vc.node), NodeUuid(vc, NODE2)]
+        port = disk1["logical_id"][2]
+        assert port != disk0["logical_id"][2]
+        info = vc.Run("gnt-instance", "info", "ad1").stdout
+        block = info[info.index("disk/1: drbd, size 16M"):]
+        assert re.search(r"nodeA: %s, minor=\d+\s+nodeB: %s, minor=\d+\s+"
+                         r"port: %d\s" % (vc.node, NODE2, port), block), info
+        device = _Device(vc, vc.node, disk1)
+        drbd_tests._Write(device, "added disk")
+        vc.Run("gnt-instance", "shutdown", "ad1", timeout=120)
+        assert _Contents(_Image(vc, vc.node, disk1)) == \
+            _Contents(_Image(vc, NODE2, disk1))
+
+        # Too big for the nodes: refused, nothing left anywhere
+        images, pool = _DrbdImages(vc, disk0), _Pool(vc)
+        result = vc.Run("gnt-instance", "modify", "--ignore-ipolicy",
+                        "--disk", "add:size=100T", "ad1", check=False)
+        assert result.returncode == 1
+        assert "Not enough disk space on target node" in result.stderr, \
+            result.stderr
+        # The next port is taken on the secondary: its creation fails
+        # after the port was allocated, which goes back to the pool
+        next_port = min(pool[0]) if pool[0] else pool[1] + 1
+        with socket.socket() as blocker:
+            blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            blocker.bind(("", next_port))
+            blocker.listen()
+            result = vc.Run("gnt-instance", "modify", "--ignore-ipolicy",
+                            "--disk", "add:size=%dM" % SIZE, "ad1",
+                            check=False, timeout=120)
+        assert result.returncode == 1, result.stdout
+        assert "Can't serve block device disk/2" in result.stderr, \
+            result.stderr
+        assert len(FindInstance(vc, "ad1")[1]) == 2
+        assert _DrbdImages(vc, disk0) == images
+        assert next_port in _Pool(vc)[0]
+
+        # Stopped: created and in sync, then shut down on both nodes
+        vc.Run("gnt-instance", "modify", "--ignore-ipolicy", "--disk",
+               "add:size=%dM" % SIZE, "ad1", timeout=120)
+        _, (_, _, disk2) = FindInstance(vc, "ad1")
+        assert not os.path.exists(_Device(vc, vc.node, disk2))
+        assert not os.path.exists(_SecondaryPidFile(vc, NODE2, disk2))
+        assert _Contents(_Image(vc, vc.node, disk2)) == \
+            _Contents(_Image(vc, NODE2, disk2))
+
+        out = vc.Run("gnt-instance", "modify", "--ignore-ipolicy",
+                     "--disk", "2:remove", "--disk", "1:remove", "ad1",
+                     timeout=120).stdout
+        assert " - disk/1 -> remove" in out, out
+        _, disks = FindInstance(vc, "ad1")
+        assert [disk["uuid"] for disk in disks] == [disk0["uuid"]]
+        for node in (vc.node, NODE2):
+            for disk in (disk1, disk2):
+                assert not os.path.exists(_Image(vc, node, disk))
+        assert {port, disk2["logical_id"][2]} <= set(_Pool(vc)[0])
+        vc.Run("gnt-instance", "startup", "ad1", timeout=120)
+    finally:
+        RemoveInstances(vc, "ad1")

@@ -20,8 +20,8 @@ from ganeti.cmdlib.base import ExpandNodeUuidAndName
 from ganeti.cmdlib.instance_utils import (
     INSTANCE_DOWN, AssembleInstanceDisks, CheckInstanceState,
     CheckNodeFreeDisk, CheckNodeNotDrained, CheckNodeOnline,
-    CheckNodeVmCapable, DrbdLogicalId, GetInstanceInfoText, InstanceLU,
-    RemoveDisks, ShutdownInstanceDisks, WaitForSync)
+    CheckNodeVmCapable, CreateDisks, DrbdLogicalId, InstanceLU, RemoveDisks,
+    ShutdownInstanceDisks, WaitForSync)
 from ganeti.utils import FormatUnit
 
 # (from, to)
@@ -129,27 +129,6 @@ class DiskTemplateConversion:
                 iv_name="disk/%d" % idx, params={}, uuid=uuid))
         return result
 
-    def _Create(self, new_disks: list[objects.Disk]) -> None:
-        """Create the new disks, the secondary side first and serving; the
-        primary's side is assembled (for the copy)."""
-        lu = self.lu
-        info = GetInstanceInfoText(self.instance)
-        for idx, disk in enumerate(new_disks):
-            for node_uuid in reversed(disk.nodes):
-                on_primary = node_uuid == self.pnode
-                lu.rpc.call_blockdev_create(
-                    node_uuid, disk.ToDict(), disk.size, self.instance.name,
-                    on_primary, info, False).Raise(
-                        "Can't create block device %s on node %s for"
-                        " instance %s" % (disk.iv_name,
-                                          lu.cfg.GetNodeInfo(node_uuid).name,
-                                          self.instance.name))
-                if not on_primary:
-                    lu.rpc.call_blockdev_assemble(
-                        node_uuid, disk.ToDict(), {"name": self.instance.name},
-                        False, idx).Raise("Can't serve block device %s" %
-                                          disk.iv_name)
-
     def _Populate(self, old_disks: list[objects.Disk],
                   new_disks: list[objects.Disk],
                   feedback_fn: Callable[[str], None]) -> None:
@@ -188,7 +167,9 @@ class DiskTemplateConversion:
         try:
             feedback_fn("Creating new empty disks of type '%s'..." %
                         self.new)
-            self._Create(new_disks)
+            # The primary's sides are assembled by their creation, for
+            # the copy
+            CreateDisks(lu, self.instance, new_disks)
             self._Populate(old_disks, new_disks, feedback_fn)
         except Exception:
             lu.LogInfo("The instance will not be affected, aborting"
@@ -205,8 +186,6 @@ class DiskTemplateConversion:
                     " them from cluster config" % self.old)
         for disk in old_disks:
             cfg.RemoveInstanceDisk(uuid, disk.uuid)
-        cfg.ReleasePorts(disk.logical_id[2] for disk in old_disks
-                         if disk.dev_type == constants.DT_DRBD8)
         feedback_fn("Adding new disks (%s) to cluster config and attaching"
                     " them to the instance" % self.new)
         for idx, disk in enumerate(new_disks):

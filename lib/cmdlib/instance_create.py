@@ -25,8 +25,8 @@ from ganeti.cmdlib.instance_utils import (
     AssembleInstanceDisks, AssembledForOS, BuildInstanceHookEnv,
     CheckMinMaxMem, CheckNodeFreeDisk, CheckNodeFreeMemory,
     CheckNodeNotDrained, CheckNodeOnline, CheckNodeVmCapable, ConvertBeParams,
-    ConvertHvParams, GenerateMAC, DrbdLogicalId, GetInstanceInfoText,
-    RemoveDisks, ShutdownInstanceDisks, StartInstance, UsedMacs, WaitForSync)
+    ConvertHvParams, CreateDisks, GenerateMAC, DrbdLogicalId, RemoveDisks,
+    ShutdownInstanceDisks, StartInstance, UsedMacs, WaitForSync)
 
 _DISK_KEYS = frozenset(["size", "mode", "name", "adopt"]) | \
     constants.IDISK_LVM_PARAMS
@@ -544,26 +544,8 @@ class LUInstanceCreate(LogicalUnit):
     def _CreateDisks(self, instance: objects.Instance,
                      disks: list[objects.Disk],
                      created: list[objects.Disk]) -> None:
-        """Create each disk on its nodes, the secondary side first (Ganeti's
-        order): the primary's side connects to it when assembled."""
-        info = GetInstanceInfoText(instance)
-        for idx, disk in enumerate(disks):
-            for node_uuid in reversed(disk.nodes):
-                on_primary = node_uuid == instance.primary_node
-                result = self.rpc.call_blockdev_create(
-                    node_uuid, disk, disk.size, instance.name, on_primary,
-                    info, False)
-                result.Raise("Can't create block device %s on node %s for"
-                             " instance %s" % (disk.iv_name, result.node,
-                                               instance.name))
-                if disk not in created:
-                    created.append(disk)
-                if not on_primary and disk.dev_type in \
-                        constants.DTS_INT_MIRROR:
-                    self.rpc.call_blockdev_assemble(
-                        node_uuid, disk, {"name": instance.name}, False,
-                        idx).Raise("Can't serve block device %s on node %s"
-                                   % (disk.iv_name, result.node))
+        """Create the disks on their nodes (CreateDisks)."""
+        CreateDisks(self, instance, disks, created)
         if any(disk.dev_type in constants.DTS_INT_MIRROR for disk in disks):
             # Assembled again for the OS scripts and the start
             ShutdownInstanceDisks(self, instance, disks)

@@ -32,9 +32,9 @@ from ganeti.cmdlib.instance_policy import CheckIPolicySpec
 from ganeti.cmdlib.instance_utils import (
     INSTANCE_NOT_RUNNING, BuildInstanceHookEnv, CheckInstanceState,
     CheckMinMaxMem, CheckNodeFreeDisk, CheckNodeFreeMemory, CheckNodeOnline,
-    CheckNodeVmCapable, ConvertHvParams, GenerateMAC, GetInstanceInfoText,
-    InstanceLU, InstanceRuntimeInfo, RemoveDisks, SetInstancePrimaryNode,
-    ShutdownInstanceDisks, UsedMacs)
+    CheckNodeVmCapable, ConvertHvParams, CreateDisks, DrbdLogicalId,
+    GenerateMAC, InstanceLU, InstanceRuntimeInfo, RemoveDisks,
+    SetInstancePrimaryNode, ShutdownInstanceDisks, UsedMacs, WaitForSync)
 from ganeti.parameters.base import GetUpdatedParams
 
 # Templates whose primary node may change: the disks, if any, are files
@@ -231,7 +231,7 @@ class LUInstanceSetParams(InstanceLU):
     def _NewDisk(self, idx: int, params: dict,
                  model: objects.Disk) -> objects.Disk:
         """The disk ``params`` describe, next to the instance's others
-        (same template, directory, file driver)."""
+        (same template, directory, file driver, drbd pair)."""
         template = self.template
         extra = sorted(set(params) - _DISK_ADD_KEYS)
         if extra and template != constants.DT_EXT:
@@ -271,6 +271,7 @@ class LUInstanceSetParams(InstanceLU):
             size = _DiskSize(params["size"])
         uuid = self.cfg.GenerateUniqueID()
         disk_params: dict[str, Any] = {}
+        nodes = [self.target_node]
         if template in constants.DTS_FILEBASED:
             logical_id = [model.logical_id[0],
                           os.path.join(os.path.dirname(model.logical_id[1]),
@@ -280,6 +281,12 @@ class LUInstanceSetParams(InstanceLU):
         elif template == constants.DT_EXT:
             logical_id = [provider, "%s.disk%d" % (uuid, idx)]
             disk_params = {key: params[key] for key in extra}
+        elif template == constants.DT_DRBD8:
+            # On the instance's pair; its port and minors are taken in
+            # Exec (_AllocateDrbd), when no check can refuse any more
+            logical_id = []
+            nodes = nodes + [node for node in model.nodes
+                             if node != self.target_node]
         else:
             raise errors.OpPrereqError("Adding disks to instances with disk"
                                        " template %s is not supported" %
@@ -288,7 +295,7 @@ class LUInstanceSetParams(InstanceLU):
             dev_type=template, size=size,
             mode=_DiskMode(params.get("mode") or objects.DISK_RDWR),
             name=_DeviceName(params.get("name")), logical_id=logical_id,
-            nodes=[self.target_node], iv_name="disk/%d" % idx,
+            nodes=nodes, iv_name="disk/%d" % idx,
             params=disk_params, uuid=uuid)
 
     def _ModifyDisk(self, idx: int, disk: objects.Disk, params: dict) -> None:
@@ -310,16 +317,18 @@ class LUInstanceSetParams(InstanceLU):
             self._disk_chgdesc.append(("disk.name/%d" % idx, disk.name))
 
     def _CheckNewDisks(self, added: list[objects.Disk]) -> None:
-        """The new disks' node must be able to hold them: space for
-        files, the devices to adopt present and not in use."""
+        """The new disks' nodes (both of a drbd pair) must be able to
+        hold them: space for files and images, the devices to adopt
+        present and not in use."""
         node = self.cfg.GetNodeInfo(self.target_node)
-        CheckNodeOnline(self, node.uuid)
-        if self.template == constants.DT_FILE:
+        for node_uuid in added[0].nodes:
+            CheckNodeOnline(self, node_uuid)
+        if self.template in (constants.DT_FILE, constants.DT_DRBD8):
             kept = {disk.uuid for disk in self.new_disks}
-            CheckNodeFreeDisk(self, node.uuid,
-                              sum(disk.size for disk in added
-                                  if disk.uuid in kept),
-                              self.instance.hypervisor)
+            size = sum(disk.size for disk in added if disk.uuid in kept)
+            for node_uuid in added[0].nodes:
+                CheckNodeFreeDisk(self, node_uuid, size,
+                                  self.instance.hypervisor)
         adopted = [disk for disk in added
                    if disk.dev_type == constants.DT_BLOCK]
         if adopted:
@@ -653,26 +662,55 @@ class LUInstanceSetParams(InstanceLU):
 
     # Execution -------------------------------------------------------------
 
+    def _AllocateDrbd(self, added: list[objects.Disk]) -> None:
+        """Give the new drbd disks their port and minors, as creation
+        does (DrbdLogicalId)."""
+        minors: dict[str, set[int]] = {}
+        for disk in added:
+            if disk.dev_type == constants.DT_DRBD8:
+                disk.logical_id = DrbdLogicalId(self.cfg, disk.nodes[0],
+                                                disk.nodes[1], minors)
+
+    def _DropNewDisks(self, added: list[objects.Disk],
+                      created: list[objects.Disk]) -> None:
+        """Undo _CreateNewDisks: remove what was created, give the ports
+        back."""
+        RemoveDisks(self, self.instance.name, created)
+        ports = [disk.logical_id[2] for disk in added
+                 if disk.dev_type == constants.DT_DRBD8 and disk.logical_id]
+        if ports:
+            self.cfg.ReleasePorts(ports)
+
     def _CreateNewDisks(self) -> list[objects.Disk]:
-        """Create the added disks on their node; on a failure remove the
-        ones created before and raise."""
-        node_name = self.cfg.GetNodeInfo(self.target_node).name
+        """Create the added disks on their nodes, the mirrored ones in
+        sync (a first look only without ``wait_for_sync``); on a failure
+        remove the ones created before and raise.
+
+        They stay active if the instance's disks are; the running
+        instance sees them at its next start (no hotplug).
+        """
+        instance = self.instance
+        added = [disk for action, disk in self._disk_plan
+                 if action == constants.DDM_ADD]
         created: list[objects.Disk] = []
-        for action, disk in self._disk_plan:
-            if action != constants.DDM_ADD:
-                continue
-            result = self.rpc.call_blockdev_create(
-                self.target_node, disk.ToDict(), disk.size,
-                self.instance.name, True,
-                GetInstanceInfoText(self.instance), False)
-            if result.fail_msg:
-                RemoveDisks(self, self.instance.name, created)
-                result.Raise("Can't create block device %s on node %s for"
-                             " instance %s" % (disk.iv_name, node_name,
-                                               self.instance.name))
-            created.append(disk)
-            if not self._keep_new_disks_active:
-                ShutdownInstanceDisks(self, self.instance, [disk])
+        if not added:
+            return created
+        try:
+            self._AllocateDrbd(added)
+            CreateDisks(self, instance, added, created,
+                        first_idx=len(self.new_disks) - len(added))
+            mirrored = [disk for disk in added
+                        if disk.dev_type in constants.DTS_INT_MIRROR]
+            if mirrored and not WaitForSync(
+                    self, instance, mirrored,
+                    oneshot=not self.op.wait_for_sync):
+                raise errors.OpExecError("Failed to sync disks of %s" %
+                                         instance.name)
+        except Exception:
+            self._DropNewDisks(added, created)
+            raise
+        if not self._keep_new_disks_active:
+            ShutdownInstanceDisks(self, instance, created)
         return created
 
     def _ApplyDiskPlan(self) -> None:
@@ -698,7 +736,7 @@ class LUInstanceSetParams(InstanceLU):
                 self.cfg.GetClusterInfo().InstanceRpcDict(instance),
                 op.runtime_mem)
             if answer.fail_msg:
-                RemoveDisks(self, instance.name, created)
+                self._DropNewDisks(created, created)
                 answer.Raise("Cannot modify instance runtime memory")
             result.append(("runtime_memory", op.runtime_mem))
         self._ApplyDiskPlan()

@@ -308,6 +308,36 @@ def AssembledForOS(lu: LogicalUnit, instance: objects.Instance,
         ShutdownInstanceDisks(lu, instance, disks)
 
 
+def CreateDisks(lu: LogicalUnit, instance: objects.Instance,
+                disks: list[objects.Disk],
+                created: list[objects.Disk] | None = None,
+                first_idx: int = 0) -> None:
+    """Create each disk (index ``first_idx`` on) on its nodes.
+
+    The secondary side of a mirrored disk first, as Ganeti does, and
+    serving its replica: the primary's side, which its creation
+    assembles, connects to it. ``created``, if given, collects the disks
+    created at least in part, for RemoveDisks on a failure.
+    """
+    info = GetInstanceInfoText(instance)
+    for idx, disk in enumerate(disks, first_idx):
+        for node_uuid in reversed(disk.nodes):
+            on_primary = node_uuid == instance.primary_node
+            result = lu.rpc.call_blockdev_create(
+                node_uuid, disk.ToDict(), disk.size, instance.name,
+                on_primary, info, False)
+            result.Raise("Can't create block device %s on node %s for"
+                         " instance %s" % (disk.iv_name, result.node,
+                                           instance.name))
+            if created is not None and disk not in created:
+                created.append(disk)
+            if not on_primary and disk.dev_type in constants.DTS_INT_MIRROR:
+                lu.rpc.call_blockdev_assemble(
+                    node_uuid, disk.ToDict(), {"name": instance.name}, False,
+                    idx).Raise("Can't serve block device %s on node %s" %
+                               (disk.iv_name, result.node))
+
+
 def RemoveDisks(lu: LogicalUnit, instance_name: str,
                 disks: list[objects.Disk]) -> bool:
     """Destroy the disks' storage on their nodes; False (after warnings)

@@ -180,7 +180,8 @@ def DiskAdded(snap: Snapshot, now: float, inst_uuid: str, new_disk: Disk,
 
 def DiskRemoved(snap: Snapshot, now: float, inst_uuid: str,
                 disk_uuid: str) -> Changes:
-    """Detach a disk from its instance and remove it."""
+    """Detach a disk from its instance and remove it; a drbd disk's port
+    goes back to the cluster's pool (as in Removed)."""
     inst = snap.data.instances.get(inst_uuid)
     if inst is None or disk_uuid not in inst.disks:
         raise errors.ConfigurationError("Instance %s has no disk %s" %
@@ -192,5 +193,9 @@ def DiskRemoved(snap: Snapshot, now: float, inst_uuid: str,
     disk_changes: dict[str, Any] = {}
     _RenumberedDisks(snap, new_inst.disks, pos, now, disk_changes)
     disk_changes[disk_uuid] = None
-    return {"instances": {inst_uuid: new_inst},
-            "disks": disk_changes}, None
+    changes: dict[str, dict[str, Any]] = {
+        "instances": {inst_uuid: new_inst}, "disks": disk_changes}
+    disk = snap.data.disks[disk_uuid]
+    if disk.dev_type != constants.DT_DRBD8:
+        return changes, None
+    return changes, pools.ReturnPorts(snap, [disk.logical_id[2]], now)
