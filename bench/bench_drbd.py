@@ -16,10 +16,12 @@ test/test_storage_drbd.py with real qemu-storage-daemon processes):
   back and the time until in sync (target: about 10%, not 100%);
 * with ``--kvm``: what a KVM guest's block layer gets, ``qemu-img
   bench`` (1 MiB sequential and 4 KiB random writes, O_DIRECT, one
-  request at a time) into the plain file, the primary's FUSE device,
-  the device daemon's NBD socket and the image daemon's NBD socket (the
-  one KVM guests attach to on a primary): medians and the ratios to the
-  file;
+  request at a time, and 4 KiB random writes 16 at a time) into the
+  plain file, the primary's FUSE device, the device daemon's NBD
+  socket, the image daemon's NBD socket (the one KVM guests attach to
+  on a primary) and the device daemon a migration target opens (over
+  TLS to its image daemon, which its guest uses until the disk is next
+  assembled): medians and the ratios to the file;
 * with ``--failover`` (a virtual cluster, slower): a running fake
   hypervisor instance whose primary node died (its noded and drbd
   daemons killed), the time of ``gnt-instance failover
@@ -173,11 +175,12 @@ def Throughput(base: str, args: argparse.Namespace) -> None:
         _Stop(pair)
 
 
-def QemuBench(target: str, size: str, count: int) -> float:
-    """Seconds ``qemu-img bench`` takes for ``count`` writes."""
+def QemuBench(target: str, size: str, count: int, depth: int) -> float:
+    """Seconds ``qemu-img bench`` takes for ``count`` writes, ``depth``
+    at a time."""
     out = subprocess.run(
         ["qemu-img", "bench", "-w", "-f", "raw", "-t", "none", "-i",
-         "threads", "-d", "1", "-s", size, "-c", str(count), target],
+         "threads", "-d", str(depth), "-s", size, "-c", str(count), target],
         check=True, capture_output=True, text=True).stdout
     match = re.search(r"Run completed in ([0-9.]+) seconds", out)
     assert match, out
@@ -193,16 +196,21 @@ def KvmPaths(base: str, args: argparse.Namespace) -> None:
     try:
         dev = pair.Dev("pnode")
         paths = {"file": plain, "fuse device": dev.device}
+        pair.Call("snode", "Open")
         for name, sock in (("device daemon", dev.nbd_socket),
-                           ("image daemon", dev.image_socket)):
+                           ("image daemon", dev.image_socket),
+                           ("migration target",
+                            pair.Dev("snode").nbd_socket)):
             paths[name] = "nbd+unix:///disk?socket=%s" % sock
-        for label, size, count in (("sequential 1 MiB", "1M", 64),
-                                   ("random 4 KiB", "4k",
-                                    args.random_writes)):
+        for label, size, count, depth in (
+                ("sequential 1 MiB", "1M", 64, 1),
+                ("random 4 KiB", "4k", args.random_writes, 1),
+                ("random 4 KiB, 16 in flight", "4k", args.random_writes,
+                 16)):
             times: dict[str, list[float]] = {name: [] for name in paths}
             for _ in range(args.rounds):
                 for name, path in paths.items():
-                    times[name].append(QemuBench(path, size, count))
+                    times[name].append(QemuBench(path, size, count, depth))
             base_time = median(times["file"])
             print("qemu-img bench %s: %s (medians of %d rounds)" % (
                 label, ", ".join(

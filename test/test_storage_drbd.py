@@ -7,6 +7,7 @@ primary's FUSE device and is compared with the secondary's image.
 """
 
 import contextlib
+import ctypes
 import hashlib
 import os
 import shutil
@@ -19,7 +20,7 @@ import uuid as uuidlib
 
 import pytest
 
-from ganeti import constants, objects, pathutils
+from ganeti import constants, errors, objects, pathutils
 from ganeti.backend import disks
 from ganeti.storage import drbd
 from ganeti.utils import process, x509
@@ -267,6 +268,38 @@ def _OpenDirect(pid_file, path):
     raise AssertionError("%s is not open" % path)
 
 
+# The same number on every Linux architecture
+_SYS_PIDFD_GETFD = 438
+
+
+def _TcpNoDelay(pid_file):
+    """TCP_NODELAY of each TCP socket (listening or connected) the daemon
+    of ``pid_file`` holds, read on copies of its descriptors."""
+    pid = process.ReadPidFile(pid_file)
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(pid)
+    result = []
+    try:
+        for name in os.listdir("/proc/%d/fd" % pid):
+            try:
+                if not os.readlink("/proc/%d/fd/%s" % (pid, name)) \
+                        .startswith("socket:"):
+                    continue
+            except OSError:
+                continue
+            fd = libc.syscall(_SYS_PIDFD_GETFD, pidfd, int(name), 0)
+            if fd < 0:
+                raise OSError(ctypes.get_errno(), "pidfd_getfd failed")
+            with socket.socket(fileno=fd) as sock:
+                if sock.family in (socket.AF_INET, socket.AF_INET6) and \
+                        sock.type == socket.SOCK_STREAM:
+                    result.append(bool(sock.getsockopt(
+                        socket.IPPROTO_TCP, socket.TCP_NODELAY)))
+    finally:
+        os.close(pidfd)
+    return result
+
+
 def _Listens(host, port):
     try:
         socket.create_connection((host, port), timeout=2).close()
@@ -279,8 +312,9 @@ def test_device_on_unix_socket_and_roles_in_place(pair):
     """The primary's device daemon reaches its image daemon on a Unix
     socket without TLS (nothing listens on the primary's port), the
     secondary writes its image with O_DIRECT; a migration's role changes
-    in place (Open, Close, ConnectInSync) serve the right way and lose no
-    write."""
+    (Open and ConnectInSync in place, Close starting the source's daemon
+    as a secondary's) serve the right way and lose no write; the
+    secondary's connections go without Nagle's algorithm."""
     pair.Create()
     pair.Call("snode", "AssembleSecondary")
     pair.Call("pnode", "Assemble")
@@ -292,6 +326,10 @@ def test_device_on_unix_socket_and_roles_in_place(pair):
     assert pdev.image_socket in device_args and "tls" not in device_args
     assert _OpenDirect(sdev.pid_file, sdev.image)
     assert not _OpenDirect(pdev.pid_file, pdev.image)
+    # The secondary's port and the mirror's connection to it without
+    # Nagle's algorithm (QEMU leaves it on for what it accepts)
+    nodelay = _TcpNoDelay(sdev.pid_file)
+    assert len(nodelay) >= 2 and all(nodelay), nodelay
     _Write(pdev.device, 0, 4, "before")
     # The target opens its device over the port it serves the source on
     pair.Call("snode", "Open")
@@ -299,11 +337,30 @@ def test_device_on_unix_socket_and_roles_in_place(pair):
     pair.Call("pnode", "Close")
     assert _Listens(ADDRESSES[0], pdev.port)
     pair.Call("snode", "ConnectInSync")
+    assert _OpenDirect(pdev.pid_file, pdev.image)
+    nodelay = _TcpNoDelay(pdev.pid_file)
+    assert len(nodelay) >= 2 and all(nodelay), nodelay
     _Write(sdev.device, 8, 4, "after")
     assert pair.Call("snode", "GetSyncStatus")[2] is False
     for name in ("snode", "pnode"):
         pair.Call(name, "Shutdown")
     assert _Contents(pair.Image("pnode")) == _Contents(pair.Image("snode"))
+
+
+def test_secondary_port_in_use(pair):
+    """A port another process holds is reported as such, and no daemon is
+    left behind."""
+    pair.Create()
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind((ADDRESSES[1], pair.disk.logical_id[2]))
+        other.listen()
+        with pytest.raises(errors.BlockDeviceError,
+                           match="Cannot listen on %s port %d: Address"
+                           " already in use" % (ADDRESSES[1],
+                                                pair.disk.logical_id[2])):
+            pair.Call("snode", "AssembleSecondary")
+    assert pair.Call("snode", "Find") is None
 
 
 @pytest.mark.skipif(shutil.which("qemu-io") is None,

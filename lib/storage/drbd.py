@@ -57,10 +57,10 @@ from ganeti import constants, errors, pathutils, serializer
 from ganeti.storage import base, drbd_watcher, filestorage
 from ganeti.storage.drbd_daemon import (
     JOB, LOCAL, MIRROR_TOP, QEMU_IMG, REMOTE, STOP_TIMEOUT, SYNC_TIMEOUT,
-    Bitmaps, DaemonAlive, DeviceDaemonArgs, DeviceServer, ImageDaemonArgs,
-    ImageNode, InetServer, MirrorJob, NbdClient, NodeNames, QuitImageDaemon,
-    RemoveBitmaps, Run, ServeDevice, ServePeer, ServesPeer, StartDaemon,
-    StopDaemon)
+    Bitmaps, DaemonAlive, DeviceDaemonArgs, DeviceServer, ExportToPeer,
+    ImageDaemonArgs, ImageNode, InetServer, MirrorJob, NbdClient, NodeNames,
+    PeerListener, QuitImageDaemon, RemoveBitmaps, Run, ServeDevice,
+    ServesPeer, StartDaemon, StopDaemon)
 from ganeti.utils import io, process, qmp
 
 # Below the cluster's file storage directory
@@ -239,10 +239,16 @@ class DRBD8Dev(base.BlockDev):
                             self.uuid)
 
     def Close(self) -> None:
-        """The source of a migration, its guest gone: the secondary role
-        in place, once the peer holds every write (else an error, the
-        primary role intact). Closing a target that did not get the
-        instance only ends its device."""
+        """The source of a migration, its guest gone: the secondary role,
+        once the peer holds every write (else an error, the primary role
+        intact). Closing a target that did not get the instance only ends
+        its device.
+
+        The source's image daemon starts again as a secondary's
+        (``AssembleSecondary``, before the new primary connects): served
+        in place, the image would lack O_DIRECT and its port
+        ``PeerListener``'s TCP_NODELAY until the disk is next assembled.
+        """
         if not DaemonAlive(self.pid_file):
             base.ThrowError("drbd disk %s is not active on this node",
                             self.uuid)
@@ -256,8 +262,7 @@ class DRBD8Dev(base.BlockDev):
             else:
                 StopDaemon(self.fuse_pid_file)
             RemoveBitmaps(mon)
-            if not ServesPeer(mon):
-                self._ServePeer(mon)
+        self.AssembleSecondary()
         io.RemoveFile(self.device)
         io.RemoveFile(self.nbd_socket)
         io.RemoveFile(self.image_socket)
@@ -532,21 +537,22 @@ class DRBD8Dev(base.BlockDev):
         if not os.path.exists(self.image):
             base.ThrowError("The image of drbd disk %s is missing: %s",
                             self.uuid, self.vpath)
-        StartDaemon(self.pid_file, self.qmp_socket,
-                    ImageDaemonArgs(self.image, peer=not primary),
-                    "drbd disk %s" % self.uuid)
+        what = "drbd disk %s" % self.uuid
         if primary:
+            StartDaemon(self.pid_file, self.qmp_socket,
+                        ImageDaemonArgs(self.image, None), what)
             return
+        with PeerListener(self._Ip(constants.DDP_LOCAL_IP),
+                          self.port) as listener:
+            StartDaemon(self.pid_file, self.qmp_socket,
+                        ImageDaemonArgs(self.image, listener.fileno()),
+                        what, pass_fds=[listener.fileno()])
         try:
             with qmp.QmpConnection(self.qmp_socket) as mon:
-                self._ServePeer(mon)
+                ExportToPeer(mon, self.secret)
         except errors.QmpError as err:
             self.Shutdown()
             base.ThrowError("Cannot serve drbd disk %s: %s", self.uuid, err)
-
-    def _ServePeer(self, mon: qmp.QmpConnection) -> None:
-        ServePeer(mon, self._Ip(constants.DDP_LOCAL_IP), self.port,
-                  self.secret)
 
     def _StartDeviceDaemon(self) -> None:
         with qmp.QmpConnection(self.qmp_socket) as mon:

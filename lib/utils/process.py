@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 
 from ganeti import errors
 from ganeti.utils.io import LockFile
@@ -72,12 +73,15 @@ class RunResult:
 
 def RunCmd(cmd: list[str], env: dict[str, str] | None = None,
            cwd: str | None = None, timeout: float | None = None,
-           input_data: str | bytes | None = None) -> RunResult:
+           input_data: str | bytes | None = None,
+           pass_fds: Sequence[int] = ()) -> RunResult:
     """Run a command and collect its output without a shell.
 
     ``env`` adds to (not replaces) the current environment. Without
     ``input_data`` stdin is /dev/null, since daemons have no terminal. On
     timeout the command gets SIGTERM, then SIGKILL after a grace period.
+    The command inherits ``pass_fds`` (under the same numbers) and no
+    other descriptor.
     """
     if isinstance(cmd, str):
         raise errors.ProgrammerError("RunCmd takes a list of arguments, not"
@@ -92,7 +96,8 @@ def RunCmd(cmd: list[str], env: dict[str, str] | None = None,
     stdin = subprocess.DEVNULL if input_data is None else subprocess.PIPE
     try:
         proc = subprocess.Popen(cmd, env=full_env, cwd=cwd, close_fds=True,
-                                stdin=stdin, stdout=subprocess.PIPE,
+                                pass_fds=pass_fds, stdin=stdin,
+                                stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
     except OSError as err:
         raise errors.CommandError("Can't execute %s: %s" %
