@@ -6,7 +6,8 @@ On simulated clusters (input messages, no daemons): one allocation on
 request: parsing the message included), a DRBD (pair) allocation on 100
 nodes, the capacity report for a 1 vcpu / 1 GiB / 10 GiB instance on 100
 nodes, and the rebalance planning on 100 nodes / 1,000 skewed instances
-(DRBD and diskless, all on half of the nodes), with the final score.
+(DRBD and diskless, all on half of the nodes), with the final score,
+on every core as hbal plans (``htools.parallel``) and serially.
 
 Usage: bench_alloc.py [--repeat N]
 """
@@ -19,7 +20,9 @@ from benchutils import MedianTime as Time
 
 benchutils.ImportGaneti()
 
-from ganeti.htools import allocator, balance, capacity, simu  # noqa: E402
+from ganeti import constants  # noqa: E402
+from ganeti.htools import (allocator, balance, capacity,  # noqa: E402
+                           parallel, simu)
 
 
 
@@ -41,18 +44,25 @@ def main() -> int:
           % (secs * 1000, answer["result"]))
     msg = simu.Message(100)
     spec = capacity.Spec(memory=1024, disk=10240, vcpus=1)
-    secs, report = Time(lambda: capacity.Capacity(msg, spec),
-                         max(1, args.repeat // 2))
-    for group in report:
-        print("capacity on 100 nodes: %.2f s (target 1 s): %d more"
-              " instances in %s, %s runs out first" %
-              (secs, group.instances, group.group, group.limit))
+    for checks in (False, True):
+        def Standard() -> tuple[int, str]:
+            alloc = capacity.Allocator(msg, constants.DT_PLAIN, 1,
+                                       capacity=checks)
+            fails = alloc.Iterate(spec, None)
+            return len(alloc.placed), capacity.SortedFails(fails)[0][0]
+        secs, (count, reason) = Time(Standard, max(1, args.repeat // 2))
+        print("capacity on 100 nodes (hspace's standard run, capacity"
+              " checks %s): %.2f s (target 1 s): %d more instances, %s" %
+              ("on" if checks else "off", secs, count, reason))
     msg = simu.Message(100, 1000, templates=("drbd", "diskless"), skew=0.5)
-    secs, plan = Time(lambda: balance.PlanBalance(msg), 1)
-    print("rebalance on 100 nodes / 1000 instances: %.2f s (target 2 s):"
-          " score %.6f -> %.6f, %d moves in %d job sets" %
-          (secs, plan.initial_score, plan.final_score, len(plan.steps),
-           len(plan.jobsets)))
+    # as hbal plans: on every core (the same plan as the serial one)
+    secs, plan = Time(lambda: balance.PlanBalance(msg, workers=None), 1)
+    serial, _ = Time(lambda: balance.PlanBalance(msg), 1)
+    print("rebalance on 100 nodes / 1000 instances: %.2f s (target 2 s,"
+          " %d cores; serial %.2f s): score %.6f -> %.6f, %d moves in %d"
+          " job sets" % (secs, parallel.Cores(), serial, plan.initial_score,
+                         plan.final_score, len(plan.steps),
+                         len(plan.jobsets)))
     return 0
 
 

@@ -82,6 +82,11 @@ class PlacementError(GenericError):
         self.code = code
 
 
+class WorkerError(GenericError):
+    """A worker process of a parallel computation failed (its traceback)
+    or exited before answering."""
+
+
 class RemoteError(GenericError):
     """A node could not be reached for an operation's data."""
 

@@ -11,7 +11,8 @@ module-level marker (``pytestmark``), registered below:
 * ``two_node_cluster``: a started two-node virtual cluster (node2
   joined); ``mond_cluster``: the same running ganeti-mond.
 * ``ganeti3_tree``: Ganeti 3.0's programs, unpacked (testutils_ganeti3);
-  ``hail_program``: its ``hail`` allocator.
+  ``hail_program``: its ``hail`` allocator; ``htools_programs``: its
+  hbal, hspace, hinfo and the other htools.
 * ``small_tmpfs``: mounts small tmpfs file systems (full-disk tests).
 * ``placement_cfg``: a one-node configuration (a ConfigWriter) for the
   Placement state.
@@ -261,6 +262,20 @@ def hail_program():
         return testutils_ganeti3.UnpackHail()
     except testutils_ganeti3.Unavailable as err:
         pytest.skip("Ganeti 3.0's hail is not available: %s" % err)
+
+
+@pytest.fixture(scope="session")
+def htools_programs():
+    """Ganeti 3.0's htools (hbal, hspace, hinfo, ...): a function giving
+    a program's path, and the environment they run in
+    (testutils_ganeti3.UnpackHtools); skips where apt cannot fetch them
+    or they do not run here."""
+    try:
+        hbal, env = testutils_ganeti3.UnpackHtools(os.path.join(
+            testutils_ganeti3.HTOOLS_BINDIR, "hbal"))
+    except testutils_ganeti3.Unavailable as err:
+        pytest.skip("Ganeti 3.0's htools are not available: %s" % err)
+    return (lambda name: os.path.join(os.path.dirname(hbal), name)), env
 
 
 @pytest.fixture

@@ -549,22 +549,40 @@ def test_instances_built_on_demand():
 
 
 def test_capacity_sequential_and_limit():
+    """hspace's standard run: one by one until an attempt fails, the
+    failures of that attempt per mode; with -l at most that many."""
     msg = simu.Message(2, memory=8192)
-    [result] = capacity.Capacity(msg, capacity.Spec(1024, 1024, 1))
-    # 7168 MiB free per node; memory must stay above 0: 6 per node
-    assert result.instances == 12
-    assert result.limit == "memory"
-    [result] = capacity.Capacity(msg, capacity.Spec(128, 10240, 1))
-    assert result.limit == "spindles"
-    assert result.instances == 64
+    report = capacity.HSpace(msg, "plain", capacity.Spec(1024, 1024, 1),
+                             capacity.Spec(1024, 1024, 1))
+    # 7168 MiB free per node, memory must stay above 0: 6 per node; the
+    # global N+1 check keeps the room of one node free
+    assert len(report.standard.specs) == 6
+    assert report.standard.fails[0] == ("FailN1", 2)
+    alloc = capacity.Allocator(msg, "plain", 1, capacity=False)
+    fails = alloc.Iterate(capacity.Spec(1024, 1024, 1), None)
+    assert len(alloc.placed) == 12
+    assert capacity.SortedFails(fails)[0] == ("FailMem", 2)
+    # spindles: 32 per node (spindle ratio 32, one spindle)
+    alloc = capacity.Allocator(msg, "plain", 1, capacity=False)
+    fails = alloc.Iterate(capacity.Spec(128, 10240, 1), None)
+    assert len(alloc.placed) == 64
+    assert capacity.SortedFails(fails)[0] == ("FailDisk", 2)
+    alloc = capacity.Allocator(msg, "plain", 1, capacity=False)
+    alloc.Iterate(capacity.Spec(128, 10240, 1), 5)
+    assert len(alloc.placed) == 5
 
 
 def test_capacity_tiered():
+    """From the policy's maximum spec, shrinking the memory that ran out
+    to the first size at which fewer nodes lack it (hspace's tiers)."""
     msg = simu.Message(2, memory=8192)
-    steps = capacity.Tiered(msg)["default"]
-    assert steps
-    assert steps[0][0].memory < 32768
-    assert all(count > 0 for _, count in steps)
+    report = capacity.HSpace(msg, "plain", capacity=False)
+    assert report.tiered_spec == capacity.Spec(32768, 1048576, 8, 12)
+    counts = report.tiered.SpecCounts()
+    # 7168 MiB free: the largest multiple-of-64 shrink below it, twice
+    assert counts[0] == (capacity.Spec(7104, 1048576, 8, 12), 2)
+    assert all(count > 0 for _, count in counts)
+    assert report.tiered.fails[0][0] == "FailMem"
 
 
 def test_balance_lowers_score_with_disjoint_jobsets():
@@ -804,16 +822,17 @@ def test_plan_pinned_for_fixed_cluster():
     plan = balance.PlanBalance(msg)
     moved = [tuple(step.move) for step in plan.steps]
     assert moved[:2] == [
-        ("inst00100.example.com", "replace-and-failover",
+        ("inst00016.example.com", "replace-and-failover",
          "node0010.example.com"),
-        ("inst00016.example.com", "replace-primary", "node0011.example.com")]
-    assert (len(moved), len(plan.jobsets)) == (118, 66)
-    assert round(plan.initial_score, 9) == 1.367971567
-    assert round(plan.final_score, 9) == 0.16769797
+        ("inst00132.example.com", "replace-and-failover",
+         "node0011.example.com")]
+    assert (len(moved), len(plan.jobsets)) == (120, 45)
+    assert round(plan.initial_score, 9) == 37.413385153
+    assert round(plan.final_score, 9) == 0.355725241
     digest = hashlib.sha256("\n".join(
         "%s %s %s" % move for move in moved).encode()).hexdigest()
-    assert digest == ("f0ddd56a34277c6e12c438ba8806579f"
-                      "493c4d31fe50aa8816a40856bd49ceaf")
+    assert digest == ("8ffcd22e513105c4b5f99987ad650b06"
+                      "51f77abf76166b15c67007b3959e753e")
 
 
 def test_reserved_memory_stays_largest_peer():
@@ -907,14 +926,17 @@ def test_utilisation_of_unknown_instance_aborts():
 def test_load_components():
     """Per node the sums of its instances' utilisation (disk also of
     secondaries), their population std-dev over online nodes with weight
-    1 each; unnamed instances count one per metric; without load data
-    the components are absent and the score is the static one."""
+    1 each; unnamed instances count one per metric, also without any
+    load data (Ganeti's ``baseUtil``)."""
     msg = simu.Message(3, 6, templates=("drbd", ), memory=32768)
     names = sorted(msg["instances"])
     util = {names[0]: (0.8, 0.4, 0.2, 0.6)}
-    plain = metrics.Score(list(model.Cluster(msg).nodes.values()))
-    assert len(plain.weights) == len(metrics.STDDEV_WEIGHTS)
-    assert "cpu_load_cv" not in plain.Components()
+    idle = {name: (0.0, 0.0, 0.0, 0.0) for name in names}
+    plain = metrics.Score(list(model.Cluster(msg, idle).nodes.values()))
+    assert plain.Components()["cpu_load_cv"] == 0.0
+    default = metrics.Score(list(model.Cluster(msg).nodes.values()))
+    assert default.Total() == pytest.approx(
+        metrics.Score(list(model.Cluster(msg, {}).nodes.values())).Total())
     cluster = model.Cluster(msg, util)
     score = metrics.Score(list(cluster.nodes.values()))
     expected = {node: [0.0] * 4 for node in msg["nodes"]}
@@ -1039,7 +1061,8 @@ def test_utilisation_from_mond():
     assert util is not None and sorted(util) == names
     for name, cpu_util in zip(names, (0.5 * 3 / 4, 0.125 / 2, 0.5 / 4,
                                        0.125 / 2)):
-        assert util[name] == pytest.approx((cpu_util, 0, 0, 0))
+        # the other metrics keep hbal's default (BASE_UTIL)
+        assert util[name] == pytest.approx((cpu_util, 1, 1, 1))
     assert utilisation.UtilisationFromMond(msg, {node0: reports[node0]}) \
         is None
     # an offline node's missing report does not matter
@@ -1078,7 +1101,7 @@ def test_hbal_utilisation_options(tmp_path):
         inst0: (0.1, 0.2, 0.3, 0.4)}
     both = hbal._Utilisation(opts(dynu_file=str(dynu),
                                   mond_data=str(mond)), msg)
-    assert both == {inst0: (0.5, 0.2, 0.3, 0.4), inst1: (0.0, 0, 0, 0)}
+    assert both == {inst0: (0.5, 0.2, 0.3, 0.4), inst1: (0.0, 1, 1, 1)}
     assert hbal._Utilisation(opts(ignore_dynu=True, dynu_file=str(dynu),
                                   mond_data=str(mond)), msg) is None
 
@@ -1197,9 +1220,13 @@ def test_location_exclusion_changes_the_plan():
                       "inst00001.example.com": ["svc:web"]})
     cluster = model.Cluster(msg)
     assert metrics.Score(list(cluster.nodes.values())).lx_excess == 1
-    plan = balance.PlanBalance(copy.deepcopy(msg))
+    # no dynamic load: by default each instance weighs 1.0 in the load
+    # components, which would keep the instance counts per node even
+    idle = {name: (0.0, 0.0, 0.0, 0.0) for name in msg["instances"]}
+    plan = balance.PlanBalance(copy.deepcopy(msg), util=idle)
     assert plan.steps, plan
-    expected, final = _ReferencePlan(copy.deepcopy(msg), balance.Options())
+    expected, final = _ReferencePlan(copy.deepcopy(msg), balance.Options(),
+                                     idle)
     assert [step.move for step in plan.steps] == expected
     assert plan.final_score == final
     after = model.Cluster(msg)
@@ -1208,7 +1235,7 @@ def test_location_exclusion_changes_the_plan():
     assert metrics.Score(list(after.nodes.values())).lx_excess == 0
     plain = copy.deepcopy(msg)
     plain["cluster_tags"].remove("htools:iextags:svc")
-    assert balance.PlanBalance(plain).steps != plan.steps
+    assert balance.PlanBalance(plain, util=idle).steps != plan.steps
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -333,7 +333,9 @@ def test_auto_balance_dynamic_load(vc):
     """With --auto-balance-dynamic-load maintd balances the CPU load the
     nodes' monds report: at a threshold just above the static score
     there is nothing to do, but the first node is busy, so an instance
-    moves off it."""
+    moves off it. MonD's data replaces the CPU metric only; the other
+    three still count instances per node (hbal's default), so the fake
+    load (eight CPUs' worth) outweighs the instance-count spread."""
     names = ["dl1a", "dl1b", "dl2", "dl3"]
     for name, node in zip(names, (NODE1, NODE1, NODE2, NODE3)):
         vc.Run("gnt-instance", "add", "-t", "diskless", "-n", node,
@@ -351,7 +353,7 @@ def test_auto_balance_dynamic_load(vc):
         with contextlib.ExitStack() as stack:
             for node in vc.nodes.values():
                 stack.enter_context(_FakeMondOn(
-                    node, _LoadMond, cpu=1.0 if node.name == NODE1 else 0.0))
+                    node, _LoadMond, cpu=8.0 if node.name == NODE1 else 0.0))
             _BalanceDynamicLoad(vc, threshold, on_node1)
     finally:
         WaitFor(lambda: _Maintd(vc, "/1/jobs") == [], 120, "the round's end")

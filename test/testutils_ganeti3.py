@@ -30,6 +30,9 @@ _SHARE = os.path.join("usr", "share", "ganeti", "3.0")
 HAIL_PACKAGES = ("ganeti-htools-3.0", "libpcre3")
 HAIL_PATH = os.path.join("usr", "lib", "ganeti", "3.0", "usr", "lib",
                          "ganeti", "iallocators", "hail")
+# The other htools (hbal, hspace, hinfo, hscan, hcheck, ...): the same
+# multi-call program under their own names
+HTOOLS_BINDIR = os.path.join("usr", "lib", "ganeti", "3.0", "usr", "bin")
 _DIST_PACKAGES = os.path.join("usr", "lib", "python3", "dist-packages")
 
 
@@ -114,20 +117,27 @@ def UnpackHail() -> tuple[str, dict[str, str]]:
     under) and the environment it needs: libpcre3, which Debian 12 no
     longer installs by default, unpacked beside it and found through
     LD_LIBRARY_PATH. Checked to run."""
+    return UnpackHtools(HAIL_PATH)
+
+
+def UnpackHtools(path: str) -> tuple[str, dict[str, str]]:
+    """One of Ganeti 3.0's htools (``path`` in package ganeti-htools-3.0,
+    e.g. ``os.path.join(HTOOLS_BINDIR, "hspace")``) and the environment
+    it needs (see UnpackHail). Checked to run."""
     tree = os.path.join(CACHE, "hail-root")
     _Extract(tree, HAIL_PACKAGES)
-    hail = os.path.join(tree, HAIL_PATH)
+    program = os.path.join(tree, path)
     env = {"LD_LIBRARY_PATH": os.path.join(tree, "lib", "x86_64-linux-gnu")}
     try:
-        result = subprocess.run([hail, "--version"], capture_output=True,
+        result = subprocess.run([program, "--version"], capture_output=True,
                                 env=dict(os.environ, **env), text=True,
                                 check=False)
     except OSError as err:
-        raise Unavailable("cannot run %s: %s" % (hail, err)) from err
+        raise Unavailable("cannot run %s: %s" % (program, err)) from err
     if result.returncode != 0:
         raise Unavailable("%s does not run: %s" %
-                          (hail, result.stderr.strip()[-300:]))
-    return hail, env
+                          (program, result.stderr.strip()[-300:]))
+    return program, env
 
 
 class Ganeti3:

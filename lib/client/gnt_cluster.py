@@ -669,10 +669,11 @@ commands = {
                   " (as hbal does), prints them and with -X runs them"),
     "capacity": (hspace.ShowCapacity, [], hspace.CAPACITY_OPTS,
                  "[--memory <size>] [--disk <size>] [--vcpus <n>]"
-                 " [--disk-template <template>] [--tiered-alloc]",
-                 "Shows per node group how many more instances of a spec"
-                 " (by default the policy's standard spec) fit and which"
-                 " resource runs out first (as hspace does)"),
+                 " [--disk-template <template>]"
+                 " [--tiered-alloc <disk,ram,cpu>] [--machine-readable]",
+                 "Shows how many more instances of a spec (by default the"
+                 " policy's standard spec) and of the tiered specs fit and"
+                 " which resource runs out first (as hspace does)"),
 }
 
 aliases = {"masterfailover": "master-failover", "show": "info"}

@@ -17,7 +17,8 @@ import time
 from optparse import OptionParser
 from typing import Any, Callable
 
-from ganeti import cli, constants, errors, netutils, opcodes, serializer
+from ganeti import (cli, constants, errors, luxi, netutils, opcodes,
+                    serializer)
 from ganeti.cli_opts import (DEBUG_OPT, PRIORITY_OPT, REASON_OPT,
                              CliOption, cli_option)
 from ganeti.htools import balance, moves, utilisation
@@ -78,7 +79,8 @@ EXEC_OPT = cli_option("-X", "--exec", dest="execute", default=False,
 LUXI_OPT = cli_option("-L", "--luxi", dest="luxi", default=False,
                       action="store_true",
                       help="Read the cluster from the master daemon (always"
-                      " done; accepted for hbal compatibility)")
+                      " done; accepted for hbal compatibility; -L<path>"
+                      " names its socket)")
 DYNU_FILE_OPT = cli_option("-U", "--dynu-file", dest="dynu_file",
                            default=None, metavar="FILE",
                            help="Import dynamic utilisation data from the"
@@ -114,6 +116,12 @@ _MOVE_CODES = {
 }
 
 
+def Client(opts: Any) -> luxi.Client:
+    """The LUXI client of the master daemon, at the socket -L<path>
+    named if any."""
+    return luxi.Client(getattr(opts, "luxi_address", None))
+
+
 def ClusterMessage(opts: Any, disk_template: str | None = None,
                    cl: Any = None) -> dict:
     """The cluster as an allocator sees it, from the master daemon.
@@ -121,6 +129,8 @@ def ClusterMessage(opts: Any, disk_template: str | None = None,
     The storage figures are those of ``disk_template`` (default: the
     cluster's first enabled template).
     """
+    if cl is None:
+        cl = Client(opts)
     op = opcodes.OpTestAllocator(
         direction=constants.IALLOCATOR_DIR_IN,
         mode=constants.IALLOCATOR_MODE_ALLOC, name=_PROBE_NAME, memory=0,
@@ -261,7 +271,7 @@ def _Execute(opts: Any, plan: balance.Plan,
              lines: dict[balance.Step, _Line]) -> int:
     """Submit the job sets in order, each set's jobs at once; stop at the
     first set with a failed job."""
-    cl = cli.GetClient()
+    cl = Client(opts)
     for jobset, jobs in zip(plan.jobsets, plan.Jobs()):
         cli.ToStdout("Executing jobset for instances %s",
                      ", ".join(step.move.instance for step in jobset))
@@ -296,7 +306,7 @@ def Rebalance(opts: Any, args: list[str]) -> int:
         no_disk_moves=opts.no_disk_moves, evac_mode=opts.evac_mode,
         max_length=opts.max_length,
         ignore_soft_errors=opts.ignore_soft_errors),
-        util=_Utilisation(opts, message))
+        util=_Utilisation(opts, message), workers=None)
     cli.ToStdout("Loaded %d nodes, %d instances", len(message["nodes"]),
                  len(message["instances"]))
     cli.ToStdout("Selected node group: %s", plan.group)
@@ -341,8 +351,20 @@ def BuildParser(usage: str, description: str,
 def RunProgram(parser: OptionParser, fn: Callable[[Any, list[str]], int],
                argv: list[str] | None = None) -> int:
     """Parse the command line and run ``fn`` with gnt-*'s error
-    reporting (messages and exit codes as cli.FormatError gives them)."""
-    opts, args = parser.parse_args((sys.argv if argv is None else argv)[1:])
+    reporting (messages and exit codes as cli.FormatError gives them).
+    The htools' ``-L<path>``/``--luxi=<path>`` (an optional argument,
+    which optparse lacks) name the master's socket."""
+    args = list((sys.argv if argv is None else argv)[1:])
+    address = None
+    for idx, arg in enumerate(args):
+        if arg == "--":
+            break
+        for prefix in ("--luxi=", "-L"):
+            if arg.startswith(prefix) and len(arg) > len(prefix):
+                address = arg[len(prefix):]
+                args[idx] = "-L"
+    opts, args = parser.parse_args(args)
+    opts.luxi_address = address
     if args:
         # A usage error, reported as gnt-* commands do
         cli.ToStderr("%s\n%s: error: unexpected arguments: %s",

@@ -76,7 +76,11 @@ class _NodeQuery:
         """node_info answers of the online vm_capable nodes that gave one.
 
         Nodes that fail are left out (their live fields show "no data");
-        offline ones are not contacted at all.
+        offline ones are not contacted at all. The primary hypervisor's
+        figures replace the host's, as Ganeti's legacy node info does:
+        its free memory is what instances may still take (the fake
+        hypervisor's instances hold some), so that mtotal = mnode + mfree
+        + the running instances' memory, as the htools check.
         """
         targets = [node.uuid for node in nodes
                    if node.vm_capable and not node.offline]
@@ -92,7 +96,11 @@ class _NodeQuery:
                 self.lu.LogWarning("Can't get data for node %s: %s",
                                    result.node, result.fail_msg)
                 continue
-            live[uuid] = result.payload
+            payload = dict(result.payload)
+            hv_info = (payload.get("hv") or {}).get(hv_names[0])
+            if isinstance(hv_info, dict):
+                payload.update(hv_info)
+            live[uuid] = payload
         return live, storage_dirs is not None
 
     def Query(self, fields: list[str], qfilter: Any) -> dict:

@@ -26,21 +26,26 @@ The accepted moves are split into job sets of consecutive moves touching
 disjoint nodes (``splitJobs``): the jobs of one set can run in parallel.
 """
 
+import ctypes
 from collections.abc import Iterator
 from operator import mul
 from typing import NamedTuple
 
 from ganeti import errors
-from ganeti.htools import moves, movescore
+from ganeti.htools import moves, movescore, parallel
 from ganeti.utils import gcpause
 from ganeti.htools.metrics import Score
-from ganeti.htools.model import Cluster, Failure, Node
+from ganeti.htools.model import Cluster, Failure, Instance, Node
 
 SOURCES = 3
 TARGETS = 8
 SPREAD_SOURCES = 2
 SPREAD_TARGETS = 4
 WIDE_SOURCES = 12
+# The least nodes for which planning on several cores pays: measured on
+# 2 idle cores with 10 skewed instances per node, 2 processes break even
+# at 5 to 8 nodes and take 0.29 s instead of 0.45 s at 10 (20 ms at 3)
+PARALLEL_NODES = 10
 # The least gain of an accepted move: absorbs the rounding of the
 # candidates' scores, so a move and its reverse can never both look like
 # gains (hbal's -e, ``min_score``, is only when to stop)
@@ -157,21 +162,62 @@ def Levels(score: Score, nodes: list[Node],
 
 def PlanBalance(message: dict, group: str | None = None,
                 opts: Options = Options(),
-                util: dict[str, tuple[float, ...]] | None = None) -> Plan:
+                util: dict[str, tuple[float, ...]] | None = None,
+                workers: int | None = 1) -> Plan:
     """Compute hbal's moves for one node group (required when the
     cluster has several), balancing the dynamic load too when ``util``
     (the instances' utilisation, see ``utilisation``) is given.
+
+    ``workers``: how many processes score the candidates (``parallel``);
+    None for every core when the group has at least ``PARALLEL_NODES``
+    nodes and the process is single-threaded. Serial by default: a
+    daemon must not fork. The plan is the same whatever the number.
 
     Planning creates millions of short-lived tuples, none of them in a
     reference cycle: the cyclic collector, run every few thousand
     allocations, only costs time (about 10% of a 100-node plan).
     """
     with gcpause.CyclicGcPaused():
-        return _PlanBalance(message, group, opts, util)
+        return _PlanBalance(message, group, opts, util, workers)
+
+
+class _State:
+    """What each planning process holds: the model, its score and the
+    evaluator of the candidate moves."""
+
+    def __init__(self, cluster: Cluster, nodes: list[Node],
+                 opts: Options) -> None:
+        self.cluster = cluster
+        self.strict = not opts.ignore_soft_errors
+        self.disk_moves = not opts.no_disk_moves
+        self.score = Score(nodes)
+        self.evaluator = movescore.Evaluator(cluster, self.score, self.strict)
+
+    def Best(self, victims: list[Instance], targets: list[Node],
+             limit: float, share: tuple[int, int],
+             shared: ctypes.c_double | None
+             ) -> tuple[float, moves.Move] | None:
+        """The best acceptable move of the process's share of the
+        victims (``Evaluator.Best``)."""
+        return self.evaluator.Best(victims, targets, self.disk_moves, limit,
+                                   share, shared)
+
+    def Apply(self, move: moves.Move) -> frozenset[str]:
+        """Apply the accepted move: the names of the nodes it touched."""
+        inst = self.cluster.instances[move.instance]
+        names = {name for name in (inst.pnode, inst.snode, move.target)
+                 if name}
+        applied = moves.ApplyMove(self.cluster, move, self.strict)
+        assert not isinstance(applied, Failure), applied
+        self.score.Update(applied.touched)
+        names.update(node.name for node in applied.touched)
+        self.evaluator.Changed(names)
+        return frozenset(names)
 
 
 def _PlanBalance(message: dict, group: str | None, opts: Options,
-                 util: dict[str, tuple[float, ...]] | None) -> Plan:
+                 util: dict[str, tuple[float, ...]] | None,
+                 workers: int | None) -> Plan:
     cluster = Cluster(message, util)
     if group is None:
         if len(cluster.groups) != 1:
@@ -196,41 +242,44 @@ def _PlanBalance(message: dict, group: str | None, opts: Options,
                if inst.pnode in names and (inst.snode is None or
                                            inst.snode in names)
                and (inst.internal_mirror or inst.external_mirror)]
-    score = Score(nodes)
-    evaluator = movescore.Evaluator(cluster, score,
-                                    not opts.ignore_soft_errors)
-    initial = current = score.Total()
-    steps: list[Step] = []
-    while (opts.max_length < 0 or len(steps) < opts.max_length) and \
-            current > opts.min_score:
-        limit = _Limit(current, opts)
-        found = None
-        for sources, targets in Levels(score, nodes, online):
-            victims = [inst for inst in movable
-                       if (inst.pnode in sources or inst.snode in sources)
-                       and (not opts.evac_mode or inst.pnode in offline or
-                            inst.snode in offline)]
-            found = evaluator.Best(victims, targets, not opts.no_disk_moves,
-                                   limit)
-            if found is not None and _Acceptable(current, found[0], opts):
-                break
+    state = _State(cluster, nodes, opts)
+    score = state.score
+    initial = score.Total()
+
+    def rounds(share: tuple[int, int], shared: ctypes.c_double | None,
+               merge: parallel.Merge) -> list[Step]:
+        """The greedy rounds, run by each planning process."""
+        steps: list[Step] = []
+        current = initial
+        while (opts.max_length < 0 or len(steps) < opts.max_length) and \
+                current > opts.min_score:
+            limit = _Limit(current, opts)
             found = None
-        if found is None:
-            break
-        value, move = found
-        inst = cluster.instances[move.instance]
-        touched_names = frozenset(
-            name for name in (inst.pnode, inst.snode, move.target) if name)
-        applied = moves.ApplyMove(cluster, move, not opts.ignore_soft_errors)
-        assert not isinstance(applied, Failure), applied
-        score.Update(applied.touched)
-        evaluator.Changed(touched_names | {n.name for n in applied.touched})
-        touched_names |= {node.name for node in applied.touched}
-        after = score.Total()
-        steps.append(Step(move, current, after, touched_names))
-        current = after
-    return Plan(target_group.name, initial, current, steps,
-                SplitJobs(steps))
+            for sources, targets in Levels(score, nodes, online):
+                victims = [inst for inst in movable
+                           if (inst.pnode in sources or
+                               inst.snode in sources)
+                           and (not opts.evac_mode or inst.pnode in offline
+                                or inst.snode in offline)]
+                found = merge(state.Best(victims, targets, limit, share,
+                                         shared))
+                if found is not None and \
+                        _Acceptable(current, found[0], opts):
+                    break
+                found = None
+            if found is None:
+                break
+            touched = state.Apply(found[1])
+            after = score.Total()
+            steps.append(Step(found[1], current, after, touched))
+            current = after
+        return steps
+
+    count = parallel.Count(workers, len(nodes) >= PARALLEL_NODES) \
+        if initial > opts.min_score else 1
+    steps = parallel.Run(count, rounds)
+    final = steps[-1].after if steps else initial
+    return Plan(target_group.name, initial, final, steps, SplitJobs(steps))
 
 
 def _Limit(current: float, opts: Options) -> float:

@@ -19,8 +19,9 @@ vcpu_ratio_cv               0.5     std-dev of used vCPUs per physical CPU
                                     (divided by the node's cpu_speed)
 cpu/mem/disk/net_load_cv    1 each  std-dev of the dynamic load (sum of
                                     the instances' utilisation, disk also
-                                    of secondaries); only with load data
-                                    (``-U``, mond), else always 0
+                                    of secondaries); an instance without
+                                    load data (``-U``, mond) counts 1.0
+                                    each, as in Ganeti
 pri_tags_score              2       primaries sharing an exclusion tag
 spindles_cv                 0.5     std-dev of spindle use / allowed
 free_mem_cv_forth           0.5     free memory also counting instances
@@ -43,9 +44,9 @@ through the offline counts.
 
 The score is kept as running sums (count, sum and sum of squares per
 std-dev component, plus the additive part) so a candidate that changes
-a few nodes is scored in constant time: ``Score.With``. Without dynamic
-load data the four load components are left out of the vectors (they
-would be 0): the scores are the same and candidates cheaper to score.
+a few nodes is scored in constant time: ``Score.With``. The four load
+components are in the vectors of nodes with a load (every node of a
+``Cluster``; nodes built without one leave them out).
 The location exclusion score is not a sum over nodes: ``Score`` counts
 the pairs of all nodes (``Values.lx``, None for a node without any) and
 takes the changes of the nodes it replaces into account.

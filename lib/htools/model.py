@@ -31,16 +31,17 @@ DESIRED_LOCATION_PREFIX = "htools:desiredlocation:"
 MIGRATION_PREFIX = "htools:migration:"
 ALLOW_MIGRATION_PREFIX = "htools:allowmigration:"
 
-# Templates whose disks live on the node's own storage (disk is checked)
-DTS_LOCAL_STORAGE = frozenset([constants.DT_PLAIN, constants.DT_DRBD8,
-                               constants.DT_FILE])
+# Templates whose disks live on the node's own storage (disk and spindles
+# are checked): as hail's ``localStorageTemplates``, not ``file``, whose
+# space on a possibly shared file system the model does not track
+DTS_LOCAL_STORAGE = frozenset([constants.DT_PLAIN, constants.DT_DRBD8])
 # Templates mirrored outside Ganeti: any node can become the primary
 DTS_EXT_MIRROR = constants.DTS_EXT_MIRROR | {families.DT_RBD,
                                              families.DT_GLUSTER}
 
-# Dynamic utilisation (cpu, memory, disk, network): hbal's default for
-# an instance the load data does not name, and that of a cluster without
-# load data (whose load components are left out of the score)
+# Dynamic utilisation (cpu, memory, disk, network): the htools' default
+# (``baseUtil``) for an instance the load data does not name, also without
+# any load data: the load components then count instances per node
 BASE_UTIL = (1.0, 1.0, 1.0, 1.0)
 ZERO_UTIL = (0.0, 0.0, 0.0, 0.0)
 # Utilisation values are rounded to multiples of this power of two, so
@@ -204,7 +205,8 @@ class Node:
                  "n_cpu", "u_cpu", "cpu_speed", "excl", "t_sp", "f_sp",
                  "inst_sp", "hi_sp", "vcpu_ratio", "peers", "r_mem",
                  "plist", "slist", "xtags", "loc_score", "lx", "aggregates",
-                 "load", "nd_mem", "nd_dsk", "nd_sp", "mig", "rmig")
+                 "load", "nd_mem", "nd_dsk", "nd_sp", "mig", "rmig",
+                 "x_mem", "spindles")
 
     def __init__(self, name: str, data: dict, group: Group,
                  loc_prefixes: tuple) -> None:
@@ -227,17 +229,24 @@ class Node:
         self.excl = bool(ndparams.get(families.ND_EXCLUSIVE_STORAGE, False))
         self.cpu_speed = float(ndparams.get(families.ND_CPU_SPEED, 1.0)) or 1.0
         spindle_count = int(ndparams.get(families.ND_SPINDLE_COUNT, 1))
+        self.spindles = spindle_count
         self.t_mem = float(data.get("total_memory", 0)) if live else 0.0
         self.n_mem = float(data.get("reserved_memory", 0)) if live else 0.0
         self.f_mem = float(data.get("free_memory", 0)) if live else 0.0
         self.f_mem_forth = self.f_mem
+        # Memory neither the node, the running primaries nor free account
+        # for (``xMem``): the running primaries are taken off at load
+        self.x_mem = self.t_mem - self.n_mem - self.f_mem
         self.t_dsk = float(data.get("total_disk", 0)) if live else 0.0
         self.f_dsk = float(data.get("free_disk", 0)) if live else 0.0
         self.t_cpu = float(data.get("total_cpus", 0)) if live else 0.0
         self.n_cpu = float(data.get("reserved_cpus", 0)) if live else 0.0
         self.t_sp = float(data.get("total_spindles") or 0) if live else 0.0
         self.f_sp = float(data.get("free_spindles") or 0) if live else 0.0
-        self.u_cpu = 0.0
+        # the CPUs in use: the node's own (``reserved_cpus``) and the
+        # running primaries' vCPUs, against vcpu-ratio * all CPUs
+        # (``Node.uCpu``, ``pCpu``)
+        self.u_cpu = self.n_cpu
         self.inst_sp = 0.0
         policy = group.ipolicy
         self.hi_sp = float(policy[families.IPOLICY_SPINDLE_RATIO]) * \
@@ -269,8 +278,8 @@ class Node:
 
     @property
     def p_cpus(self) -> float:
-        """Physical CPUs instances may use."""
-        return max(self.t_cpu - self.n_cpu, 1.0)
+        """Physical CPUs, the base of the vCPU ratio (``tCpu``)."""
+        return max(self.t_cpu, 1.0)
 
     @property
     def fail_n1(self) -> bool:
@@ -357,6 +366,12 @@ class Node:
                 if tag in self.xtags:
                     return Failure(FAIL_TAGS, "exclusion tag %s already on"
                                    " primary instance" % tag)
+            if self.f_mem_forth - mem <= 0:
+                # stopped instances will want their memory back
+                # (``checkForthcomingViolation``)
+                return Failure(FAIL_MEM, "memory %d MiB needed, %d MiB free"
+                               " once the stopped instances run" %
+                               (mem, self.f_mem_forth))
         self.PlacePri(inst)
         return None
 
@@ -368,8 +383,9 @@ class Node:
             self.f_dsk -= inst.dsk
             if self.excl:
                 self.f_sp -= sum(sp or 0 for sp in inst.disk_spindles)
+            else:
+                self.inst_sp += inst.spindle_use
         self.u_cpu += inst.vcpus
-        self.inst_sp += inst.spindle_use
         if inst.xtags:
             # Counter.update is slow even on nothing (planning calls this
             # for every candidate part)
@@ -395,8 +411,9 @@ class Node:
             self.f_dsk += inst.dsk
             if self.excl:
                 self.f_sp += sum(sp or 0 for sp in inst.disk_spindles)
+            else:
+                self.inst_sp -= inst.spindle_use
         self.u_cpu -= inst.vcpus
-        self.inst_sp -= inst.spindle_use
         needs = inst.needs
         if needs is not None:
             self.nd_mem -= needs[0]
@@ -585,7 +602,7 @@ class InstanceMap(MutableMapping):
     on first access (most requests look at a few of them only)."""
 
     def __init__(self, raw: dict, ex_prefixes: tuple,
-                 util: dict[str, tuple[float, ...]] | None,
+                 util: dict[str, tuple[float, ...]],
                  dl_prefixes: tuple = ()) -> None:
         self._items: dict[str, Instance | dict] = dict(raw)
         self._ex_prefixes = ex_prefixes
@@ -598,8 +615,7 @@ class InstanceMap(MutableMapping):
             return item
         try:
             inst = Instance(name, item, self._ex_prefixes,
-                            ZERO_UTIL if self._util is None
-                            else self._util.get(name, BASE_UTIL),
+                            self._util.get(name, BASE_UTIL),
                             self._dl_prefixes)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise errors.ParameterError("Invalid allocator input: instance"
@@ -640,10 +656,12 @@ class Cluster:
             if unknown:
                 raise errors.ParameterError("Unknown instance(s): %s" %
                                             ", ".join(unknown))
-        self.util = None if util is None else {
+        # hail, hbal and hspace give every instance ``BASE_UTIL`` unless
+        # the load data says otherwise
+        self.util = {
             name: tuple(round(value / UTIL_QUANTUM) * UTIL_QUANTUM
                         for value in values)
-            for name, values in util.items()}
+            for name, values in (util or {}).items()}
         try:
             self._Load(message)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
@@ -680,10 +698,16 @@ class Cluster:
             if mig_prefixes:
                 node.mig, node.rmig = _MigrationClasses(
                     node.tags, mig_prefixes, allowed)
-            if self.util is not None:
-                self.nodes[name].load = [0.0] * len(BASE_UTIL)
+            node.load = [0.0] * len(BASE_UTIL)
         raw = message.get("instances") or {}
         self._Account(raw)
+        for node in self.nodes.values():
+            if node.x_mem < 0:
+                # the node reports more free memory than its instances
+                # leave: what they are sized to take counts
+                # (``unallocatedMem``; not for the reported free memory
+                # the forthcoming figures start from)
+                node.f_mem += node.x_mem
         self.instances = InstanceMap(raw, self.ex_prefixes, self.util,
                                      self.dl_prefixes)
 
@@ -714,8 +738,10 @@ class Cluster:
             if pnode is not None:
                 pnode.plist.add(name)
                 pnode.u_cpu += get("vcpus", 1)
-                pnode.inst_sp += get("spindle_use", 1)
                 template = get("disk_template", constants.DT_PLAIN)
+                # spindle use counts on local storage (``calcSpindleUse``)
+                if template in DTS_LOCAL_STORAGE and not pnode.excl:
+                    pnode.inst_sp += get("spindle_use", 1)
                 if template not in int_mirror:
                     pnode.nd_mem += get("memory", 0)
                     if template in DTS_LOCAL_STORAGE:
@@ -726,6 +752,8 @@ class Cluster:
                             pnode.nd_dsk += total
                 if state != "up":
                     pnode.f_mem_forth -= get("memory", 0)
+                elif pnode.t_mem:
+                    pnode.x_mem -= get("memory", 0)
                 if ex_prefixes:
                     xtags = _ExTags(get("tags") or [], ex_prefixes)
                     if xtags:
@@ -757,7 +785,7 @@ class Cluster:
 
     def NewInstance(self, name: str, spec: dict) -> Instance:
         """A requested instance (not placed yet, assumed to run)."""
-        return Instance(name, spec, self.ex_prefixes,
+        return Instance(name, spec, self.ex_prefixes, BASE_UTIL,
                         dl_prefixes=self.dl_prefixes)
 
     def GroupNodes(self, group: Group) -> list[Node]:

@@ -23,6 +23,7 @@ the way our ``gnt-instance change-group`` moves such instances.
 from typing import NamedTuple
 
 from ganeti import constants
+from ganeti.htools import FAIL_DISK
 from ganeti.htools.model import Cluster, Failure, Instance, Node
 
 FAILOVER = "failover"
@@ -107,6 +108,15 @@ def _SetNodes(cluster: Cluster, inst: Instance, pnode: str | None,
         new_p.loc_score += len(new_p.locations & new_s.locations)
 
 
+def _CopySpace(tnode: Node, inst: Instance) -> Failure | None:
+    """A copy needs room for the disks on the target even where the model
+    does not track the template's space (``file``, like hail's)."""
+    if inst.local_storage or tnode.f_dsk - inst.dsk > 0:
+        return None
+    return Failure(FAIL_DISK, "disk %d MiB needed, %d MiB free" %
+                   (inst.dsk, tnode.f_dsk))
+
+
 def _Step(cluster: Cluster, inst: Instance, step: str, target: str | None,
           strict: bool) -> Failure | None:
     """One elementary step; on failure nothing has changed."""
@@ -132,6 +142,9 @@ def _Step(cluster: Cluster, inst: Instance, step: str, target: str | None,
         # the disks of a copied instance go along: AddPri takes them
         assert target is not None
         tnode = cluster.nodes[target]
+        failure = _CopySpace(tnode, inst) if step == "c" else None
+        if failure is not None:
+            return failure
         pnode.RemovePri(inst)
         failure = tnode.AddPri(inst, not force)
         if failure is not None:

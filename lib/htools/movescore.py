@@ -44,13 +44,14 @@ change of the pairs of the instance's primary (``_PairDelta``) and its
 bound the least that change can be (``_PairLows``: all pairs removed).
 """
 
+import ctypes
 import math
 import sys
 from collections.abc import Iterable, Iterator
 from heapq import heapify, heappop, heapreplace
-from operator import add, itemgetter, mul, sub
+from operator import add, attrgetter, itemgetter, mul, sub
 
-from ganeti.htools import moves
+from ganeti.htools import moves, parallel
 from ganeti.htools.metrics import W_LOCATION_EXCLUSION, NodeValues, Score
 from ganeti.htools.model import Cluster, Instance, Node
 
@@ -105,6 +106,8 @@ class Evaluator:
         # per round, by the part's id (parts are kept alive by _intern)
         self._lows: dict[int, float] = {}
         self._stamp = 0
+        # per group of victims, the share scoring them (parallel.Share)
+        self._owners: dict[tuple, int] = {}
         # per victim, its _Fixed parts, per peer values toward a target
         # (round, lower bounds, parts) of _Toward and its linked nodes
         # (_Linked), while its nodes stay
@@ -601,18 +604,27 @@ class Evaluator:
         return tuple(result)
 
     def Best(self, victims: list[Instance], targets: list[Node],
-             disk_moves: bool = True, limit: float = _INF
+             disk_moves: bool = True, limit: float = _INF,
+             share: tuple[int, int] = (0, 1),
+             shared: ctypes.c_double | None = None
              ) -> tuple[float, moves.Move] | None:
         """The victims' candidate (see ``_Candidates``) with the lowest
-        rounded score, ties broken by (instance, kind, target) name, if
-        that score is at most ``limit`` (give or take the rounding
-        margin; None otherwise, or when there is no candidate).
+        rounded score, ties broken by (instance, kind, target) name
+        (``parallel.Rank``), if that score is at most ``limit`` (give or
+        take the rounding margin; None otherwise, or when there is no
+        candidate).
 
         Victims of equal shape on the same nodes have equal scores, so only
         the first by name is looked at. The exact score is computed in the
         order of the lower bounds (a heap of the candidates toward linked
         targets and of the heads of the walks, see ``_Seed``), until one
-        is above the best so far."""
+        is above the best so far.
+
+        With ``share`` (index, count), only the share's victims are
+        looked at (``parallel.Share``): the best of the shares by
+        ``parallel.Rank`` is the best of all. ``shared`` holds the
+        lowest score any share has found so far (a candidate's: at least
+        the best), which stops the walk as the own best does."""
         base = self._Gradient() - _MARGIN
         cutoff = limit + _MARGIN
         chosen: dict[tuple, Instance] = {}
@@ -621,20 +633,35 @@ class Evaluator:
             other = chosen.get(same)
             if other is None or inst.name < other.name:
                 chosen[same] = inst
+        selected: Iterable[Instance] = chosen.values()
+        if share[1] > 1:
+            # equal shape and strictness: the same targets' parts
+            groups: dict[tuple, list[Instance]] = {}
+            nodes = self.cluster.nodes
+            for inst in sorted(selected, key=attrgetter("name")):
+                groups.setdefault((self._Shape(inst),
+                                   nodes[inst.pnode or ""].offline,
+                                   nodes[inst.snode or inst.pnode
+                                         or ""].offline), []).append(inst)
+            selected = parallel.Share(groups, share, self._owners)
         most = min(cutoff - base, _FINITE)
         heap: list[tuple] = []
         unlinked: dict[tuple, tuple] = {}
         by_name = {tnode.name: tnode for tnode in targets}
-        for inst in chosen.values():
+        for inst in selected:
             self._Seed(inst, targets, by_name, disk_moves, most, heap,
                        unlinked)
         heapify(heap)
         best: tuple[float, tuple[str, str, str]] | None = None
         values: dict[tuple, float] = {}
+        # the best score so far (of all shares), or the cutoff
+        top = cutoff
         while heap:
             cand = heap[0]
             low, name, kind, target, parts = cand[:5]
-            if base + low > (cutoff if best is None else best[0]):
+            if shared is not None and shared.value < top:
+                top = shared.value
+            if base + low > top:
                 break
             extra = self._PairDelta(self.cluster.instances[name], kind,
                                     target) if self._paired else 0.0
@@ -646,6 +673,10 @@ class Evaluator:
             if value <= cutoff and (best is None or key < best) and \
                     self._Migrates(name, kind, target):
                 best = key
+                if value < top:
+                    top = value
+                    if shared is not None and value < shared.value:
+                        shared.value = value
             follow = _Walk(cand[5], name, kind, most) if len(cand) > 5 \
                 else None
             if follow is None:

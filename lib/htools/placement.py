@@ -291,7 +291,7 @@ class Capacity:
         return None
 
 
-def _GlobalN1(inst: Instance, result: GroupResult,
+def GlobalN1(inst: Instance, result: GroupResult,
               capacity: Capacity) -> None:
     """Keep hail's capacity-checked candidates (``collectionToSolution
     FailN1``): walking them best first, those before the first one that
@@ -411,7 +411,7 @@ def TryGroup(cluster: Cluster, score: Score, group: Group, inst: Instance,
                                           "as secondary: " + failure.text)
     result.candidates.sort()
     if capacity is not None:
-        _GlobalN1(inst, result, capacity)
+        GlobalN1(inst, result, capacity)
     if keep:
         del result.candidates[keep:]
     return result

@@ -13,9 +13,10 @@ for the ``*_load_cv`` components of the score (``metrics``):
   ...]}``). As in hbal only the ``cpu-avg-load``
   collector is used: a node's busy CPU fraction is shared among its
   primary instances in proportion to their vCPUs (the instances' own
-  CPU use is not known); the other metrics are 0, so that MonD's data
-  balances the CPU load only, as in hbal. The data is used only when
-  every online node holding primaries reported it.
+  CPU use is not known); the other metrics keep hbal's default (one per
+  instance, ``model.BASE_UTIL``): as in hbal's MonD backend, the data
+  replaces the CPU metric only. The data is used only when every online
+  node holding primaries reported it.
 
 Instances neither source names get hbal's default utilisation of one
 per metric (``model.BASE_UTIL``); MonD's data names every instance on an
@@ -27,6 +28,7 @@ import math
 from typing import Any
 
 from ganeti import constants, errors, serializer
+from ganeti.htools.model import BASE_UTIL
 
 # The columns of a utilisation file line
 UTIL_FIELDS = ("cpu_util", "mem_util", "disk_util", "net_util")
@@ -141,5 +143,5 @@ def UtilisationFromMond(message: dict, reports: dict[str, list[Any]]
             return None
         vcpus = sum(count for _, count in insts) or 1
         for name, count in insts:
-            result[name] = (fraction * count / vcpus, 0.0, 0.0, 0.0)
+            result[name] = (fraction * count / vcpus,) + BASE_UTIL[1:]
     return result
