@@ -21,6 +21,12 @@ removed. The steps are "info" (MigrationInfo), "accept"
 "finalize-src" (FinalizeMigrationDst/Source, only when completing a
 successful migration; undoing one always works). The marker of step
 "start" makes StartInstance fail (an instance that will not come up).
+
+Test aid: a file ``.node-size`` in a node's FAKE_HV_DIR holding
+"<total MiB> <node's own MiB> <cpus>" makes the node report that size
+instead of the host's (which changes from moment to moment): capacity
+and balancing on a virtual cluster are then reproducible, with nodes of
+different sizes.
 """
 
 import logging
@@ -35,6 +41,7 @@ from ganeti.utils import io
 # Hidden files of the state directory (never listed as instances)
 _FAIL_MARKER = ".fail-%s"
 _INCOMING_PREFIX = ".incoming-"
+_NODE_SIZE_FILE = ".node-size"
 
 
 class FakeHypervisor(hv_base.BaseHypervisor):
@@ -133,10 +140,27 @@ class FakeHypervisor(hv_base.BaseHypervisor):
         the sum hail checks the node data against.
         """
         result: dict[str, Any] = hv_base.GetLinuxNodeInfo()
+        size = self._NodeSize()
+        if size is not None:
+            result.update(memory_total=size[0], memory_dom0=size[1],
+                          memory_free=size[0] - size[1], cpu_total=size[2])
         used = sum(info[2] for info in self.GetAllInstancesInfo(hvparams))
         result["memory_free"] = max(result["memory_free"] - used, 0)
         result["hv_version"] = [0]
         return result
+
+    def _NodeSize(self) -> tuple[int, int, int] | None:
+        """The node size the ``.node-size`` test aid sets, if any."""
+        try:
+            text = io.ReadFile(os.path.join(self._root, _NODE_SIZE_FILE))
+        except FileNotFoundError:
+            return None
+        try:
+            total, dom0, cpus = (int(value) for value in text.split())
+        except ValueError as err:
+            raise errors.HypervisorError("Invalid %s: %r" %
+                                         (_NODE_SIZE_FILE, text)) from err
+        return total, dom0, cpus
 
     def Verify(self, hvparams: dict | None = None) -> str | None:
         if not os.path.isdir(self._root):
