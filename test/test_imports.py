@@ -308,6 +308,11 @@ def test_checker_catches_a_cycle_and_an_upward_edge():
 FACADES = {
     "ganeti.cli": ("ganeti.cli_output", "ganeti.cli_format",
                    "ganeti.cli_jobs"),
+    "ganeti.hypervisor.hv_kvm": ("ganeti.hypervisor.hv_kvm.monitor",
+                                 "ganeti.hypervisor.hv_kvm.validation",
+                                 "ganeti.hypervisor.hv_kvm.runtime",
+                                 "ganeti.hypervisor.hv_kvm.processes",
+                                 "ganeti.hypervisor.hv_kvm.migration"),
     "ganeti.objects": ("ganeti.objects.base", "ganeti.objects.cluster",
                        "ganeti.objects.configdata", "ganeti.objects.filters",
                        "ganeti.objects.instance", "ganeti.objects.network",

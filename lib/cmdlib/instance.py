@@ -1,5 +1,5 @@
-"""LUs removing and renaming instances; creating them is
-instance_create's.
+"""LUs removing and renaming instances and changing their node group;
+creating them is instance_create's.
 
 The name checks (resolving a new name, the IP check) are shared with
 instance_create.
@@ -9,10 +9,15 @@ import logging
 import os
 from typing import Any, Callable
 
-from ganeti import constants, errors, netutils, objects
+from ganeti import constants, errors, locking, netutils, objects
+from ganeti.cmdlib.allocator import (
+    CheckIAllocatorOrNode, InstancesReservationMemberOf, LoadNodeEvacResult,
+    RunAllocator)
+from ganeti.cmdlib.base import ResultWithJobs
 from ganeti.cmdlib.instance_utils import (
     INSTANCE_NOT_RUNNING, AssembledForOS, CheckInstanceState, CheckNodeOnline,
     GetInstanceInfoText, InstanceLU, RemoveInstance)
+from ganeti.masterd import iallocator
 
 # How long the IP check waits for an answer (seconds)
 _IP_CHECK_TIMEOUT = 2.0
@@ -170,3 +175,104 @@ class LUInstanceRename(InstanceLU):
             self._RunOsRename(renamed, disks, old_name)
         logging.info("Renamed instance %s to %s", old_name, renamed.name)
         return renamed.name
+
+
+class LUInstanceChangeGroup(InstanceLU):
+    """Move an instance to a node of another node group.
+
+    The instance allocator's (``-I``, else the cluster's default)
+    ``change-group`` answer gives the follow-up jobs: a migration (falling
+    back to a failover for a stopped instance) for externally mirrored
+    disks; for drbd ones a new secondary in the target group, a migration
+    to it and another new secondary there; an instance move (copying the
+    disks) for plain and file ones.
+    """
+
+    HPATH = "instance-change-group"
+
+    def ExpandNames(self) -> None:
+        super().ExpandNames()
+        # The groups asked for (None: any other group); CheckPrereq turns
+        # them into target_uuids, the groups actually considered
+        self.requested_uuids: list[str] | None = None
+        self.target_uuids: list[str] = []
+        if self.op.target_groups:
+            self.requested_uuids = sorted({self.cfg.LookupNodeGroup(name)
+                                           for name in self.op.target_groups})
+        self.needed_locks[locking.LEVEL_NODEGROUP] = []
+        # Only looks: the follow-up job takes its own locks
+        for level in (locking.LEVEL_INSTANCE, locking.LEVEL_NODEGROUP,
+                      locking.LEVEL_NODE):
+            self.share_locks[level] = 1
+
+    def _InstanceGroups(self) -> set[str]:
+        return {self.cfg.GetNodeInfo(node).group
+                for node in self.cfg.GetInstanceNodes(self.op.instance_uuid)}
+
+    def DeclareLocks(self, level: int) -> None:
+        if level == locking.LEVEL_NODEGROUP:
+            # Not locked yet, so checked again in CheckPrereq
+            groups = (set(self.requested_uuids) if self.requested_uuids
+                      else set(self.cfg.GetAllNodeGroupsInfo()))
+            self.needed_locks[level] = sorted(groups |
+                                              self._InstanceGroups())
+        elif level == locking.LEVEL_NODE:
+            nodes = set(self.cfg.GetInstanceNodes(self.op.instance_uuid))
+            for group in self.glm.list_owned(locking.LEVEL_NODEGROUP):
+                nodes.update(self.cfg.GetNodeGroup(group).members)
+            self.needed_locks[level] = sorted(nodes)
+
+    def CheckPrereq(self) -> None:
+        super().CheckPrereq()
+        instance = self.instance
+        owned_groups = self.glm.list_owned(locking.LEVEL_NODEGROUP)
+        inst_groups = self._InstanceGroups()
+        if not inst_groups <= owned_groups:
+            raise errors.OpPrereqError(
+                "Instance %s's node groups changed since locks were"
+                " acquired, current groups are '%s', owning groups '%s';"
+                " retry the operation" %
+                (instance.name, ", ".join(sorted(inst_groups)),
+                 ", ".join(sorted(owned_groups))), errors.ECODE_STATE)
+        if self.requested_uuids:
+            conflicts = inst_groups & set(self.requested_uuids)
+            if conflicts:
+                raise errors.OpPrereqError(
+                    "Can't use group(s) '%s' as targets, they are used by"
+                    " the instance '%s'" %
+                    (", ".join(self._GroupNames(conflicts)), instance.name),
+                    errors.ECODE_INVAL)
+            targets = set(self.requested_uuids)
+        else:
+            targets = owned_groups - inst_groups
+        if not targets:
+            raise errors.OpPrereqError("There are no possible target groups",
+                                       errors.ECODE_INVAL)
+        self.target_uuids = sorted(targets)
+        self.template = self.cfg.GetInstanceDiskTemplate(instance.uuid)
+        if self.template not in constants.DTS_MIRRORED and \
+                self.template not in constants.DTS_COPYABLE:
+            raise errors.OpPrereqError(
+                "Instance's disk layout '%s' does not allow changing the"
+                " node group" % self.template, errors.ECODE_STATE)
+        # no node can be named: -I, "-I ." or neither is the default
+        CheckIAllocatorOrNode(self, "iallocator", "target_node")
+
+    def _GroupNames(self, uuids: Any) -> list[str]:
+        return sorted(self.cfg.GetNodeGroup(uuid).name for uuid in uuids)
+
+    def _ExtraHookEnv(self) -> dict[str, Any]:
+        return {"TARGET_GROUPS": " ".join(self.target_uuids)}
+
+    def BuildHooksNodes(self) -> tuple[list[str], list[str]]:
+        master = self.cfg.GetMasterNode()
+        return [master], [master]
+
+    def Exec(self, feedback_fn: Callable[[str], None]) -> ResultWithJobs:
+        req = iallocator.IAReqGroupChange(
+            [self.instance.name], self.target_uuids,
+            instance_member_of=InstancesReservationMemberOf(
+                self, [self.instance]))
+        ial = RunAllocator(self, req, self.op.iallocator)
+        return ResultWithJobs(LoadNodeEvacResult(
+            self, ial.result, self.op.early_release, False))
