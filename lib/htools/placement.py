@@ -13,6 +13,7 @@ single-node evaluation is computed once per distinct node state (exact,
 as the arithmetic is the same; it keeps homogeneous clusters cheap).
 """
 
+import bisect
 from collections import Counter
 from typing import NamedTuple
 
@@ -136,6 +137,63 @@ def _Fits(node: Node, others: list[Node]) -> bool:
     return False
 
 
+def _PlacementKey(node: Node, score: Score) -> tuple:
+    """Everything placing a primary without the soft checks reads of a
+    node, for any instance: the hard checks of ``Node.AddPri``, the
+    fields ``Node.PlacePri`` changes and ``NodeValues`` reads, and the
+    node's share in ``score``. Nodes with equal keys get the same
+    outcome and the same ``Score.With``, the arithmetic being the same."""
+    return (score.values.get(node.name), node.offline, node.t_mem,
+            node.f_mem, node.f_mem_forth, node.t_dsk, node.f_dsk, node.t_cpu,
+            node.u_cpu, node.cpu_speed, node.inst_sp, node.hi_sp,
+            node.r_mem, node.excl, node.f_sp, node.t_sp, len(node.plist),
+            len(node.slist), node.loc_score, node.locations,
+            tuple(sorted(node.lx.items())),
+            tuple(sorted(node.xtags.items())),
+            None if node.load is None else tuple(node.load))
+
+
+class _Classes(dict[tuple, list[Node]]):
+    """Nodes by ``_PlacementKey``, each class sorted by name: where an
+    evacuation re-creates an instance only each class's first node needs
+    scoring (its equals score the same and lose the tie on the name).
+    A placement changes one node: ``Remove`` it before, ``Add`` after."""
+
+    def __init__(self, nodes: list[Node], score: Score) -> None:
+        super().__init__()
+        self.score = score
+        self.node_keys: dict[str, tuple] = {}
+        for node in sorted(nodes, key=lambda node: node.name):
+            self.Add(node)
+
+    def Add(self, node: Node) -> None:
+        key = self.node_keys[node.name] = _PlacementKey(node, self.score)
+        bisect.insort(self.setdefault(key, []), node,
+                      key=lambda member: member.name)
+
+    def Remove(self, node: Node) -> None:
+        key = self.node_keys.pop(node.name)
+        members = self[key]
+        members.remove(node)
+        if not members:
+            del self[key]
+
+    def Best(self, inst: Instance) -> Node | None:
+        """The node ``inst`` is re-created on: the best scoring one with
+        it, soft errors ignored, ties going to the first name."""
+        best: tuple[float, str] | None = None
+        chosen = None
+        for members in self.values():
+            node = members[0]
+            if node.AddPri(inst, strict=False) is None:
+                value = round(self.score.With([node]), 10)
+                node.RemovePri(inst)
+                if best is None or (value, node.name) < best:
+                    best = (value, node.name)
+                    chosen = node
+        return chosen
+
+
 def _Evacuable(cluster: Cluster, score: Score, node: Node,
                others: list[Node]) -> Failure | None:
     """hail's ``canEvacuateNode`` for the node's primaries that DRBD does
@@ -155,7 +213,6 @@ def _Evacuable(cluster: Cluster, score: Score, node: Node,
     work = score.Copy()
     done: list[moves.Applied] = []
     placed: list[tuple[Node, Instance]] = []
-    failure = None
     try:
         for inst in mirrored:
             if not inst.snode:
@@ -181,23 +238,18 @@ def _Evacuable(cluster: Cluster, score: Score, node: Node,
             assert not isinstance(applied, Failure), applied
             done.append(applied)
             work.Update(applied.touched)
+        classes = _Classes(targets, work)
         for inst in local:
-            best: tuple[float, str] | None = None
-            for other in targets:
-                failure = other.AddPri(inst, strict=False)
-                if failure is None:
-                    value = round(work.With([other]), 10)
-                    other.RemovePri(inst)
-                    if best is None or (value, other.name) < best:
-                        best = (value, other.name)
-            if best is None:
+            target = classes.Best(inst)
+            if target is None:
                 return Failure(FAIL_N1, "cannot re-create %s elsewhere when"
                                " %s fails (N+1): memory %d MiB needed" %
                                (inst.name, node.name, inst.mem))
-            target = cluster.nodes[best[1]]
+            classes.Remove(target)
             target.PlacePri(inst)
             placed.append((target, inst))
             work.Update([target])
+            classes.Add(target)
         return None
     finally:
         for target, inst in reversed(placed):
