@@ -585,6 +585,74 @@ def test_capacity_tiered():
     assert report.tiered.fails[0][0] == "FailMem"
 
 
+def _DisklessThree() -> dict:
+    """test_htools_compat's cluster: three nodes of different sizes (MiB
+    free once their running instances are counted) and diskless
+    instances, one of them stopped."""
+    msg = simu.Message(3, memory=8192, disk=100000, cpus=4,
+                       templates=("diskless", ))
+    msg["ipolicy"]["disk-templates"] = ["diskless"]
+    sizes = ((16384, 1024, 4, 11008, 4352), (8192, 512, 2, 6656, 1024),
+             (12288, 1024, 4, 11264, 0))
+    nodes = {}
+    for idx, name in enumerate(sorted(msg["nodes"])):
+        total, own, cpus, free, used = sizes[idx]
+        nodes["node%d" % (idx + 1)] = dict(
+            msg["nodes"][name], total_memory=total, reserved_memory=own,
+            free_memory=free, total_cpus=cpus, i_pri_memory=used,
+            i_pri_up_memory=used)
+    msg["nodes"] = nodes
+
+    def inst(node: str, memory: int, vcpus: int, up: bool) -> dict:
+        return {"tags": [], "admin_state": "up" if up else "down",
+                "admin_state_source": "admin", "vcpus": vcpus,
+                "memory": memory, "spindle_use": 1, "os": "none",
+                "nodes": [node], "nics": [], "disks": [],
+                "disk_template": "diskless", "disks_active": True,
+                "hypervisor": "kvm", "disk_space_total": 0}
+    msg["instances"] = {"big1": inst("node1", 4096, 2, True),
+                        "small1": inst("node1", 256, 1, True),
+                        "mid2": inst("node2", 1024, 1, True),
+                        "stopped3": inst("node3", 2048, 2, False)}
+    return msg
+
+
+def test_tiered_stops_at_n1_failures():
+    """Ganeti 3.0's tieredAlloc shrinks by the most frequent failure
+    only: N+1 failures shrink nothing, and no other failure occurred,
+    so the run ends (Ganeti's hspace -t on this cluster:
+    HTS_TSPEC='2048,1024,1,1=6')."""
+    report = capacity.HSpace(_DisklessThree(), "diskless",
+                             tiered=capacity.Spec(2048, 1024, 1))
+    assert report.tiered.SpecCounts() == [(capacity.Spec(2048, 1024, 1),
+                                          6)]
+    assert report.tiered.fails[0] == ("FailN1", 3)
+
+
+def test_global_n1_moves_the_newest_instances_first():
+    """A failing node's instances move in hail's node list order, the
+    last added first: node3's 9000 MiB instance, added last, takes
+    node1's room before stopped3 does, and the 1960 MiB instance on
+    node1 leaves no room for node1's big1 once it goes first (Ganeti's
+    hspace refuses it; in name order both would fit)."""
+    msg = _DisklessThree()
+    cluster = model.Cluster(msg)
+    assert cluster.instances.NewestFirst(["big1", "small1"]) == \
+        ["small1", "big1"]
+    alloc = capacity.Allocator(msg, "diskless", 1)
+    for memory, node in ((9000, "node3"), (2536, "node2")):
+        spec = capacity.Spec(memory, 1024, 1)
+        attempt = alloc.Try(spec)
+        assert attempt.nodes == (node, )
+        alloc._Commit(spec, attempt.nodes)
+    assert alloc.cluster.instances.NewestFirst(
+        alloc.cluster.nodes["node3"].plist) == ["new-0", "stopped3"]
+    attempt = alloc.Try(capacity.Spec(1960, 1024, 1))
+    assert attempt.nodes is None
+    assert attempt.fails == {"FailN1": 2, "FailMem": 1}
+    assert alloc.Try(capacity.Spec(1960, 1024, 1), capacity=False).nodes
+
+
 def test_balance_lowers_score_with_disjoint_jobsets():
     msg = simu.Message(10, 60, memory=32768, skew=0.5,
                        templates=("drbd", "diskless"))

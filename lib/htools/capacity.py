@@ -6,12 +6,13 @@ of every allocatable group) until one fails; the failures of that last
 attempt, per fail mode, tell what ran out. The *standard* run uses the
 policy's standard spec; the *tiered* run starts at the policy's maximum
 spec and, when an allocation fails, shrinks the resource that failed
-most (N+1 counting as memory) in hspace's units (64 MiB, 256 MiB, one
-vCPU) to the first size at which that failure count changes, until
-shrinking stops helping (``Cluster.tieredAlloc``). Both runs start from
-the current cluster. With the capacity checks (the default, not for
-DRBD) every allocation must leave each node's instances somewhere to go
-should the node fail (hail's global N+1 check).
+most by one of hspace's units (64 MiB, 256 MiB, one vCPU) and goes on
+(``Cluster.tieredAlloc``). N+1 failures are no resource: when they are
+the most frequent, only shrinking another resource that failed can
+help, so a run stopped by the capacity check ends there. Both runs
+start from the current cluster. With the capacity checks (the default,
+not for DRBD) every allocation must leave each node's instances
+somewhere to go should the node fail (hail's global N+1 check).
 
 ``Stats`` are hspace's cluster totals (``Cluster.CStats``) that its
 report prints.
@@ -39,9 +40,10 @@ HSPACE_FAIL_MODES = FAIL_MODES[:FAIL_MODES.index("FailInternal") + 1]
 UNIT = {FAIL_MEM: 64, FAIL_DISK: 256, FAIL_CPU: 1}
 _FIELDS = {FAIL_MEM: "memory", FAIL_DISK: "disk", FAIL_CPU: "vcpus"}
 
-# How far the tiered allocation looks ahead before searching binary
-# (``Cluster.doShrink``)
+# How far the tiered allocation's searches look ahead before halving,
+# and up to how many shrinks they try one by one, as hspace does
 _LOOK_AHEAD = 50
+_ONE_BY_ONE = 256
 
 
 class Spec(NamedTuple):
@@ -181,11 +183,6 @@ def SortedFails(fails: Counter) -> list[tuple[str, int]]:
     (``collapseFailures``, ``sortReasons``)."""
     return sorted(((mode, fails[mode]) for mode in HSPACE_FAIL_MODES),
                   key=lambda pair: -pair[1])
-
-
-def _Underlying(mode: str) -> str:
-    """The resource most likely behind a failure: N+1 is memory."""
-    return FAIL_MEM if mode == FAIL_N1 else mode
 
 
 class Allocator:
@@ -339,65 +336,130 @@ class Allocator:
         count = 1 + max(0, (value - unit) // unit)
         return count, lambda idx: spec._replace(**{field: value - idx * unit})
 
-    def _DoShrink(self, spec: Spec, mode: str) -> Spec | None:
-        """The first shrink of ``spec`` at which the failures of the
-        underlying resource differ from those of ``spec``
-        (``doShrink``)."""
-        resource = _Underlying(mode)
-
-        def count(candidate: Spec) -> int:
-            fails = self.Try(candidate).fails
-            return fails[resource] + (fails[FAIL_N1]
-                                      if resource == FAIL_MEM else 0)
-
-        initial = count(spec)
-        length, shrink = self._Shrinks(spec, resource)
-        found = _MonotoneFind(length,
-                              lambda idx: count(shrink(idx)) != initial)
-        return None if found is None else shrink(found)
-
     def _SufficesShrinking(self, spec: Spec, mode: str) -> Spec | None:
         """The first shrink by ``mode`` that allocates, as long as each
-        failing one still fails on ``mode`` (``sufficesShrinking``)."""
+        failing one still fails on ``mode`` (``sufficesShrinking``);
+        ``spec`` itself is known to fail on ``mode``. The shrinks are
+        searched as ``_NextChange`` does."""
         length, shrink = self._Shrinks(spec, mode)
-        for idx in range(length):
-            candidate = shrink(idx)
+        found: list[Spec] = []
+
+        def stops(idx: int) -> bool:
+            candidate = shrink(idx + 1)
             attempt = self.Try(candidate)
             if attempt.nodes is not None:
-                return candidate
-            if not attempt.fails[mode]:
-                return None
-        return None
+                found.append(candidate)
+                return True
+            return not attempt.fails[mode]
+
+        idx = _FirstIndex(length - 1, stops)
+        if idx is None or not found or found[-1] != shrink(idx + 1):
+            return None
+        return found[-1]
 
     def Tiered(self, spec: Spec, limit: int | None) -> Counter:
         """``Cluster.tieredAlloc``: allocate ``spec`` until it fails, then
-        continue with the shrunk spec if that makes progress, else with
-        the first other failure that shrinking alone cures. A limit
-        counts down by all allocations so far, as in hspace."""
+        go on with it shrunk by one unit of its most frequent failure;
+        when no shrink below allocates, with the first shrink by another
+        failure that allocates (``sufficesShrinking``), tried from the
+        smallest shrink up. A limit counts down by all allocations so far
+        at every shrink, as in hspace. The failures of the last spec that
+        allocated.
+
+        Shrinks that fail as the one before are skipped (``_NextChange``):
+        a policy's maximum may be millions of units above what fits, which
+        takes hspace hours."""
         fails = self.Iterate(spec, limit)
-        if limit is not None:
-            if limit <= len(self.placed):
-                return fails
-            limit -= len(self.placed)
-        reasons = list(dict.fromkeys(
-            _Underlying(mode) for mode, _ in SortedFails(fails)))
-        done = len(self.placed)
-        shrunk = self._DoShrink(spec, reasons[0])
-        if shrunk is not None:
-            deeper = self.Tiered(shrunk, limit)
+        while True:
+            # the shrinks that allocated nothing: spec, failures, limit
+            levels: list[tuple[Spec, Counter, int | None]] = []
+            done = len(self.placed)
+            current, current_fails = spec, fails
+            while True:
+                if limit is not None:
+                    if limit <= len(self.placed):
+                        break
+                    limit -= len(self.placed)
+                levels.append((current, current_fails, limit))
+                # with a limit counting down, every shrink counts
+                skip = limit is None or not self.placed
+                step = self._NextChange(current, current_fails, skip)
+                if step is None:
+                    break
+                same, shrunk = step
+                if same is not None:
+                    levels.append((same, current_fails, limit))
+                current, current_fails = shrunk, self.Iterate(shrunk, limit)
+                if len(self.placed) > done:
+                    break
             if len(self.placed) > done:
-                return deeper
-        for mode in reasons[1:]:
-            shrunk = self._SufficesShrinking(spec, mode)
-            if shrunk is not None:
-                return self.Tiered(shrunk, limit)
-        return fails
+                spec, fails = current, current_fails
+                continue
+            bigger = self._BigStep(levels)
+            if bigger is None:
+                return fails
+            spec, limit = bigger
+            fails = self.Iterate(spec, limit)
+
+    def _BigStep(self, levels: list[tuple[Spec, Counter, int | None]]
+                 ) -> tuple[Spec, int | None] | None:
+        """The spec (and limit) a tiered run goes on with when shrinking
+        by the most frequent failure allocated nothing: each level's
+        failures, most frequent first, from the smallest level up."""
+        for spec, fails, limit in reversed(levels):
+            for mode in reversed(_Ascending(fails)):
+                # the level's spec failed with these failures: modes
+                # that did not fail stop sufficesShrinking at once
+                if not fails[mode]:
+                    continue
+                shrunk = self._SufficesShrinking(spec, mode)
+                if shrunk is not None:
+                    return shrunk, limit
+        return None
+
+    def _NextChange(self, spec: Spec, fails: Counter, skip: bool
+                    ) -> tuple[Spec | None, Spec] | None:
+        """The next shrink of the tiered run below ``spec``, which failed
+        with ``fails``: one unit less of its most frequent failure
+        (``shrinkByType``; None when none is left or the failure names no
+        resource). With ``skip``, the first shrink that allocates or fails
+        otherwise (else the smallest), and the last one failing as
+        ``spec`` did before it (or None)."""
+        length, shrink = self._Shrinks(spec, _Ascending(fails)[-1])
+        if length <= 1:
+            return None
+        if not skip:
+            return None, shrink(1)
+
+        def changed(idx: int) -> bool:
+            attempt = self.Try(shrink(idx + 1))
+            return attempt.nodes is not None or attempt.fails != fails
+
+        found = _FirstIndex(length - 1, changed)
+        idx = length - 1 if found is None else found + 1
+        return (shrink(idx - 1) if idx > 1 else None), shrink(idx)
+
+
+def _Ascending(fails: Counter) -> list[str]:
+    """hspace's fail modes by their count, ties in its order (the stable
+    ``sortBy (comparing snd)`` of ``collapseFailures``)."""
+    return sorted(HSPACE_FAIL_MODES, key=lambda mode: fails[mode])
+
+
+def _FirstIndex(length: int, pred: Callable[[int], bool]) -> int | None:
+    """The first index below ``length`` at which ``pred`` holds: one by
+    one (exact) up to ``_ONE_BY_ONE``, beyond by a monotone search (the
+    failures need not be monotone: near a policy's minimum they rise
+    again)."""
+    if length <= _ONE_BY_ONE:
+        return next((idx for idx in range(length) if pred(idx)), None)
+    return _MonotoneFind(length, pred)
 
 
 def _MonotoneFind(length: int, pred: Callable[[int], bool]) -> int | None:
     """The first index below ``length`` at which the (monotone) predicate
     holds: looking ``_LOOK_AHEAD`` ahead while far, then halving
-    (``monotoneFind`` with ``doShrink``'s heuristics)."""
+    (``monotoneFind`` with the heuristics of later Ganeti versions)."""
     start, end = 0, length
     while start < end:
         size = end - start

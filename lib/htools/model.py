@@ -13,7 +13,7 @@ evaluated without copying the cluster.
 """
 
 from collections import Counter
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
 from typing import NamedTuple
 
 from ganeti import constants, errors
@@ -605,6 +605,9 @@ class InstanceMap(MutableMapping):
                  util: dict[str, tuple[float, ...]],
                  dl_prefixes: tuple = ()) -> None:
         self._items: dict[str, Instance | dict] = dict(raw)
+        # when each was added: the message's order, then placements
+        self._added = {name: idx for idx, name in enumerate(self._items)}
+        self._next = len(self._added)
         self._ex_prefixes = ex_prefixes
         self._dl_prefixes = dl_prefixes
         self._util = util
@@ -625,10 +628,22 @@ class InstanceMap(MutableMapping):
         return inst
 
     def __setitem__(self, name: str, inst: Instance) -> None:
+        if name not in self._added:
+            self._added[name] = self._next
+            self._next += 1
         self._items[name] = inst
 
     def __delitem__(self, name: str) -> None:
         del self._items[name]
+        del self._added[name]
+
+    def NewestFirst(self, names: Iterable[str]) -> list[str]:
+        """``names`` in the order of htools' node instance lists
+        (``Node.pList``, which its loader and ``addPri`` prepend to): the
+        last added first, the message's instances added in its order.
+        The global N+1 check moves a failing node's instances in it."""
+        added = self._added
+        return sorted(names, key=lambda name: -added[name])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)

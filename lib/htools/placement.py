@@ -201,9 +201,12 @@ def _Evacuable(cluster: Cluster, score: Score, node: Node,
     fail over to their secondaries, then its externally mirrored ones
     move to the best other node of its group and its plain and file ones
     are re-created there, largest memory first, soft errors ignored.
-    Nothing is left changed. Existing instances are taken to fit their
-    group's instance policy."""
-    insts = [cluster.instances[name] for name in sorted(node.plist)]
+    Each kind goes in the order of hail's node instance list (the last
+    added first; the order decides where memory runs out). Nothing is
+    left changed. Existing instances are taken to fit their group's
+    instance policy."""
+    insts = [cluster.instances[name]
+             for name in cluster.instances.NewestFirst(node.plist)]
     mirrored = [inst for inst in insts if inst.internal_mirror]
     shared = [inst for inst in insts if inst.external_mirror]
     local = sorted((inst for inst in insts if not inst.internal_mirror
