@@ -60,6 +60,13 @@ def _WaitReport(node, predicate, timeout: float = 30):
         time.sleep(0.2)
 
 
+def _ConnectedAndKnown(data) -> bool:
+    """The one device is connected and named in the node's configuration."""
+    return bool(data["deviceInfos"]) and \
+        data["deviceInfos"][0]["connectionState"] == "Connected" and \
+        data["deviceInfos"][0]["instance"] is not None
+
+
 def _Minors(cluster, node_name: str) -> dict[str, int]:
     """Instance name -> minor, as gnt-node list-drbd shows them."""
     out = cluster.Run("gnt-node", "list-drbd", "--no-headers",
@@ -98,9 +105,9 @@ def test_drbd_collector(vc):
     try:
         _, (disk, ) = FindInstance(vc, "mon-drbd")
         port = disk["logical_id"][2]
-        primary = _OneDevice(_WaitReport(
-            vc, lambda data: data["deviceInfos"] and
-            data["deviceInfos"][0]["connectionState"] == "Connected")["data"])
+        # The pair connects before the job writes the instance into the
+        # configuration the report takes the minor from: wait for both
+        primary = _OneDevice(_WaitReport(vc, _ConnectedAndKnown)["data"])
         assert primary["minor"] == _Minors(vc, vc.node)["mon-drbd"]
         assert (primary["instance"], primary["disk"], primary["port"]) == \
             ("mon-drbd", "disk/0", port)
@@ -121,9 +128,7 @@ def test_drbd_collector(vc):
         assert data["status"] == {"code": report.STATUS_OK, "message": ""}
         assert data["versionInfo"]["version"].count(".") == 2
 
-        secondary = _OneDevice(_WaitReport(
-            node2, lambda data: data["deviceInfos"] and
-            data["deviceInfos"][0]["connectionState"] == "Connected")["data"])
+        secondary = _OneDevice(_WaitReport(node2, _ConnectedAndKnown)["data"])
         assert secondary["minor"] == _Minors(vc, NODE2)["mon-drbd"]
         assert (secondary["instance"], secondary["localRole"],
                 secondary["remoteRole"], secondary["localState"]) == \
