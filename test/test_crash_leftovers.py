@@ -116,6 +116,28 @@ def test_queue_temporary_files_are_removed_at_start(vc):
     assert vc.Run("gnt-job", "list").returncode == 0
 
 
+def test_stale_master_ssconf_is_rewritten_at_start(vc):
+    """A master killed between writing config.data and its ssconf files
+    (a tag added, say) finds them stale at the next start: masterd
+    rewrites them from the configuration, and verify is clean."""
+    path = vc.NodePath(os.path.join(pathutils.DATA_DIR,
+                                    "ssconf_cluster_tags"))
+    vc.Run("gnt-cluster", "add-tags", "crash-tag")
+    with open(path, encoding="ascii") as fobj:
+        assert fobj.read().split() == ["crash-tag"]
+    vc.KillDaemon("ganeti-masterd")
+    with open(path, "w", encoding="ascii") as fobj:
+        fobj.write("")
+    vc.StartMasterdAndWait()
+    try:
+        with open(path, encoding="ascii") as fobj:
+            assert fobj.read().split() == ["crash-tag"]
+        out = vc.Run("gnt-cluster", "verify", check=False).stdout
+        assert "ssconf_cluster_tags differs" not in out, out
+    finally:
+        vc.Run("gnt-cluster", "remove-tags", "crash-tag")
+
+
 def test_failed_init_leaves_nothing_that_blocks_the_next():
     cluster = VirtualCluster()
     try:

@@ -65,6 +65,11 @@ class Replicator:
         self._nodes: dict[str, _NodeState] = {}
         self._last_ssconf: dict | None = None
         self._stop = False
+        # The master's own ssconf from the loaded configuration: a master
+        # killed between writing config.data and its ssconf files left
+        # them behind (the other nodes get theirs in their first sync)
+        self._last_ssconf = cfg.GetSsconfValues()
+        ssconf.SimpleStore().WriteFiles(self._last_ssconf)
         self._UpdateTargets()
         self._thread = threading.Thread(target=self._RetryLoop,
                                         name="replication", daemon=True)
