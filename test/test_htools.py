@@ -781,22 +781,30 @@ def test_move_scores_equal_apply_score_undo(seed):
         msg["cluster_tags"] = ["htools:nlocation:rack"]
         for data in msg["nodes"].values():
             data["tags"] = ["rack:%d" % rnd.randint(0, 1)]
-    cluster = model.Cluster(msg)
+    _CheckSteps(model.Cluster(msg), rnd.random() < 0.7)
+
+
+def _CheckSteps(cluster: model.Cluster, strict: bool) -> None:
+    """Three greedy steps of the planner's evaluator on ``cluster``: every
+    candidate's score equals applying, scoring and undoing it, its lower
+    bound is below its exact score, the pruned best move is the brute
+    force one (also under a limit), and the score kept up to date equals
+    a full rescoring after each accepted move."""
     nodes = list(cluster.nodes.values())
     score = metrics.Score(nodes)
-    strict = rnd.random() < 0.7
+    assert score.Total() == pytest.approx(metrics.ClusterScore(nodes))
     evaluator = movescore.Evaluator(cluster, score, strict)
     insts = sorted(cluster.instances.values(), key=lambda inst: inst.name)
     for _ in range(3):
         candidates = [move for inst in insts
                       for move in _Candidates(inst, nodes)]
         _AssertValues(cluster, score, evaluator, candidates, strict)
-        # the lower bound of every candidate is below its exact score
         base = evaluator._Gradient()
         for inst in insts:
-            for low, _, _, _, parts in evaluator._Candidates(inst, nodes,
-                                                             True):
-                assert base + low <= evaluator._Exact(parts) + 1e-9
+            for low, _, kind, target, parts in evaluator._Candidates(
+                    inst, nodes, True):
+                assert base + low <= evaluator._Exact(
+                    parts, evaluator._PairDelta(inst, kind, target)) + 1e-9
         best = evaluator.Best(insts, nodes)
         assert best == _BruteBest(cluster, score, candidates, strict)
         if best is None:
@@ -807,6 +815,7 @@ def test_move_scores_equal_apply_score_undo(seed):
         applied = moves.ApplyMove(cluster, best[1], strict)
         score.Update(applied.touched)
         evaluator.Changed({node.name for node in applied.touched})
+        assert score.Total() == pytest.approx(metrics.ClusterScore(nodes))
 
 
 def _ReferencePlan(msg: dict, opts: balance.Options,
@@ -1322,30 +1331,7 @@ def test_location_scores_equal_apply_score_undo(seed):
     msg = _Located(msg, racks, **tags)
     if seed % 2:
         next(iter(msg["nodes"].values()))["offline"] = True
-    cluster = model.Cluster(msg)
-    nodes = list(cluster.nodes.values())
-    score = metrics.Score(nodes)
-    assert score.Total() == pytest.approx(metrics.ClusterScore(nodes))
-    evaluator = movescore.Evaluator(cluster, score, True)
-    insts = sorted(cluster.instances.values(), key=lambda inst: inst.name)
-    for _ in range(3):
-        candidates = [move for inst in insts
-                      for move in _Candidates(inst, nodes)]
-        _AssertValues(cluster, score, evaluator, candidates, True)
-        base = evaluator._Gradient()
-        for inst in insts:
-            for low, _, kind, target, parts in evaluator._Candidates(
-                    inst, nodes, True):
-                assert base + low <= evaluator._Exact(
-                    parts, evaluator._PairDelta(inst, kind, target)) + 1e-9
-        best = evaluator.Best(insts, nodes)
-        assert best == _BruteBest(cluster, score, candidates, True)
-        if best is None:
-            break
-        applied = moves.ApplyMove(cluster, best[1], True)
-        score.Update(applied.touched)
-        evaluator.Changed({node.name for node in applied.touched})
-        assert score.Total() == pytest.approx(metrics.ClusterScore(nodes))
+    _CheckSteps(model.Cluster(msg), True)
     plan = balance.PlanBalance(copy.deepcopy(msg))
     expected, final = _ReferencePlan(copy.deepcopy(msg), balance.Options())
     assert [step.move for step in plan.steps] == expected
