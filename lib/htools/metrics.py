@@ -69,6 +69,11 @@ STDDEV_WEIGHTS = (0.5, 0.5 + 0.5, 1.0, 0.5 + 0.5, 0.5 + 0.5, 0.5)
 LOAD_COMPONENTS = ("cpu_load_cv", "mem_load_cv", "disk_load_cv",
                    "net_load_cv")
 LOAD_WEIGHTS = (1.0, 1.0, 1.0, 1.0)
+# With twin loads (``model.TWIN_LOADS``: cpu, memory and network equal by
+# construction) the vectors hold the cpu load for the three and the disk
+# load: the same score with fewer components to sum
+TWIN_LOAD_WEIGHTS = (LOAD_WEIGHTS[0] + LOAD_WEIGHTS[1] + LOAD_WEIGHTS[3],
+                     LOAD_WEIGHTS[2])
 W_N1 = 1.0
 W_OFFLINE_ALL = 4.0
 W_OFFLINE_PRI = 16.0
@@ -105,8 +110,9 @@ def NodeValues(node: Node) -> Values:
                               node.inst_sp / node.hi_sp if node.hi_sp
                               else 0.0,
                               node.f_mem_forth / t_mem)
-    if node.load is not None:
-        vec += tuple(node.load)
+    load = node.load
+    if load is not None:
+        vec += (load[0], load[2]) if node.twin_load else tuple(load)
     if node.f_mem <= node.r_mem:
         add += W_N1 * (nprim + len(node.slist))
     if node.xtags:
@@ -123,12 +129,21 @@ def _Excess(count: int) -> int:
 class Score:
     """Running sums of the score over a set of nodes; ``weights`` are
     those of the std-dev components the nodes' vectors have (the load
-    components only with load data)."""
+    components only with load data, named in ``loads``: a tuple of names
+    for twin loads)."""
 
     def __init__(self, nodes: list[Node]) -> None:
-        dynamic = any(node.load is not None for node in nodes)
-        self.weights = STDDEV_WEIGHTS + LOAD_WEIGHTS if dynamic \
-            else STDDEV_WEIGHTS
+        twins = {node.twin_load for node in nodes if node.load is not None}
+        assert len(twins) <= 1, "nodes of different clusters"
+        self.weights: tuple[float, ...] = STDDEV_WEIGHTS
+        self.loads: tuple = ()
+        if twins == {True}:
+            self.weights += TWIN_LOAD_WEIGHTS
+            self.loads = (LOAD_COMPONENTS[:2] + LOAD_COMPONENTS[3:],
+                          LOAD_COMPONENTS[2])
+        elif twins:
+            self.weights += LOAD_WEIGHTS
+            self.loads = LOAD_COMPONENTS
         self._k = range(len(self.weights))
         self.values: dict[str, Values] = {}
         self.count = 0
@@ -285,6 +300,7 @@ class Score:
     def Copy(self) -> "Score":
         result = Score([])
         result.weights = self.weights
+        result.loads = self.loads
         result._k = self._k
         result.values = dict(self.values)
         result.count = self.count
@@ -298,14 +314,15 @@ class Score:
     def Components(self) -> dict[str, float]:
         """Each component's value (unweighted), for explanations."""
         result = {}
-        names = STDDEV_COMPONENTS + LOAD_COMPONENTS
-        for k, name in enumerate(names[:len(self.weights)]):
+        for k, name in enumerate(STDDEV_COMPONENTS + self.loads):
             if self.count:
                 mean = self.sums[k] / self.count
                 var = self.squares[k] / self.count - mean * mean
-                result[name] = math.sqrt(var) if var > 0 else 0.0
+                value = math.sqrt(var) if var > 0 else 0.0
             else:
-                result[name] = 0.0
+                value = 0.0
+            for each in (name, ) if isinstance(name, str) else name:
+                result[each] = value
         result["additive"] = self.add
         result["location_exclusion_score"] = float(self.lx_excess)
         return result

@@ -44,6 +44,10 @@ DTS_EXT_MIRROR = constants.DTS_EXT_MIRROR | {families.DT_RBD,
 # any load data: the load components then count instances per node
 BASE_UTIL = (1.0, 1.0, 1.0, 1.0)
 ZERO_UTIL = (0.0, 0.0, 0.0, 0.0)
+# The loads (cpu, memory, network) every instance's utilisation adds the
+# same to without load data (``BASE_UTIL``, new instances ``ZERO_UTIL``):
+# equal on every node then, they are scored as one (``metrics``)
+TWIN_LOADS = (0, 1, 3)
 # Utilisation values are rounded to multiples of this power of two, so
 # that the nodes' sums are exact: placing and taking away an instance
 # (as scoring a candidate does) restores a node's load bit for bit
@@ -205,8 +209,8 @@ class Node:
                  "n_cpu", "u_cpu", "cpu_speed", "excl", "t_sp", "f_sp",
                  "inst_sp", "hi_sp", "vcpu_ratio", "peers", "r_mem",
                  "plist", "slist", "xtags", "loc_score", "lx", "aggregates",
-                 "load", "nd_mem", "nd_dsk", "nd_sp", "mig", "rmig",
-                 "x_mem", "spindles")
+                 "load", "twin_load", "nd_mem", "nd_dsk", "nd_sp", "mig",
+                 "rmig", "x_mem", "spindles")
 
     def __init__(self, name: str, data: dict, group: Group,
                  loc_prefixes: tuple) -> None:
@@ -273,6 +277,9 @@ class Node:
         # instances' utilisation, disk also of secondaries (hbal's
         # ``utilLoad``); None when the cluster has no load data
         self.load: list[float] | None = None
+        # whether the cpu, memory and network loads are equal by
+        # construction (``TWIN_LOADS``)
+        self.twin_load = False
 
     # Derived values --------------------------------------------------------
 
@@ -533,6 +540,12 @@ def _AccountDisks(node: Node, data: dict) -> None:
         pass
 
 
+def _TwinLoad(util: tuple[float, ...]) -> bool:
+    """Whether the utilisation adds the same to the ``TWIN_LOADS``."""
+    first = util[TWIN_LOADS[0]]
+    return all(util[k] == first for k in TWIN_LOADS)
+
+
 def _AddLoad(load: list[float], util: tuple[float, ...],
              sign: float) -> None:
     """Add (sign 1) or take away (-1) a primary's utilisation."""
@@ -703,6 +716,7 @@ class Cluster:
             for uuid, data in sorted((message.get("nodegroups") or
                                       {}).items())}
         self.nodes: dict[str, Node] = {}
+        twins = all(_TwinLoad(values) for values in self.util.values())
         for name, data in sorted((message.get("nodes") or {}).items()):
             uuid = data.get("group")
             group = self.groups.get(uuid)
@@ -714,6 +728,7 @@ class Cluster:
                 node.mig, node.rmig = _MigrationClasses(
                     node.tags, mig_prefixes, allowed)
             node.load = [0.0] * len(BASE_UTIL)
+            node.twin_load = twins
         raw = message.get("instances") or {}
         self._Account(raw)
         for node in self.nodes.values():

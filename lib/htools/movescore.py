@@ -45,6 +45,7 @@ bound the least that change can be (``_PairLows``: all pairs removed).
 """
 
 import ctypes
+import itertools
 import math
 import sys
 from collections.abc import Iterable, Iterator
@@ -60,8 +61,11 @@ _MARGIN = 1e-9
 # Std-devs below this are not linearized (the bound would be useless)
 _MIN_SIGMA = 1e-6
 
-# (additive change, per component change of the sum, of the sum of squares)
-Part = tuple[float, tuple[float, ...], tuple[float, ...]]
+# (additive change, per component change of the sum, of the sum of squares,
+# and (component, change of the sum, of the sum of squares) of those that
+# change: the bound skips the others, whose share is exactly zero)
+Part = tuple[float, tuple[float, ...], tuple[float, ...],
+             tuple[tuple[int, float, float], ...]]
 Check = tuple[str | None, bool]
 # (sum of the parts' lower bounds, instance, kind, target, parts)
 _Candidate = tuple[float, str, str, str | None, tuple]
@@ -93,7 +97,7 @@ class Evaluator:
         # per std-dev component of the score (see ``Score.weights``)
         self._zero = (0.0, ) * len(score.weights)
         # the part of a node the move leaves as it is
-        self._nothing: Part = (0.0, self._zero, self._zero)
+        self._nothing: Part = (0.0, self._zero, self._zero, ())
         self._memo: dict[str, dict[tuple, Part | None]] = {}
         # per target node, (round, lower bounds, parts) of _Target
         self._bundles: dict[str, dict[tuple, tuple]] = {}
@@ -101,7 +105,7 @@ class Evaluator:
         self._shape_ids: dict[tuple, int] = {}
         # equal parts are one object, so that candidates with the same
         # parts (equal scores) are told by the parts' ids
-        self._intern: dict[Part, Part] = {}
+        self._intern: dict[tuple, Part] = {}
         self._grad: tuple = ()
         # per round, by the part's id (parts are kept alive by _intern)
         self._lows: dict[int, float] = {}
@@ -202,7 +206,6 @@ class Evaluator:
                               node.peers.get(add_sec, 0.0) + inst.sec_mem)
             node.loc_score += dloc
             part = self._Delta(node)
-            part = self._intern.setdefault(part, part)
             node.loc_score -= dloc
             if add_sec is not None:
                 node.RemoveSec(inst, add_sec)
@@ -217,16 +220,25 @@ class Evaluator:
         return part
 
     def _Delta(self, node: Node) -> Part:
+        """The node's part, interned (see ``_intern``)."""
         old = self.score.values.get(node.name)
         if old is None:
             # not in the scored set
             return self._nothing
         new = NodeValues(node)
         if old.vec is None or new.vec is None:
-            return (new.add - old.add, self._zero, self._zero)
-        return (new.add - old.add, tuple(map(sub, new.vec, old.vec)),
-                tuple(map(sub, map(mul, new.vec, new.vec),
-                          map(mul, old.vec, old.vec))))
+            dsums = dsquares = self._zero
+        else:
+            dsums = tuple(map(sub, new.vec, old.vec))
+            dsquares = tuple(map(sub, map(mul, new.vec, new.vec),
+                                 map(mul, old.vec, old.vec)))
+        key = (new.add - old.add, dsums, dsquares)
+        part = self._intern.get(key)
+        if part is None:
+            # a component's sum changes whenever its sum of squares does
+            part = self._intern[key] = key + (tuple(itertools.compress(
+                zip(itertools.count(), dsums, dsquares), dsums)), )
+        return part
 
     def _Fixed(self, inst: Instance) -> tuple[Part | None, ...]:
         """The parts that do not depend on the target. Failover-to-any:
@@ -593,8 +605,8 @@ class Evaluator:
             low = lows.get(id(part))
             if low is None:
                 low = part[0]
-                for dsum, dsquare, (g_sq, g_sum, g_dd, g_lin, g_err) in zip(
-                        part[1], part[2], grad):
+                for k, dsum, dsquare in part[3]:
+                    g_sq, g_sum, g_dd, g_lin, g_err = grad[k]
                     dev = g_sq * dsquare - g_sum * dsum
                     dsq = g_dd * dsum * dsum
                     reach = (dev if dev > 0 else -dev) + dsq
