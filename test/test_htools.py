@@ -533,6 +533,39 @@ def test_pair_scores_equal_full_rescoring(seed):
         pnode.RemovePri(inst)
 
 
+def test_single_node_scores_follow_the_dynamic_load():
+    """Nodes in the same state but for their instances' dynamic load must
+    not share a memoized score (a placement's score reads the load)."""
+    msg = simu.Message(4, 4, templates=("plain", ), memory=16384)
+    names = sorted(msg["instances"])
+    # every node holds one instance of the same size, with its own load
+    for index, name in enumerate(names):
+        data = msg["instances"][name]
+        data.update(memory=1024, vcpus=1, disks=[{"size": 1024,
+                                                  "mode": "rw"}],
+                    disk_space_total=1024, spindle_use=1,
+                    nodes=["node%04d.example.com" % index])
+    for data in msg["nodes"].values():
+        data.update(free_memory=16384 - 1024, free_disk=data["total_disk"]
+                    - 1024, i_pri_memory=1024, i_pri_up_memory=1024)
+    util = {name: (0.5 + index, 0.5 + index, 0.5, 0.5 + index)
+            for index, name in enumerate(names)}
+    cluster = model.Cluster(msg, util)
+    score = metrics.Score(list(cluster.nodes.values()))
+    inst = cluster.NewInstance("new", simu.AllocRequest())
+    # with a load of its own, as an existing instance being re-created
+    inst.util = model.BASE_UTIL
+    [group] = cluster.groups.values()
+    result = placement.TryGroup(cluster, score, group, inst, 1)
+    assert len(result.candidates) == 4
+    assert len({cand.score for cand in result.candidates}) > 1
+    for cand in result.candidates:
+        node = cluster.nodes[cand.nodes[0]]
+        assert node.AddPri(inst) is None
+        assert cand.score == round(score.With([node]), 10)
+        node.RemovePri(inst)
+
+
 def test_instances_built_on_demand():
     msg = simu.Message(2, 4)
     msg["instances"]["broken"] = {"nodes": ["node0000.example.com"],

@@ -72,7 +72,8 @@ class GroupResult:
 
 
 def _StateKey(node: Node, inst: Instance) -> tuple:
-    """Everything a single-node placement's checks and score read."""
+    """Everything a single-node placement's checks and score read (the
+    dynamic load too: an instance re-created elsewhere brings its own)."""
     tags: tuple = ()
     if inst.xtags or node.xtags:
         tags = (tuple(tag in node.xtags for tag in inst.xtags),
@@ -81,7 +82,8 @@ def _StateKey(node: Node, inst: Instance) -> tuple:
             node.f_dsk, node.t_cpu, node.n_cpu, node.u_cpu, node.cpu_speed,
             node.inst_sp, node.hi_sp, node.vcpu_ratio, node.r_mem, node.excl,
             node.f_sp, node.t_sp, len(node.plist), len(node.slist),
-            node.loc_score, node.locations, tags)
+            node.loc_score, node.locations, tags,
+            None if node.load is None else tuple(node.load))
 
 
 def _Targets(nodes: list[Node], restrict: frozenset | None) -> list[Node]:
