@@ -553,8 +553,6 @@ def test_single_node_scores_follow_the_dynamic_load():
     cluster = model.Cluster(msg, util)
     score = metrics.Score(list(cluster.nodes.values()))
     inst = cluster.NewInstance("new", simu.AllocRequest())
-    # with a load of its own, as an existing instance being re-created
-    inst.util = model.BASE_UTIL
     [group] = cluster.groups.values()
     result = placement.TryGroup(cluster, score, group, inst, 1)
     assert len(result.candidates) == 4

@@ -45,8 +45,8 @@ DTS_EXT_MIRROR = constants.DTS_EXT_MIRROR | {families.DT_RBD,
 BASE_UTIL = (1.0, 1.0, 1.0, 1.0)
 ZERO_UTIL = (0.0, 0.0, 0.0, 0.0)
 # The loads (cpu, memory, network) every instance's utilisation adds the
-# same to without load data (``BASE_UTIL``, new instances ``ZERO_UTIL``):
-# equal on every node then, they are scored as one (``metrics``)
+# same to without load data (``BASE_UTIL``, also for new instances): equal
+# on every node then, they are scored as one (``metrics``)
 TWIN_LOADS = (0, 1, 3)
 # Utilisation values are rounded to multiples of this power of two, so
 # that the nodes' sums are exact: placing and taking away an instance

@@ -73,7 +73,7 @@ class GroupResult:
 
 def _StateKey(node: Node, inst: Instance) -> tuple:
     """Everything a single-node placement's checks and score read (the
-    dynamic load too: an instance re-created elsewhere brings its own)."""
+    dynamic load too: with load data it is no function of the rest)."""
     tags: tuple = ()
     if inst.xtags or node.xtags:
         tags = (tuple(tag in node.xtags for tag in inst.xtags),
