@@ -533,6 +533,47 @@ def test_pair_scores_equal_full_rescoring(seed):
         pnode.RemovePri(inst)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_twin_components_score_as_their_twins(seed):
+    """Components equal on every node by construction are scored as one
+    (``metrics.TWIN_LOADS``): the same score and components as each
+    scored on its own, through the planner's moves; a stopped instance
+    (memory it wants back) or load data telling the cpu from the memory
+    load keeps them apart."""
+    msg = simu.Message(12, 80, templates=("drbd", "diskless"), seed=seed,
+                       skew=0.5)
+    cluster = model.Cluster(msg)
+    nodes = list(cluster.nodes.values())
+    assert all(node.twin_forth and node.twin_load for node in nodes)
+
+    def apart() -> metrics.Score:
+        for node in nodes:
+            node.twin_forth = node.twin_load = False
+        try:
+            return metrics.Score(nodes)
+        finally:
+            for node in nodes:
+                node.twin_forth = node.twin_load = True
+
+    plan = balance.PlanBalance(copy.deepcopy(msg))
+    assert plan.steps
+    for step in plan.steps:
+        folded = metrics.Score(nodes)
+        assert len(folded.weights) == len(apart().weights) - 3
+        assert folded.Total() == pytest.approx(apart().Total(), abs=1e-12)
+        assert folded.Components() == pytest.approx(apart().Components(),
+                                                    abs=1e-12)
+        assert not isinstance(moves.ApplyMove(cluster, step.move),
+                              model.Failure)
+    name = sorted(msg["instances"])[0]
+    msg["instances"][name]["admin_state"] = "down"
+    assert not any(node.twin_forth
+                   for node in model.Cluster(msg).nodes.values())
+    cluster = model.Cluster(msg, {name: (0.5, 0.25, 0.5, 0.5)})
+    assert not any(node.twin_load for node in cluster.nodes.values())
+    assert len(metrics.Score(list(cluster.nodes.values())).weights) == 10
+
+
 def test_single_node_scores_follow_the_dynamic_load():
     """Nodes in the same state but for their instances' dynamic load must
     not share a memoized score (a placement's score reads the load)."""

@@ -163,3 +163,60 @@ def test_after_adding_an_instance(vc):
             _Score(_Ganeti(vc, "hbal")), abs=2e-8)
     finally:
         RemoveInstances(vc, "late3")
+
+
+def _Both(cluster, program, *args):
+    """Ours and Ganeti 3.0's program on the cluster, whatever their exit
+    codes: (ours, theirs) CompletedProcesses."""
+    path, env = cluster.htools
+    theirs = subprocess.run([path(program), "-L%s" % cluster.master_socket,
+                             *args], capture_output=True, text=True,
+                            env=dict(os.environ, **env), timeout=60,
+                            check=False)
+    return cluster.Run(program, "-L", *args, check=False), theirs
+
+
+def _Block(text, title):
+    """The table -p or --print-instances printed under ``title``."""
+    lines = text.splitlines()
+    start = lines.index(title) + 1
+    end = lines.index("", start) if "" in lines[start:] else len(lines)
+    return lines[start:end]
+
+
+def test_hbal_print_nodes_and_instances(vc):
+    ours, theirs = _Both(vc, "hbal", "-p", "--print-instances")
+    assert ours.returncode == theirs.returncode == 0, (ours, theirs)
+    for title in ("Initial instance map:", "Initial cluster status:"):
+        assert _Block(ours.stderr, title) == _Block(theirs.stderr, title), \
+            (title, theirs.stderr, ours.stderr)
+    rows = _Block(ours.stderr, "Initial cluster status:")
+    assert rows[0].split()[:3] == ["F", "Name", "t_mem"]
+    assert len(rows) == 1 + len(NODE_SIZES)
+    assert "Final cluster status:" in ours.stderr
+
+
+def test_hbal_offline_node(vc):
+    """-O with a node's short name: offline for the computation (F "-",
+    left out of the score); an unknown name is Ganeti's error."""
+    short = NODE3.split(".")[0]
+    ours, theirs = _Both(vc, "hbal", "-O", short, "-pstatus,name,pcnt")
+    assert ours.returncode == theirs.returncode == 0, (ours, theirs)
+    title = "Initial cluster status:"
+    assert _Block(ours.stderr, title) == _Block(theirs.stderr, title)
+    assert [row.split()[1] for row in _Block(ours.stderr, title)
+            if row.startswith(" - ")] == [NODE3]
+    assert _Score(ours.stdout) == pytest.approx(_Score(theirs.stdout),
+                                                abs=2e-8)
+    ours, theirs = _Both(vc, "hbal", "-O", "nodeX")
+    assert ours.returncode == theirs.returncode == 1
+    assert ours.stderr == theirs.stderr == \
+        "Error: wrong node name(s) set as offline: nodeX\n\n"
+
+
+def test_hspace_print_nodes(vc):
+    ours, theirs = _Both(vc, "hspace", "-p", *TIERED)
+    assert ours.returncode == theirs.returncode == 0, (ours, theirs)
+    assert ours.stdout == theirs.stdout
+    assert ours.stderr == theirs.stderr, (theirs.stderr, ours.stderr)
+    assert ours.stderr.count(" status:\n") == 3

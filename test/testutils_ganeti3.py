@@ -179,3 +179,59 @@ def FieldDefinitions(tree: str) -> dict[str, dict[str, list[str]]]:
                             env=dict(os.environ, PYTHONPATH=_PythonPath(tree)),
                             capture_output=True, text=True, check=True)
     return json.loads(result.stdout)
+
+
+def _ISpec(spec: dict) -> str:
+    return ",".join(str(spec[key]) for key in (
+        "memory-size", "cpu-count", "disk-size", "disk-count", "nic-count",
+        "spindle-use"))
+
+
+def _IPolicyLine(owner: str, policy: dict) -> str:
+    minmax = ";".join("%s;%s" % (_ISpec(pair["min"]), _ISpec(pair["max"]))
+                      for pair in policy["minmax"])
+    return "|".join([owner, _ISpec(policy["std"]), minmax,
+                     ",".join(policy["disk-templates"]),
+                     str(policy["vcpu-ratio"]), str(policy["spindle-ratio"])])
+
+
+def HtoolsTextData(message: dict) -> str:
+    """An iallocator input message as the htools' text data (``-t``;
+    htools(1)), so that Ganeti 3.0's hbal and hspace read the cluster our
+    model reads from the message. Its instances run unless their admin
+    state is not "up"; every group has the cluster's instance policy."""
+    groups = message["nodegroups"]
+    lines = ["%s|%s|%s||" % (group["name"], uuid, group["alloc_policy"])
+             for uuid, group in groups.items()]
+    lines.append("")
+    for name, node in message["nodes"].items():
+        nd = node.get("ndparams") or {}
+        lines.append("|".join(str(value) for value in [
+            name, node["total_memory"], node["reserved_memory"],
+            node["free_memory"], node["total_disk"], node["free_disk"],
+            node["total_cpus"], "Y" if node.get("offline") else "N",
+            node["group"], nd.get("spindle_count", 1),
+            ",".join(node.get("tags") or []),
+            "Y" if nd.get("exclusive_storage") else "N",
+            # free spindles count with exclusive storage only, as read
+            # over LUXI
+            node.get("free_spindles", 0) if nd.get("exclusive_storage")
+            else 0, node.get("reserved_cpus", 0),
+            nd.get("cpu_speed", 1.0)]))
+    lines.append("")
+    for name, inst in message["instances"].items():
+        nodes = inst["nodes"]
+        lines.append("|".join(str(value) for value in [
+            name, inst["memory"], inst["disk_space_total"], inst["vcpus"],
+            "running" if inst.get("admin_state", "up") == "up"
+            else "ADMIN_down", "Y", nodes[0],
+            nodes[1] if len(nodes) > 1 else "", inst["disk_template"],
+            ",".join(inst.get("tags") or []), inst.get("spindle_use", 1),
+            "-", "N"]))
+    lines.append("")
+    lines += message.get("cluster_tags") or []
+    lines.append("")
+    policy = message["ipolicy"]
+    lines.append(_IPolicyLine("", policy))
+    lines += [_IPolicyLine(group["name"], policy) for group in groups.values()]
+    return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ from ganeti import (cli, constants, errors, luxi, netutils, opcodes,
                     serializer)
 from ganeti.cli_opts import (DEBUG_OPT, PRIORITY_OPT, REASON_OPT,
                              CliOption, cli_option)
-from ganeti.htools import balance, moves, utilisation
+from ganeti.htools import balance, display, model, moves, utilisation
 from ganeti.htools.model import Cluster, Failure
 
 # Name of the (never created) instance of the probe request whose input
@@ -99,6 +99,23 @@ MOND_DATA_OPT = cli_option("--mond-data", dest="mond_data", default=None,
                            help="Import data provided by MonDs from the"
                            " given FILE")
 
+PRINT_NODES_OPT = cli_option("-p", "--print-nodes", dest="print_nodes",
+                             default=False, action="store_true",
+                             help="Print the initial and final node list"
+                             " (-p<FIELDS>, --print-nodes=<FIELDS>: these"
+                             " fields, or +<FIELDS> more than the default)")
+PRINT_INSTANCES_OPT = cli_option("--print-instances", dest="print_instances",
+                                 default=False, action="store_true",
+                                 help="Print the initial and final instance"
+                                 " map")
+OFFLINE_OPT = cli_option("-O", "--offline", dest="offline_nodes",
+                         default=[], action="append", metavar="NODE",
+                         help="Set node as offline (repeatable)")
+MIN_DISK_OPT = cli_option("--min-disk", dest="min_disk", type="float",
+                          default=0.0, metavar="RATIO",
+                          help="Minimum free disk space for nodes (between"
+                          " 0 and 1) [%default]")
+
 REBALANCE_OPTS = [GROUP_OPT, MAX_CPU_OPT, MIN_GAIN_OPT, MIN_GAIN_LIMIT_OPT,
                   MIN_SCORE_OPT, MAX_LENGTH_OPT, NO_DISK_MOVES_OPT,
                   EVAC_MODE_OPT, IGNORE_SOFT_ERRORS_OPT, DYNU_FILE_OPT,
@@ -169,6 +186,69 @@ class _Line:
                 self.commands.append("%s %s" % (mig, move.instance))
 
 
+def _LookupNode(names: list[str], key: str) -> str | None:
+    """The node ``key`` names (the htools' ``lookupName``): the exact
+    name, else the only one it is the first components of."""
+    if key in names:
+        return key
+    found = [name for name in names if name.startswith(key + ".")]
+    return found[0] if len(found) == 1 else None
+
+
+def ApplyNodeOptions(opts: Any, message: dict) -> dict | None:
+    """A copy of the cluster message with hbal's and hspace's node
+    options (their ``setNodeStatus``): -O's nodes offline, --min-disk's
+    free disk ratio. None, after Ganeti's error message, when -O names
+    no node or several.
+
+    An -O node is marked drained: out of placement and scoring with its
+    resources kept, as Ganeti's ``Node.setOffline`` does (a node the
+    cluster has offline reports none).
+    """
+    nodes = message["nodes"]
+    wanted = getattr(opts, "offline_nodes", None) or []
+    found = {key: _LookupNode(list(nodes), key) for key in wanted}
+    # named in Ganeti's order (the last given first)
+    wrong = [key for key in reversed(wanted) if found[key] is None]
+    if wrong:
+        cli.ToStderr("Error: wrong node name(s) set as offline: %s\n",
+                     ",".join(wrong))
+        return None
+    result = dict(message, nodes=dict(nodes))
+    for name in found.values():
+        assert name is not None
+        result["nodes"][name] = dict(nodes[name], drained=True)
+    min_disk = getattr(opts, "min_disk", 0.0)
+    if min_disk:
+        result[model.MIN_DISK_KEY] = min_disk
+    return result
+
+
+def PrintNodes(opts: Any, title: str, cluster: Cluster,
+               initial: Cluster | None = None,
+               names: list[str] | None = None) -> None:
+    """With -p, the node list as the htools print it (to stderr)."""
+    if not getattr(opts, "print_nodes", False):
+        return
+    fields = display.NodeFields(getattr(opts, "node_fields", None))
+    cli.ToStderr("")
+    cli.ToStderr("%s status:", title)
+    for line in display.NodeTable(cluster, fields, initial, names):
+        cli.ToStderr("%s", line)
+    cli.ToStderr("")
+
+
+def _PrintInstances(opts: Any, title: str, cluster: Cluster,
+                    nodes: list[str]) -> None:
+    """With --print-instances, hbal's instance map (to stderr)."""
+    if not getattr(opts, "print_instances", False):
+        return
+    cli.ToStderr("")
+    cli.ToStderr("%s instance map:", title)
+    for line in display.InstanceTable(cluster, nodes):
+        cli.ToStderr("%s", line)
+
+
 def _NodeText(pnode: str | None, snode: str | None) -> str:
     return "%s:%s" % (pnode, snode) if snode else str(pnode)
 
@@ -232,9 +312,10 @@ def _Utilisation(opts: Any, message: dict
     return util
 
 
-def _Lines(message: dict, plan: balance.Plan) -> dict[balance.Step, _Line]:
-    """Per step, its line: the steps replayed on a fresh model."""
-    cluster = Cluster(message)
+def _Lines(cluster: Cluster, plan: balance.Plan
+           ) -> dict[balance.Step, _Line]:
+    """Per step, its line: the steps replayed on a freshly loaded
+    ``cluster``, which ends in the final state."""
     return {step: _Line(cluster, step) for step in plan.steps}
 
 
@@ -296,20 +377,34 @@ def _Execute(opts: Any, plan: balance.Plan,
 
 def Rebalance(opts: Any, args: list[str]) -> int:
     """Compute (and with -X run) the moves that balance a node group."""
-    message = ClusterMessage(opts)
+    return BalanceMessage(opts, ClusterMessage(opts))
+
+
+def BalanceMessage(opts: Any, cluster_message: dict) -> int:
+    """hbal on the cluster ``cluster_message`` describes."""
+    message = ApplyNodeOptions(opts, cluster_message)
+    if message is None:
+        return constants.EXIT_FAILURE
     if not message["instances"]:
         cli.ToStdout("Cluster is empty, exiting.")
         return constants.EXIT_SUCCESS
+    util = _Utilisation(opts, message)
     plan = balance.PlanBalance(message, group=opts.group, opts=balance.Options(
         min_gain=opts.min_gain, min_gain_limit=opts.min_gain_limit,
         min_score=opts.min_score, max_cpu=opts.max_cpu,
         no_disk_moves=opts.no_disk_moves, evac_mode=opts.evac_mode,
         max_length=opts.max_length,
         ignore_soft_errors=opts.ignore_soft_errors),
-        util=_Utilisation(opts, message), workers=None)
+        util=util, workers=None)
     cli.ToStdout("Loaded %d nodes, %d instances", len(message["nodes"]),
                  len(message["instances"]))
     cli.ToStdout("Selected node group: %s", plan.group)
+    initial = Cluster(message, util)
+    group = initial.FindGroup(plan.group)
+    assert group is not None
+    names = [node.name for node in initial.GroupNodes(group)]
+    _PrintInstances(opts, "Initial", initial, names)
+    PrintNodes(opts, "Initial cluster", initial, names=names)
     cli.ToStdout("Initial score: %.8f", plan.initial_score)
     if plan.initial_score < opts.min_score:
         cli.ToStdout("Cluster is already well balanced (initial score %.6g,"
@@ -317,21 +412,24 @@ def Rebalance(opts: Any, args: list[str]) -> int:
         cli.ToStdout("Nothing to do, exiting")
         return constants.EXIT_SUCCESS
     cli.ToStdout("Trying to minimize the CV...")
-    lines = _Lines(message, plan)
+    final = Cluster(message, util)
+    lines = _Lines(final, plan)
     ordered = [lines[step] for step in plan.steps]
     for text in FormatSolution(ordered, with_gain=True):
         cli.ToStdout("%s", text)
     if not plan.steps:
         cli.ToStdout("No solution found")
-        return constants.EXIT_SUCCESS
-    cli.ToStdout("Cluster score improved from %.8f to %.8f",
-                 plan.initial_score, plan.final_score)
-    cli.ToStdout("Solution length=%d", len(plan.steps))
-    if opts.print_commands:
-        cli.ToStdout("")
-        for text in FormatCommands(plan, lines):
-            cli.ToStdout("%s", text)
-    if opts.execute:
+    else:
+        cli.ToStdout("Cluster score improved from %.8f to %.8f",
+                     plan.initial_score, plan.final_score)
+        cli.ToStdout("Solution length=%d", len(plan.steps))
+        if opts.print_commands:
+            cli.ToStdout("")
+            for text in FormatCommands(plan, lines):
+                cli.ToStdout("%s", text)
+    _PrintInstances(opts, "Final", final, names)
+    PrintNodes(opts, "Final cluster", final, initial, names)
+    if opts.execute and plan.steps:
         return _Execute(opts, plan, lines)
     return constants.EXIT_SUCCESS
 
@@ -353,18 +451,9 @@ def RunProgram(parser: OptionParser, fn: Callable[[Any, list[str]], int],
     """Parse the command line and run ``fn`` with gnt-*'s error
     reporting (messages and exit codes as cli.FormatError gives them).
     The htools' ``-L<path>``/``--luxi=<path>`` (an optional argument,
-    which optparse lacks) name the master's socket."""
-    args = list((sys.argv if argv is None else argv)[1:])
-    address = None
-    for idx, arg in enumerate(args):
-        if arg == "--":
-            break
-        for prefix in ("--luxi=", "-L"):
-            if arg.startswith(prefix) and len(arg) > len(prefix):
-                address = arg[len(prefix):]
-                args[idx] = "-L"
-    opts, args = parser.parse_args(args)
-    opts.luxi_address = address
+    which optparse lacks) name the master's socket, ``-p<fields>``/
+    ``--print-nodes=<fields>`` the fields of the node list."""
+    opts, args = ParseArgs(parser, (sys.argv if argv is None else argv)[1:])
     if args:
         # A usage error, reported as gnt-* commands do
         cli.ToStderr("%s\n%s: error: unexpected arguments: %s",
@@ -379,12 +468,37 @@ def RunProgram(parser: OptionParser, fn: Callable[[Any, list[str]], int],
         return code
 
 
+def ParseArgs(parser: OptionParser, args: list[str]) -> tuple[Any, list]:
+    """``parser.parse_args`` with the htools' optional arguments (see
+    RunProgram) in ``opts.luxi_address`` and ``opts.node_fields``."""
+    args = list(args)
+    values: dict[str, str | None] = {"luxi_address": None,
+                                     "node_fields": None}
+    optional = [("--luxi=", "-L", "luxi_address"),
+                ("--print-nodes=", "-p", "node_fields"),
+                ("-p", "-p", "node_fields"), ("-L", "-L", "luxi_address")]
+    for idx, arg in enumerate(args):
+        if arg == "--":
+            break
+        for prefix, short, dest in optional:
+            if arg.startswith(prefix) and len(arg) > len(prefix) and \
+                    parser.has_option(short):
+                values[dest] = arg[len(prefix):]
+                args[idx] = short
+                break
+    opts, args = parser.parse_args(args)
+    for dest, value in values.items():
+        setattr(opts, dest, value)
+    return opts, args
+
+
 def Parser() -> OptionParser:
     return BuildParser("%prog [options...]",
                        "Computes a series of instance moves that lower the"
                        " score of a node group (see gnt-cluster rebalance),"
                        " prints them and with -X runs them",
-                       REBALANCE_OPTS)
+                       REBALANCE_OPTS + [PRINT_NODES_OPT, PRINT_INSTANCES_OPT,
+                                         OFFLINE_OPT, MIN_DISK_OPT])
 
 
 def Main() -> int:

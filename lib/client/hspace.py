@@ -9,7 +9,6 @@ for the standard spec.
 """
 
 import decimal
-import math
 import sys
 from optparse import OptionParser
 from typing import Any
@@ -17,7 +16,8 @@ from typing import Any
 from ganeti import cli, constants, errors, utils
 from ganeti.cli_opts import cli_option
 from ganeti.client import hbal
-from ganeti.htools import capacity
+from ganeti.htools import capacity, display
+from ganeti.htools.model import Cluster
 from ganeti.parameters import families
 
 DISK_TEMPLATE_OPT = cli_option("--disk-template", dest="disk_template",
@@ -88,31 +88,26 @@ _STATS = (
     ("MEM_RESVD", lambda st: "%d" % (st.f_mem - st.a_mem)),
     ("MEM_INST", lambda st: "%d" % st.i_mem),
     ("MEM_OVERHEAD", lambda st: "%d" % (st.x_mem + st.n_mem)),
-    ("MEM_EFF", lambda st: _Float("%.8f", st.mem_eff)),
+    ("MEM_EFF", lambda st: display.FormatFloat("%.8f", st.mem_eff)),
     ("DSK_FREE", lambda st: "%d" % st.f_dsk),
     ("DSK_AVAIL", lambda st: "%d" % st.a_dsk),
     ("DSK_RESVD", lambda st: "%d" % (st.f_dsk - st.a_dsk)),
     ("DSK_INST", lambda st: "%d" % st.i_dsk),
-    ("DSK_EFF", lambda st: _Float("%.8f", st.dsk_eff)),
+    ("DSK_EFF", lambda st: display.FormatFloat("%.8f", st.dsk_eff)),
     ("SPN_FREE", lambda st: "%d" % st.f_spn),
     ("SPN_INST", lambda st: "%d" % st.i_spn),
-    ("SPN_EFF", lambda st: _Float("%.8f", st.spn_eff)),
+    ("SPN_EFF", lambda st: display.FormatFloat("%.8f", st.spn_eff)),
     ("CPU_INST", lambda st: "%d" % st.i_cpu),
-    ("CPU_EFF", lambda st: _Float("%.8f", st.cpu_eff)),
+    ("CPU_EFF", lambda st: display.FormatFloat("%.8f", st.cpu_eff)),
     ("MNODE_MEM_AVAIL", lambda st: "%d" % st.m_mem),
     ("MNODE_DSK_AVAIL", lambda st: "%d" % st.m_dsk),
 )
 
 
-def _Float(fmt: str, value: float) -> str:
-    """printf of a float, NaN and infinity spelt as hspace (Haskell)
-    does."""
-    if math.isfinite(value):
-        return fmt % value
-    text = "NaN" if math.isnan(value) else \
-        ("Infinity" if value > 0 else "-Infinity")
-    width = int(fmt[1:].split(".")[0] or 0)
-    return text.rjust(width)
+# The report's line before which -p prints the node list a run left
+_RESULTS = (("Tiered allocation results:", "Tiered allocation"),
+            ("Normal (fixed-size) allocation results:",
+             "Standard allocation"))
 
 
 def _Quoted(value: str) -> str:
@@ -251,7 +246,8 @@ def _Results(ini: capacity.Stats, outcome: capacity.Outcome,
         effs.append(("spindles", fin.spn_eff))
     width = max(len(name) for name, _ in effs)
     lines += ["  - %*s usage efficiency: %s%%" %
-              (width, name, _Float("%5.2f", eff * 100)) for name, eff in effs]
+              (width, name, display.FormatFloat("%5.2f", eff * 100))
+              for name, eff in effs]
     return lines
 
 
@@ -329,14 +325,36 @@ def ShowCapacity(opts: Any, args: list[str]) -> int:
                                    errors.ECODE_INVAL)
     tiered = _ParseSpec("--tiered-alloc", opts.tiered_alloc) \
         if opts.tiered_alloc else None
-    message = hbal.ClusterMessage(opts, disk_template=template, cl=cl)
+    return PrintCapacity(opts, hbal.ClusterMessage(
+        opts, disk_template=template, cl=cl), policy, template, tiered)
+
+
+def PrintCapacity(opts: Any, cluster_message: dict, policy: dict,
+                  template: str, tiered: capacity.Spec | None) -> int:
+    """hspace's report on the cluster ``cluster_message`` describes (the
+    storage figures of ``template``) under the cluster policy
+    ``policy``."""
+    message = hbal.ApplyNodeOptions(opts, cluster_message)
+    if message is None:
+        return constants.EXIT_FAILURE
     report = capacity.HSpace(
         message, template, _StandardSpec(opts, policy), tiered,
         opts.spindle_use, opts.capacity, opts.independent_groups,
         opts.accept_existing, opts.max_length)
     lines = MachineReadable(report) if opts.machine_readable \
         else HumanReadable(report)
+    initial = Cluster(message)
+    hbal.PrintNodes(opts, "Initial cluster", initial)
+    # the node lists as hspace prints them among the human-readable
+    # lines; before the machine-readable ones
+    runs = {line: (title, outcome.cluster) for (line, title), outcome in
+            zip(_RESULTS, (report.tiered, report.standard))}
+    if opts.machine_readable:
+        for title, cluster in runs.values():
+            hbal.PrintNodes(opts, title, cluster, initial)
     for line in lines:
+        if line in runs and not opts.machine_readable:
+            hbal.PrintNodes(opts, runs[line][0], runs[line][1], initial)
         cli.ToStdout("%s", line)
     return constants.EXIT_SUCCESS
 
@@ -349,7 +367,8 @@ def Parser() -> OptionParser:
         " maximum spec (or --tiered-alloc) down, and which resource runs"
         " out first (see gnt-cluster capacity)",
         [STANDARD_ALLOC_OPT] + _HSPACE_OPTS +
-        [hbal.LUXI_OPT, VERBOSE_OPT, QUIET_OPT])
+        [hbal.LUXI_OPT, VERBOSE_OPT, QUIET_OPT, hbal.PRINT_NODES_OPT,
+         hbal.OFFLINE_OPT, hbal.MIN_DISK_OPT])
 
 
 def _Arguments(argv: list[str]) -> list[str]:

@@ -54,10 +54,9 @@ PARALLEL_NODES = 10
 # gains (hbal's -e, ``min_score``, is only when to stop)
 _ROUNDING = 1e-9
 
-# Sign of each std-dev component when telling loaded nodes: a low free
-# fraction is a loaded node, a high usage fraction or dynamic load too
-# (any number of load components)
-_LOAD_SIGN = (-1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0, 1.0)
+# The std-dev components where a low value is a loaded node (free
+# fractions); a high usage fraction or dynamic load is one too
+_FREE = frozenset(["free_mem_cv", "free_disk_cv", "free_mem_cv_forth"])
 
 
 class Options(NamedTuple):
@@ -124,8 +123,9 @@ def _Loads(score: Score, nodes: list[Node], spread: bool = False,
     values stay (a round changes a few nodes)."""
     result: list[dict[str, float]] = [
         {} for _ in range(len(score.weights) if spread else 1)]
-    signed = [weight * sign for weight, sign
-              in zip(score.weights, _LOAD_SIGN)]
+    signs = [-1.0 if (name if isinstance(name, str) else name[0]) in _FREE
+             else 1.0 for name in score.names]
+    signed = [weight * sign for weight, sign in zip(score.weights, signs)]
     for node in nodes:
         name = node.name
         values = score.values[name]
@@ -135,7 +135,7 @@ def _Loads(score: Score, nodes: list[Node], spread: bool = False,
             for loads in result:
                 loads[name] = load
         elif spread:
-            for loads, sign, value in zip(result, _LOAD_SIGN, values.vec):
+            for loads, sign, value in zip(result, signs, values.vec):
                 loads[name] = sign * value
         else:
             known = cache.get(name) if cache is not None else None

@@ -130,7 +130,7 @@ def ClusterStats(cluster: Cluster) -> Stats:
     for node in nodes:
         t_spn, f_spn = _Spindles(node)
         a_mem = max(int(node.f_mem - node.r_mem), 0)
-        a_dsk = max(int(node.f_dsk), 0)
+        a_dsk = max(int(node.f_dsk - node.lo_dsk), 0)
         m_mem = max(m_mem, a_mem)
         m_dsk = max(m_dsk, a_dsk)
         x_mem = int(node.x_mem)

@@ -69,9 +69,12 @@ STDDEV_WEIGHTS = (0.5, 0.5 + 0.5, 1.0, 0.5 + 0.5, 0.5 + 0.5, 0.5)
 LOAD_COMPONENTS = ("cpu_load_cv", "mem_load_cv", "disk_load_cv",
                    "net_load_cv")
 LOAD_WEIGHTS = (1.0, 1.0, 1.0, 1.0)
-# With twin loads (``model.TWIN_LOADS``: cpu, memory and network equal by
-# construction) the vectors hold the cpu load for the three and the disk
-# load: the same score with fewer components to sum
+# Components equal on every node by construction are one in the vectors,
+# with their summed weight (the same score with fewer components to sum):
+# with twin loads (``Node.twin_load``) the cpu load stands for the memory
+# and network loads; where no node has memory the stopped instances want
+# back (``Node.twin_forth``), free_mem_cv for free_mem_cv_forth
+TWIN_LOADS = (LOAD_COMPONENTS[:2] + LOAD_COMPONENTS[3:], LOAD_COMPONENTS[2])
 TWIN_LOAD_WEIGHTS = (LOAD_WEIGHTS[0] + LOAD_WEIGHTS[1] + LOAD_WEIGHTS[3],
                      LOAD_WEIGHTS[2])
 W_N1 = 1.0
@@ -108,8 +111,9 @@ def NodeValues(node: Node) -> Values:
     vec: tuple[float, ...] = (node.f_mem / t_mem, p_dsk, p_rem,
                               node.u_cpu / node.p_cpus / node.cpu_speed,
                               node.inst_sp / node.hi_sp if node.hi_sp
-                              else 0.0,
-                              node.f_mem_forth / t_mem)
+                              else 0.0)
+    if not node.twin_forth:
+        vec += (node.f_mem_forth / t_mem, )
     load = node.load
     if load is not None:
         vec += (load[0], load[2]) if node.twin_load else tuple(load)
@@ -129,21 +133,25 @@ def _Excess(count: int) -> int:
 class Score:
     """Running sums of the score over a set of nodes; ``weights`` are
     those of the std-dev components the nodes' vectors have (the load
-    components only with load data, named in ``loads``: a tuple of names
-    for twin loads)."""
+    components only with load data), ``names`` their names (a tuple of
+    names for twins)."""
 
     def __init__(self, nodes: list[Node]) -> None:
-        twins = {node.twin_load for node in nodes if node.load is not None}
-        assert len(twins) <= 1, "nodes of different clusters"
-        self.weights: tuple[float, ...] = STDDEV_WEIGHTS
-        self.loads: tuple = ()
-        if twins == {True}:
-            self.weights += TWIN_LOAD_WEIGHTS
-            self.loads = (LOAD_COMPONENTS[:2] + LOAD_COMPONENTS[3:],
-                          LOAD_COMPONENTS[2])
-        elif twins:
-            self.weights += LOAD_WEIGHTS
-            self.loads = LOAD_COMPONENTS
+        kinds = {(node.twin_forth, node.twin_load, node.load is not None)
+                 for node in nodes}
+        assert len(kinds) <= 1, "nodes of different clusters"
+        twin_forth, twin_load, loads = kinds.pop() if kinds \
+            else (False, False, False)
+        names: tuple = STDDEV_COMPONENTS
+        weights: tuple[float, ...] = STDDEV_WEIGHTS
+        if twin_forth:
+            names = ((names[0], names[5]), ) + names[1:5]
+            weights = (weights[0] + weights[5], ) + weights[1:5]
+        if loads:
+            names += TWIN_LOADS if twin_load else LOAD_COMPONENTS
+            weights += TWIN_LOAD_WEIGHTS if twin_load else LOAD_WEIGHTS
+        self.names: tuple = names
+        self.weights: tuple[float, ...] = weights
         self._k = range(len(self.weights))
         self.values: dict[str, Values] = {}
         self.count = 0
@@ -300,7 +308,7 @@ class Score:
     def Copy(self) -> "Score":
         result = Score([])
         result.weights = self.weights
-        result.loads = self.loads
+        result.names = self.names
         result._k = self._k
         result.values = dict(self.values)
         result.count = self.count
@@ -314,7 +322,7 @@ class Score:
     def Components(self) -> dict[str, float]:
         """Each component's value (unweighted), for explanations."""
         result = {}
-        for k, name in enumerate(STDDEV_COMPONENTS + self.loads):
+        for k, name in enumerate(self.names):
             if self.count:
                 mean = self.sums[k] / self.count
                 var = self.squares[k] / self.count - mean * mean

@@ -12,6 +12,7 @@ and restored by ``RemovePri``/``RemoveSec``, so that candidates are
 evaluated without copying the cluster.
 """
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, MutableMapping
 from typing import NamedTuple
@@ -52,6 +53,10 @@ TWIN_LOADS = (0, 1, 3)
 # that the nodes' sums are exact: placing and taking away an instance
 # (as scoring a candidate does) restores a node's load bit for bit
 UTIL_QUANTUM = 2.0 ** -20
+# Message key of hbal's and hspace's --min-disk (not in Ganeti's allocator
+# input; the programs add it): the free disk fraction strict placements
+# leave on every node (``Node.setMdsk``)
+MIN_DISK_KEY = "htools_min_disk"
 
 _POLICY_RANK = {constants.ALLOC_POLICY_PREFERRED: 0,
                 constants.ALLOC_POLICY_LAST_RESORT: 1,
@@ -209,8 +214,8 @@ class Node:
                  "n_cpu", "u_cpu", "cpu_speed", "excl", "t_sp", "f_sp",
                  "inst_sp", "hi_sp", "vcpu_ratio", "peers", "r_mem",
                  "plist", "slist", "xtags", "loc_score", "lx", "aggregates",
-                 "load", "twin_load", "nd_mem", "nd_dsk", "nd_sp", "mig",
-                 "rmig", "x_mem", "spindles")
+                 "load", "twin_load", "twin_forth", "nd_mem", "nd_dsk",
+                 "nd_sp", "mig", "rmig", "x_mem", "spindles", "lo_dsk")
 
     def __init__(self, name: str, data: dict, group: Group,
                  loc_prefixes: tuple) -> None:
@@ -245,6 +250,8 @@ class Node:
         self.f_dsk = float(data.get("free_disk", 0)) if live else 0.0
         self.t_cpu = float(data.get("total_cpus", 0)) if live else 0.0
         self.n_cpu = float(data.get("reserved_cpus", 0)) if live else 0.0
+        # Free disk a strict placement must leave (``loDsk``, --min-disk)
+        self.lo_dsk = 0.0
         self.t_sp = float(data.get("total_spindles") or 0) if live else 0.0
         self.f_sp = float(data.get("free_spindles") or 0) if live else 0.0
         # the CPUs in use: the node's own (``reserved_cpus``) and the
@@ -278,8 +285,11 @@ class Node:
         # ``utilLoad``); None when the cluster has no load data
         self.load: list[float] | None = None
         # whether the cpu, memory and network loads are equal by
-        # construction (``TWIN_LOADS``)
+        # construction (``TWIN_LOADS``), and the free memory with and
+        # without the stopped instances' (none on any node of the cluster:
+        # both change alike), see ``metrics.TWIN_LOADS``
         self.twin_load = False
+        self.twin_forth = False
 
     # Derived values --------------------------------------------------------
 
@@ -351,6 +361,8 @@ class Node:
             if self.f_dsk - inst.dsk <= 0:
                 return Failure(FAIL_DISK, "disk %d MiB needed, %d MiB free" %
                                (inst.dsk, self.f_dsk))
+            if strict and self.f_dsk - inst.dsk < self.lo_dsk:
+                return self._LowDisk(inst)
             if strict and not self.excl and \
                     self.inst_sp + inst.spindle_use > self.hi_sp:
                 return Failure(FAIL_DISK,
@@ -381,6 +393,11 @@ class Node:
                                (mem, self.f_mem_forth))
         self.PlacePri(inst)
         return None
+
+    def _LowDisk(self, inst: Instance) -> Failure:
+        return Failure(FAIL_DISK, "disk %d MiB needed, %d MiB free of which"
+                       " %d MiB must stay free" %
+                       (inst.dsk, self.f_dsk, self.lo_dsk))
 
     def PlacePri(self, inst: Instance) -> None:
         """Account a new primary without checks (undoing a removal)."""
@@ -470,6 +487,8 @@ class Node:
                            (inst.dsk, self.f_dsk))
         peer = self.peers.get(pnode, 0.0) + inst.sec_mem
         if strict:
+            if self.f_dsk - inst.dsk < self.lo_dsk:
+                return self._LowDisk(inst)
             new_rmem = max(self.r_mem, peer)
             if inst.sec_mem >= self.f_mem:
                 return Failure(FAIL_MEM, "memory %d MiB needed (secondary),"
@@ -717,6 +736,7 @@ class Cluster:
                                       {}).items())}
         self.nodes: dict[str, Node] = {}
         twins = all(_TwinLoad(values) for values in self.util.values())
+        min_disk = float(message.get(MIN_DISK_KEY) or 0.0)
         for name, data in sorted((message.get("nodes") or {}).items()):
             uuid = data.get("group")
             group = self.groups.get(uuid)
@@ -724,6 +744,7 @@ class Cluster:
                 group = self.groups[uuid] = Group(uuid, {}, cluster_ipolicy)
             node = self.nodes[name] = Node(name, data, group,
                                            self.loc_prefixes)
+            node.lo_dsk = float(math.floor(min_disk * node.t_dsk))
             if mig_prefixes:
                 node.mig, node.rmig = _MigrationClasses(
                     node.tags, mig_prefixes, allowed)
@@ -738,6 +759,10 @@ class Cluster:
                 # (``unallocatedMem``; not for the reported free memory
                 # the forthcoming figures start from)
                 node.f_mem += node.x_mem
+        forth = all(node.f_mem_forth == node.f_mem
+                    for node in self.nodes.values())
+        for node in self.nodes.values():
+            node.twin_forth = forth
         self.instances = InstanceMap(raw, self.ex_prefixes, self.util,
                                      self.dl_prefixes)
 

@@ -422,17 +422,33 @@ class Evaluator:
         victim (per peer values toward the target), target parts once per
         target, shape and peer values, their bounds once per round; the
         victim's parts are kept until an accepted move changes its nodes."""
-        name, pname = inst.name, inst.pnode
-        assert pname is not None
         sname = inst.snode or ""
         internal = inst.internal_mirror
         if internal and not sname or \
                 not internal and not inst.external_mirror:
             return
         fixed, local, _ = self._Victim(inst)
+        yield from self._Moves(inst, fixed, local,
+                               self._FixedLows(inst, fixed), targets,
+                               disk_moves, most)
+
+    def _FixedLows(self, inst: Instance, fixed: tuple) -> tuple[float, ...]:
+        """The lower bounds of the victim's fixed parts, with the least
+        change of the location exclusion score."""
         flows = self._Lows(fixed)
         if self._paired and inst.xtags:
             flows = self._PairLows(inst, flows)
+        return flows
+
+    def _Moves(self, inst: Instance, fixed: tuple, local: dict[tuple, tuple],
+               flows: tuple[float, ...], targets: list[Node],
+               disk_moves: bool, most: float) -> Iterator[_Candidate]:
+        """``_Candidates`` of a victim (of a mirrored template) with its
+        ``_Victim`` entry and fixed parts' bounds."""
+        name, pname = inst.name, inst.pnode
+        assert pname is not None
+        sname = inst.snode or ""
+        internal = inst.internal_mirror
         if internal:
             low = flows[0] + flows[1]
             if low <= most:
@@ -726,14 +742,12 @@ class Evaluator:
         if shared is None:
             shared = unlinked[tkey] = self._Unlinked(inst, tkey, targets)
         lists, skipped = shared
+        flows = self._FixedLows(inst, fixed)
         # the linked targets (a set operation: usually a few of many)
-        heap.extend(self._Candidates(
-            inst, [by_name[name] for name in
-                   (linked | skipped).intersection(by_name)],
-            disk_moves, most))
-        flows = self._Lows(fixed)
-        if self._paired and inst.xtags:
-            flows = self._PairLows(inst, flows)
+        heap.extend(self._Moves(
+            inst, fixed, local, flows,
+            [by_name[name] for name in
+             (linked | skipped).intersection(by_name)], disk_moves, most))
         heads: list[tuple[str, float, tuple, list]]
         if not internal:
             heads = [(moves.FAILOVER_TO_ANY, flows[0], (fixed[0], ),
