@@ -574,6 +574,36 @@ def test_twin_components_score_as_their_twins(seed):
     assert len(metrics.Score(list(cluster.nodes.values())).weights) == 10
 
 
+@pytest.mark.parametrize("kind", [moves.REPLACE_PRIMARY,
+                                  moves.FAILOVER_AND_REPLACE])
+def test_composite_moves_only_free_the_old_primary(kind):
+    """As hbal's ``applyMoveEx``: replace-primary and failover-and-replace
+    never make the old primary the secondary, so a primary that could
+    not host the instance as a secondary (no free memory left) does not
+    stop them; the planner's score of the move is that of doing it."""
+    msg = simu.Message(4, 1, templates=("drbd", ))
+    [(name, data)] = msg["instances"].items()
+    pname, sname = data["nodes"]
+    msg["nodes"][pname]["free_memory"] = 0
+    cluster = model.Cluster(msg)
+    inst = cluster.instances[name]
+    pnode = cluster.nodes[pname]
+    pnode.RemovePri(inst)
+    assert isinstance(pnode.AddSec(inst, sname), model.Failure)
+    pnode.PlacePri(inst)
+    target = next(node for node in sorted(cluster.nodes)
+                  if node not in (pname, sname))
+    score = metrics.Score(list(cluster.nodes.values()))
+    evaluator = movescore.Evaluator(cluster, score, True)
+    move = moves.Move(name, kind, target)
+    value = evaluator.Value(move)
+    applied = moves.ApplyMove(cluster, move)
+    assert not isinstance(applied, model.Failure), applied
+    assert pname not in (inst.pnode, inst.snode)
+    assert value == round(metrics.ClusterScore(
+        list(cluster.nodes.values())), 10)
+
+
 def test_single_node_scores_follow_the_dynamic_load():
     """Nodes in the same state but for their instances' dynamic load must
     not share a memoized score (a placement's score reads the load)."""

@@ -1,10 +1,13 @@
 """Moves of existing instances and the opcodes describing them.
 
-The move kinds are hbal's ``IMove`` (``Cluster/Moves.hs``); composite
-moves are applied step by step, the way their jobs run, each step with
-hail's checks. A move from an offline primary is forced: the soft checks
-are skipped. The opcodes are those of ``Cluster/Utils.iMoveToJob``,
-serialised as Ganeti's hail emits them: a failover to the secondary is
+The move kinds are hbal's ``IMove`` (``Cluster/Moves.hs``), applied with
+the checks of ``applyMoveEx``: a composite move checks the nodes in their
+final roles (and replace-primary the secondary as a primary, which it is
+for a moment), not every intermediate step of its jobs: the old primary
+of a replace-primary or failover-and-replace is only freed. A move from
+an offline node is forced: the soft checks are skipped. The opcodes are
+those of ``Cluster/Utils.iMoveToJob``, serialised as Ganeti's hail emits
+them: a failover to the secondary is
 ``OP_INSTANCE_MIGRATE`` with ``allow_failover``, a new secondary is
 ``OP_INSTANCE_REPLACE_DISKS`` in ``replace_new_secondary`` mode.
 
@@ -43,6 +46,9 @@ _STEPS = {
     FAILOVER_AND_REPLACE: ("f", "r"),
     COPY: ("c", ),
 }
+# Moves checked as a whole (``_Composite``); their steps are their jobs
+_COMPOSITE = frozenset([REPLACE_PRIMARY, REPLACE_AND_FAILOVER,
+                        FAILOVER_AND_REPLACE])
 
 
 class Move(NamedTuple):
@@ -184,6 +190,64 @@ def _Attach(cluster: Cluster, inst: Instance, pname: str | None,
     _SetNodes(cluster, inst, pname, sname)
 
 
+def _Composite(cluster: Cluster, inst: Instance, kind: str, target: str,
+               strict: bool) -> Failure | None:
+    """A move with a failover and a new node (``applyMoveEx``): every
+    node checked once in its final role, with the strictness Ganeti
+    gives it; on failure nothing has changed."""
+    pname, sname = inst.pnode, inst.snode
+    assert pname is not None and sname is not None
+    nodes = cluster.nodes
+    pnode, snode, tnode = nodes[pname], nodes[sname], nodes[target]
+    p_strict = strict and not pnode.offline
+    s_strict = strict and not snode.offline
+    pnode.RemovePri(inst)
+    snode.RemoveSec(inst, pname)
+    # the roles taken so far (node, None as primary or the primary's name)
+    taken: list[tuple[Node, str | None]] = []
+    failed: list[Failure] = []
+
+    def take(node: Node, primary: str | None, checked: bool) -> bool:
+        if primary is None:
+            failure = node.AddPri(inst, checked)
+        else:
+            failure = node.AddSec(inst, primary, checked)
+        if failure is not None:
+            failed.append(failure)
+            return False
+        taken.append((node, primary))
+        return True
+
+    if kind == REPLACE_AND_FAILOVER:
+        # the target becomes the primary, the old primary its secondary
+        done = take(tnode, None, strict) and \
+            take(pnode, target, s_strict)
+        final = (target, pname)
+    elif kind == REPLACE_PRIMARY:
+        # the secondary must run the instance on the way
+        done = take(snode, None, p_strict)
+        if done:
+            snode.RemovePri(inst)
+            taken.pop()
+            done = take(tnode, None, p_strict) and \
+                take(snode, target, p_strict)
+        final = (target, sname)
+    else:
+        done = take(snode, None, p_strict) and \
+            take(tnode, sname, p_strict)
+        final = (sname, target)
+    if not done:
+        for node, primary in reversed(taken):
+            if primary is None:
+                node.RemovePri(inst)
+            else:
+                node.RemoveSec(inst, primary)
+        _Attach(cluster, inst, pname, sname)
+        return failed[0]
+    _SetNodes(cluster, inst, *final)
+    return None
+
+
 def ApplyMove(cluster: Cluster, move: Move,
               strict: bool = True) -> Applied | Failure:
     """Do a move in the model (``applyMoveEx``), or say why it fails."""
@@ -193,11 +257,18 @@ def ApplyMove(cluster: Cluster, move: Move,
     inst = cluster.instances[move.instance]
     applied = Applied([], inst, inst.pnode, inst.snode)
     touched = {name for name in (inst.pnode, inst.snode) if name}
-    for step in _STEPS[move.kind]:
+    if move.kind in _COMPOSITE:
+        assert move.target is not None
+        failure = _Composite(cluster, inst, move.kind, move.target, strict)
+        if failure is not None:
+            return failure
+        touched.add(move.target)
+    else:
+        # a single step
+        [step] = _STEPS[move.kind]
         target = move.target if step in ("a", "c", "r") else None
         failure = _Step(cluster, inst, step, target, strict)
         if failure is not None:
-            UndoMove(cluster, applied)
             return failure
         if target:
             touched.add(target)

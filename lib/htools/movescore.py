@@ -269,10 +269,8 @@ class Evaluator:
                        add_pri=True, dloc=dloc),
             self._Part(snode, inst, ("sr", snode.peers.get(pname)),
                        remove_sec=pname),
-            # replace-primary and failover-and-replace start with a failover
-            self._Part(pnode, inst, ("pfr", pnode.peers.get(sname), p_strict,
-                                     lps),
-                       remove_pri=True, checks=((sname, p_strict), ),
+            # replace-primary and failover-and-replace only free it
+            self._Part(pnode, inst, ("pa", -lps), remove_pri=True,
                        dloc=-lps))
 
     def _Toward(self, inst: Instance, target: str, ploc: int,
@@ -295,14 +293,13 @@ class Evaluator:
             self._Part(pnode, inst, ("pr", dloc), dloc=dloc) if dloc
             else self._nothing,
             self._Part(pnode, inst, ("pf", pnode.peers.get(target),
-                                     p_strict, lps),
-                       remove_pri=True, checks=((target, p_strict), ),
+                                     s_strict, lps),
+                       remove_pri=True, checks=((target, s_strict), ),
                        add_sec=target, dloc=-lps),
             self._Part(snode, inst, ("sp", snode.peers.get(pname),
-                                     snode.peers.get(target), p_strict,
-                                     s_strict),
+                                     snode.peers.get(target), p_strict),
                        remove_sec=pname, checks=((None, p_strict),
-                                                 (target, s_strict)),
+                                                 (target, p_strict)),
                        add_sec=target),
             self._Part(snode, inst, ("sf", snode.peers.get(pname), p_strict,
                                      sloc),
@@ -328,14 +325,12 @@ class Evaluator:
         return (
             self._Part(tnode, inst, ("tr", peers.get(pname), s_strict),
                        checks=((pname, s_strict), ), add_sec=pname),
-            self._Part(tnode, inst, ("trf", peers.get(pname), s_strict,
-                                     p_strict, ploc),
-                       checks=((pname, s_strict), (None, p_strict)),
-                       add_pri=True, dloc=ploc),
-            self._Part(tnode, inst, ("trf", peers.get(sname), p_strict,
-                                     s_strict, sloc),
-                       checks=((sname, p_strict), (None, s_strict)),
-                       add_pri=True, dloc=sloc),
+            self._Part(tnode, inst, ("tp", self.strict, ploc),
+                       checks=((None, self.strict), ), add_pri=True,
+                       dloc=ploc),
+            self._Part(tnode, inst, ("tp", p_strict, sloc),
+                       checks=((None, p_strict), ), add_pri=True,
+                       dloc=sloc),
             self._Part(tnode, inst, ("tr", peers.get(sname), p_strict),
                        checks=((sname, p_strict), ), add_sec=sname))
 
