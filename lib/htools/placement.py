@@ -19,8 +19,8 @@ from typing import NamedTuple
 
 from ganeti.htools import FAIL_MEMBER_OF, FAIL_MODES, FAIL_N1, evacuate, moves
 from ganeti.htools.metrics import NodeValues, Score, Values
-from ganeti.htools.model import (Cluster, Failure, Group, Instance, Node,
-                                 PolicyFailure)
+from ganeti.htools.ipolicy import PolicyFailure
+from ganeti.htools.model import Cluster, Failure, Group, Instance, Node
 from ganeti.placement.search import MemberOf
 
 # How many per-node failure details the answer spells out
