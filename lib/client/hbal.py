@@ -158,32 +158,35 @@ def ClusterMessage(opts: Any, disk_template: str | None = None,
 class _Line:
     """One move as hbal prints it, with its gnt-instance commands."""
 
-    def __init__(self, cluster: Cluster, step: balance.Step) -> None:
+    def __init__(self, cluster: Cluster, step: balance.Step,
+                 alias: Callable[[str], str]) -> None:
         move = step.move
         inst = cluster.instances[move.instance]
-        self.old = _NodeText(inst.pnode, inst.snode)
+        self.name = alias(move.instance)
+        self.old = _NodeText(alias, inst.pnode, inst.snode)
         applied = moves.ApplyMove(cluster, move, strict=False)
         if isinstance(applied, Failure):
             raise errors.ProgrammerError("Planned move %s cannot be"
                                          " replayed: %s" %
                                          (move.Describe(), applied.text))
-        self.new = _NodeText(inst.pnode, inst.snode)
+        self.new = _NodeText(alias, inst.pnode, inst.snode)
         self.step = step
         # A replace-disks target is the new secondary, a failover-to-any
         # one the new primary
         code = _MOVE_CODES[move.kind]
-        self.code = code % move.target if "%s" in code else code
+        self.code = code % alias(move.target or "") if "%s" in code \
+            else code
         mig = "%s -f" % ("migrate" if inst.runs else "failover")
         self.commands = []
         for op in moves.MoveOpcodes(move):
             if op["OP_ID"] == "OP_INSTANCE_REPLACE_DISKS":
                 self.commands.append("replace-disks -n %s %s" %
-                                     (op["remote_node"], move.instance))
+                                     (alias(op["remote_node"]), self.name))
             elif "target_node" in op:
-                self.commands.append("%s -n %s %s" % (mig, op["target_node"],
-                                                      move.instance))
+                self.commands.append("%s -n %s %s" % (
+                    mig, alias(op["target_node"]), self.name))
             else:
-                self.commands.append("%s %s" % (mig, move.instance))
+                self.commands.append("%s %s" % (mig, self.name))
 
 
 def _LookupNode(names: list[str], key: str) -> str | None:
@@ -249,8 +252,10 @@ def _PrintInstances(opts: Any, title: str, cluster: Cluster,
         cli.ToStderr("%s", line)
 
 
-def _NodeText(pnode: str | None, snode: str | None) -> str:
-    return "%s:%s" % (pnode, snode) if snode else str(pnode)
+def _NodeText(alias: Callable[[str], str], pnode: str | None,
+              snode: str | None) -> str:
+    text = alias(pnode or "")
+    return "%s:%s" % (text, alias(snode)) if snode else text
 
 
 def FetchMondReports(addresses: dict[str, str], port: int
@@ -315,8 +320,17 @@ def _Utilisation(opts: Any, message: dict
 def _Lines(cluster: Cluster, plan: balance.Plan
            ) -> dict[balance.Step, _Line]:
     """Per step, its line: the steps replayed on a freshly loaded
-    ``cluster``, which ends in the final state."""
-    return {step: _Line(cluster, step) for step in plan.steps}
+    ``cluster``, which ends in the final state. Names are shown without
+    the domain all nodes and instances share, as hbal shows them (its
+    commands work so: gnt-* commands take unique short names)."""
+    suffix = display.CommonSuffix(list(cluster.nodes) +
+                                  list(cluster.instances))
+
+    def alias(name: str) -> str:
+        return name[:-len(suffix)] if suffix and name.endswith(suffix) \
+            else name
+
+    return {step: _Line(cluster, step, alias) for step in plan.steps}
 
 
 def FormatSolution(lines: list[_Line], with_gain: bool) -> list[str]:
@@ -324,13 +338,13 @@ def FormatSolution(lines: list[_Line], with_gain: bool) -> list[str]:
     after the move (``with_gain``: and the change it brings), moves."""
     if not lines:
         return []
-    ilen = max(len(line.step.move.instance) for line in lines)
+    ilen = max(len(line.name) for line in lines)
     nlen = max(len(text) for line in lines for text in (line.old, line.new))
     result = []
     for pos, line in enumerate(lines, 1):
         gain = " %+12.8f" % -line.step.gain if with_gain else ""
         result.append("  %3d. %-*s %-*s => %-*s %12.8f%s a=%s" %
-                      (pos, ilen, line.step.move.instance, nlen, line.old,
+                      (pos, ilen, line.name, nlen, line.old,
                        nlen, line.new, line.step.after, gain, line.code))
     return result
 
@@ -340,7 +354,7 @@ def FormatCommands(plan: balance.Plan,
     """hbal's -C output: the commands per job set and job."""
     result = ["Commands to run to reach the above solution:"]
     for setno, jobset in enumerate(plan.jobsets, 1):
-        result += ["", "  echo jobset %d, %d jobs" % (setno, len(jobset))]
+        result += ["  ", "  echo jobset %d, %d jobs" % (setno, len(jobset))]
         for jobno, step in enumerate(jobset, 1):
             result.append("    echo job %d/%d" % (setno, jobno))
             result += ["    gnt-instance %s" % command
@@ -398,11 +412,19 @@ def BalanceMessage(opts: Any, cluster_message: dict) -> int:
         util=util, workers=None)
     cli.ToStdout("Loaded %d nodes, %d instances", len(message["nodes"]),
                  len(message["instances"]))
-    cli.ToStdout("Selected node group: %s", plan.group)
     initial = Cluster(message, util)
     group = initial.FindGroup(plan.group)
     assert group is not None
-    names = [node.name for node in initial.GroupNodes(group)]
+    nodes = initial.GroupNodes(group)
+    names = [node.name for node in nodes]
+    cli.ToStdout("Group size %d nodes, %d instances", len(nodes),
+                 sum(len(node.plist) for node in nodes))
+    cli.ToStdout("Selected node group: %s", plan.group)
+    # hbal's computeBadItems: online nodes failing N+1, their instances
+    bad = [node for node in nodes if not node.offline and node.fail_n1]
+    cli.ToStdout("Initial check done: %d bad nodes, %d bad instances.",
+                 len(bad), len(set().union(*(node.plist | node.slist
+                                             for node in bad))))
     _PrintInstances(opts, "Initial", initial, names)
     PrintNodes(opts, "Initial cluster", initial, names=names)
     cli.ToStdout("Initial score: %.8f", plan.initial_score)
