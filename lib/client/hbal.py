@@ -428,9 +428,13 @@ def BalanceMessage(opts: Any, cluster_message: dict) -> int:
     _PrintInstances(opts, "Initial", initial, names)
     PrintNodes(opts, "Initial cluster", initial, names=names)
     cli.ToStdout("Initial score: %.8f", plan.initial_score)
-    if plan.initial_score < opts.min_score:
-        cli.ToStdout("Cluster is already well balanced (initial score %.6g,"
-                     " min score %.6g)", plan.initial_score, opts.min_score)
+    if plan.initial_score - plan.optimal_score < opts.min_score:
+        cli.ToStdout("Cluster is already well balanced (initial score %s,\n"
+                     "optimum score due to N+1 reservations %s,\n"
+                     "minimum score %s).",
+                     *(display.FormatGeneric(value) for value in
+                       (plan.initial_score, plan.optimal_score,
+                        opts.min_score)))
         cli.ToStdout("Nothing to do, exiting")
         return constants.EXIT_SUCCESS
     cli.ToStdout("Trying to minimize the CV...")

@@ -32,7 +32,7 @@ from operator import mul
 from typing import NamedTuple
 
 from ganeti import errors
-from ganeti.htools import moves, movescore, parallel
+from ganeti.htools import metrics, moves, movescore, parallel
 from ganeti.utils import gcpause
 from ganeti.htools.metrics import Score
 from ganeti.htools.model import Cluster, Failure, Instance, Node
@@ -84,12 +84,15 @@ class Step(NamedTuple):
 
 
 class Plan(NamedTuple):
-    """The result: scores, the moves and their job sets."""
+    """The result: scores (``optimal_score``: ``metrics.OptimalScore``
+    of the group, which planning stops ``min_score`` above), the moves
+    and their job sets."""
     group: str
     initial_score: float
     final_score: float
     steps: list[Step]
     jobsets: list[list[Step]]
+    optimal_score: float = 0.0
 
     def Jobs(self) -> list[list[list[dict]]]:
         """Per job set, the jobs (lists of opcode dicts) to submit."""
@@ -261,6 +264,10 @@ def _PlanBalance(message: dict, group: str | None, opts: Options,
     state = _State(cluster, nodes, opts)
     score = state.score
     initial = score.Total()
+    optimal = metrics.OptimalScore(nodes)
+    # hbal's doNextBalance: go on while above the least reachable score
+    # plus -e
+    stop = opts.min_score + optimal
 
     def rounds(share: tuple[int, int], shared: ctypes.c_double | None,
                merge: parallel.Merge) -> list[Step]:
@@ -273,7 +280,7 @@ def _PlanBalance(message: dict, group: str | None, opts: Options,
         for index, inst in enumerate(movable):
             _Hold(held, inst, index, 1)
         while (opts.max_length < 0 or len(steps) < opts.max_length) and \
-                current > opts.min_score:
+                current > stop:
             limit = _Limit(current, opts)
             found = None
             for sources, targets in Levels(score, nodes, online, loads):
@@ -303,10 +310,11 @@ def _PlanBalance(message: dict, group: str | None, opts: Options,
         return steps
 
     count = parallel.Count(workers, len(nodes) >= PARALLEL_NODES) \
-        if initial > opts.min_score else 1
+        if initial > stop else 1
     steps = parallel.Run(count, rounds)
     final = steps[-1].after if steps else initial
-    return Plan(target_group.name, initial, final, steps, SplitJobs(steps))
+    return Plan(target_group.name, initial, final, steps, SplitJobs(steps),
+                optimal)
 
 
 def _Hold(held: dict[str, set[int]], inst: Instance, index: int,

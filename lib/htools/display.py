@@ -56,6 +56,26 @@ def FormatFloat(fmt: str, value: float) -> str:
     return text.rjust(int(width or 0))
 
 
+def FormatGeneric(value: float, places: int = 6) -> str:
+    """printf ``"%.<places>g"`` as the htools (Haskell) write it: fixed
+    notation with ``places`` decimals from 0.1 to 10^7 (and for 0), else
+    d.ddd...e<exponent> with as many (8.203125e-3), rounded as
+    ``FormatFloat`` rounds."""
+    if not math.isfinite(value) or value == 0 or \
+            0.1 <= abs(value) < 1e7:
+        return FormatFloat("%%.%df" % places, value)
+    exact = decimal.Decimal(repr(float(value)))
+    exponent = exact.adjusted()
+    quantum = decimal.Decimal(1).scaleb(-places)
+    mantissa = exact.scaleb(-exponent).quantize(
+        quantum, decimal.ROUND_HALF_EVEN, _DIGITS)
+    if abs(mantissa) >= 10:
+        exponent += 1
+        mantissa = exact.scaleb(-exponent).quantize(
+            quantum, decimal.ROUND_HALF_EVEN, _DIGITS)
+    return "%se%d" % (mantissa, exponent)
+
+
 def _Ratio(num: float, den: float) -> float:
     """``num / den`` as a Haskell Double: infinite or NaN for 0."""
     if den:

@@ -345,6 +345,21 @@ def _PairChanges(changes: dict[tuple[str, str], int], old: Values,
         changes[key] = changes.get(key, 0) + count
 
 
+def OptimalScore(nodes: list[Node]) -> float:
+    """The least score the nodes can reach (``optimalCVScore``): with the
+    memory reserved for DRBD failovers spread evenly, what the reserved
+    memory total still adds when the largest node fails. hbal stops this
+    far above its minimum score."""
+    if len(nodes) < 2:
+        return 0.0
+    total = sum(node.t_mem for node in nodes)
+    one_less = total - max(node.t_mem for node in nodes)
+    if one_less <= 0:
+        return 0.0
+    drbd = float(sum(sum(node.peers.values()) for node in nodes))
+    return W_RESERVED_RTOTAL * (drbd / one_less - drbd / total)
+
+
 def ClusterScore(nodes: list[Node]) -> float:
     """The score of a set of nodes (``compCV``)."""
     return Score(nodes).Total()

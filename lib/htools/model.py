@@ -489,6 +489,13 @@ class Node:
         if strict:
             if self.f_dsk - inst.dsk < self.lo_dsk:
                 return self._LowDisk(inst)
+            if not self.excl and \
+                    self.inst_sp + inst.spindle_use > self.hi_sp:
+                return Failure(FAIL_DISK,
+                               "spindles %d needed (secondary), %d of %g"
+                               " allowed free" %
+                               (inst.spindle_use, self.hi_sp - self.inst_sp,
+                                self.hi_sp))
             new_rmem = max(self.r_mem, peer)
             if inst.sec_mem >= self.f_mem:
                 return Failure(FAIL_MEM, "memory %d MiB needed (secondary),"
@@ -508,6 +515,9 @@ class Node:
         self.f_dsk -= inst.dsk
         if self.excl:
             self.f_sp -= sum(sp or 0 for sp in inst.disk_spindles)
+        else:
+            # a secondary's disks use spindles too (``calcSpindleUse``)
+            self.inst_sp += inst.spindle_use
         self.slist.add(inst.name)
         if self.load is not None:
             self.load[2] += inst.util[2]
@@ -526,6 +536,8 @@ class Node:
         self.f_dsk += inst.dsk
         if self.excl:
             self.f_sp += sum(sp or 0 for sp in inst.disk_spindles)
+        else:
+            self.inst_sp -= inst.spindle_use
         self.slist.discard(inst.name)
         if self.load is not None:
             self.load[2] -= inst.util[2]
@@ -770,6 +782,9 @@ class Cluster:
             if snode is None:
                 continue
             snode.slist.add(name)
+            if get("disk_template", constants.DT_PLAIN) in \
+                    DTS_LOCAL_STORAGE and not snode.excl:
+                snode.inst_sp += get("spindle_use", 1)
             if snode.load is not None:
                 snode.load[2] += util.get(name, BASE_UTIL)[2]
             peer = snode.peers.get(pname, 0.0)
