@@ -93,8 +93,12 @@ def test_hbal_tables_are_ganetis(htools_programs, tmp_path, args):
     assert "status:" in ours[2]
 
 
-@pytest.mark.parametrize("args", [("-C", ), ("-C", "-e", "100")])
-def test_hbal_output_is_ganetis(htools_programs, tmp_path, args):
+# -e 21.065: above the initial score (21.070279) less the optimum one
+# (0.008203), below the initial score
+@pytest.mark.parametrize("args,balanced", [
+    (("-C", ), False), (("-C", "-e", "100"), True),
+    (("-C", "-e", "21.065"), True)])
+def test_hbal_output_is_ganetis(htools_programs, tmp_path, args, balanced):
     """hbal's whole output on a DRBD cluster is Ganeti's but for the
     score change each move line adds: the checks before the score, the
     scores (secondaries' spindles count), the names without their shared
@@ -107,7 +111,7 @@ def test_hbal_output_is_ganetis(htools_programs, tmp_path, args):
     changes = re.compile(r"(\d\.\d{8}) +[-+]\d+\.\d{8} a=")
     assert changes.sub(r"\1 a=", ours[1]) == theirs[1]
     assert ("Initial check done: 0 bad nodes, 0 bad instances." in ours[1])
-    assert ("already well balanced" in ours[1]) == ("100" in args)
+    assert ("already well balanced" in ours[1]) == balanced
 
 
 def test_hbal_min_disk_is_ganetis(htools_programs, tmp_path):
