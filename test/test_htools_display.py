@@ -141,6 +141,20 @@ def test_hspace_min_disk_is_ganetis(htools_programs, tmp_path, ratio):
     assert ours[2].startswith(initial)
 
 
+def test_hspace_drbd_spindles_are_ganetis(htools_programs, tmp_path):
+    """hspace on DRBD instances under a tight spindle ratio: secondaries
+    use spindles too (every HTS_* key as Ganeti's; a tiered run from the
+    policy's maximum takes Ganeti's hspace a minute here)."""
+    msg = simu.Message(6, 12, templates=("drbd", ), skew=0.5, memory=32768)
+    msg["ipolicy"]["spindle-ratio"] = 8.0
+    args = ["--disk-template=drbd", "--machine-readable",
+            "--tiered-alloc=4096,1024,2"]
+    theirs = _Theirs(htools_programs, tmp_path, "hspace", msg, *args)
+    ours = _Ours(hspace, msg, *args)
+    assert ours[0] == theirs[0] == 0
+    assert ours[1] == theirs[1]
+
+
 def test_hspace_tables_are_ganetis(htools_programs, tmp_path):
     """A diskless cluster, where hspace's runs are Ganeti's too: the
     tables among the human-readable lines. node0003 is the largest: on
