@@ -179,6 +179,19 @@ def test_migration_classes_as_hail(hail_program, tmp_path, template,
     assert all(("FailMig" in text) == refused for text in texts), texts
 
 
+@pytest.mark.parametrize("nodes", [3, 4])
+@pytest.mark.parametrize("template", ["plain", "drbd"])
+def test_ties_as_hail(hail_program, tmp_path, nodes, template):
+    """On identical empty nodes every placement scores the same: hail
+    keeps the one it tries last, and so does the built-in allocator."""
+    message = simu.Message(nodes, 0, templates=(template, ),
+                           request=simu.AllocRequest(template=template))
+    theirs = _Hail(hail_program, message, tmp_path)
+    ours = allocator.Run(message)
+    assert theirs["result"] == ours["result"]
+    assert ours["result"][0] == "node%04d.example.com" % (nodes - 1)
+
+
 def test_node_data_adds_up(vc):
     """hail (Loader.checkData) expects total = reserved + free + the
     running primaries' memory; with the fake hypervisor the running

@@ -272,7 +272,9 @@ def test_explain():
     text = answer["explanation"]
     assert "Top candidates" in text
     assert "node0002.example.com" in text
-    assert "Winner node0000.example.com beats node0001.example.com" in text
+    # equal scores: the winner is the node tried last, as hail's
+    assert "Winner node0001.example.com beats node0000.example.com by" \
+        " 0.00000000: equal score, tried last (as hail)" in text
     assert "explanation" not in allocator.Run(msg)
 
 
@@ -1339,18 +1341,18 @@ def _Located(msg: dict, racks: list[str], **tagged: list[str]) -> dict:
 
 
 def test_desired_location_changes_the_choice():
-    # two identical empty nodes: the first by name wins unless the
-    # instance desires the other's location (unmet desired locations
-    # count in location_score)
+    # two identical empty nodes: the last by name wins (as in hail)
+    # unless the instance desires the other's location (unmet desired
+    # locations count in location_score)
     msg = _Located(_Small(2), ["a", "b"])
     msg["request"] = simu.AllocRequest()
-    assert allocator.Run(msg)["result"] == ["node0000.example.com"]
-    msg["request"] = simu.AllocRequest(tags=["rack:b"])
     assert allocator.Run(msg)["result"] == ["node0001.example.com"]
+    msg["request"] = simu.AllocRequest(tags=["rack:a"])
+    assert allocator.Run(msg)["result"] == ["node0000.example.com"]
     # an unknown location is unmet everywhere: no preference
     msg["request"] = simu.AllocRequest(tags=["rack:c"])
     answer = allocator.Run(msg)
-    assert answer["result"] == ["node0000.example.com"]
+    assert answer["result"] == ["node0001.example.com"]
     cluster = model.Cluster(msg)
     inst = cluster.NewInstance("x", simu.AllocRequest(tags=["rack:b",
                                                             "other"]))
@@ -1388,6 +1390,8 @@ def test_location_exclusion_changes_the_choice():
     # with the location exclusion score, node0001 too (same rack)
     msg = _Located(_Small(3, instances=1), ["a", "a", "b"],
                    **{"inst00000.example.com": ["svc:web"]})
+    # node0002 a little fuller: otherwise the best
+    msg["nodes"]["node0002.example.com"]["free_memory"] -= 256
     msg["request"] = simu.AllocRequest(tags=["svc:web"])
     answer = allocator.Run(msg)
     assert answer["result"] == ["node0002.example.com"], answer
@@ -1401,8 +1405,8 @@ def test_location_exclusion_changes_the_choice():
         metrics.ClusterScore(list(cluster.nodes.values())))
     assert metrics.Score(list(cluster.nodes.values())).lx_excess == 1
     node1.RemovePri(inst)
-    # without locations (or without the exclusion prefix) the emptier
-    # node of rack a, first by name, wins as before
+    # without locations (or without the exclusion prefix) the emptiest
+    # node wins, in rack a
     for drop in ("htools:nlocation:rack", "htools:iextags:svc"):
         plain = copy.deepcopy(msg)
         plain["cluster_tags"].remove(drop)

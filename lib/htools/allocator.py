@@ -103,7 +103,7 @@ def _Explain(cluster: Cluster, score: Score, inst: Instance,
         why = ", ".join("%s %.6f lower" % (name, diff)
                         for diff, name in diffs[:3] if diff > 1e-12)
         if win.score == second.score:
-            why = "equal score, first by name"
+            why = "equal score, tried last (as hail)"
         lines.append("Winner %s beats %s by %.8f: %s" % (
             "/".join(win.nodes), "/".join(second.nodes),
             second.score - win.score, why or "equal components"))

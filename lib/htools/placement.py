@@ -4,7 +4,9 @@ Every online node of a group (or every ordered pair of distinct nodes for
 a mirrored template) is a candidate. A candidate passes hail's checks
 (instance policy, then ``Node.AddPri``/``AddSec``) and is scored with the
 cluster score as it would be after the placement; the lowest score wins,
-ties going to the lexicographically first node names. Groups are ordered
+ties going to the candidate hail tries last (the last node by name, for
+a pair the last primary with its last secondary): its ``concatAllocs``
+keeps a new solution unless the kept one scores lower. Groups are ordered
 by allocation policy first (preferred, then last_resort; unallocable only
 when named) and by their best score second.
 
@@ -15,6 +17,7 @@ as the arithmetic is the same; it keeps homogeneous clusters cheap).
 
 import bisect
 from collections import Counter
+from operator import attrgetter
 from typing import NamedTuple
 
 from ganeti.htools import FAIL_MEMBER_OF, FAIL_MODES, FAIL_N1, evacuate, moves
@@ -466,7 +469,9 @@ def TryGroup(cluster: Cluster, score: Score, group: Group, inst: Instance,
             if name not in sec_ok:
                 result.details.setdefault(name,
                                           "as secondary: " + failure.text)
-    result.candidates.sort()
+    # the last tried first among equal scores (see the module's docstring)
+    result.candidates.reverse()
+    result.candidates.sort(key=attrgetter("score"))
     if capacity is not None:
         GlobalN1(inst, result, capacity)
     if keep:
