@@ -11,6 +11,7 @@ is installed in the cluster's allocator search path and drives
 
 import json
 import os
+import random
 import subprocess
 
 import pytest
@@ -190,6 +191,31 @@ def test_ties_as_hail(hail_program, tmp_path, nodes, template):
     ours = allocator.Run(message)
     assert theirs["result"] == ours["result"]
     assert ours["result"][0] == "node%04d.example.com" % (nodes - 1)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("mode", ["all", "secondary-only", "primary-only"])
+def test_evacuations_as_hail(hail_program, tmp_path, seed, mode):
+    """node-evacuate of a random DRBD node on generated clusters: the same
+    moves, new nodes and jobs as hail's (ties go to the node or pair
+    tried last), and hail's summary."""
+    rnd = random.Random(seed)
+    nodes = rnd.choice([4, 6, 8])
+    message = simu.Message(nodes, nodes * rnd.choice([2, 4]),
+                           templates=("drbd", ), seed=seed, memory=32768)
+    victim = "node%04d.example.com" % rnd.randrange(nodes)
+    message["request"] = {
+        "type": "node-evacuate", "evac_mode": mode,
+        "instances": sorted(name for name, data
+                            in message["instances"].items()
+                            if victim in data["nodes"])}
+    theirs = _Hail(hail_program, message, tmp_path)
+    ours = allocator.Run(message)
+    assert ours["result"][0] == theirs["result"][0]
+    assert ours["result"][2] == theirs["result"][2]
+    assert [name for name, _ in ours["result"][1]] == \
+        [name for name, _ in theirs["result"][1]]
+    assert ours["info"].startswith(theirs["info"])
 
 
 def test_node_data_adds_up(vc):

@@ -281,7 +281,9 @@ class _Request:
         return self._EvacAnswer(moved, failed)
 
     def _EvacAnswer(self, moved: list, failed: list) -> dict:
-        info = "%d instances moved, %d failed" % (len(moved), len(failed))
+        # hail's words, then (beyond hail) why each failed
+        info = "%d instances failed to move and %d were moved successfully" \
+            % (len(failed), len(moved))
         if failed:
             info += ": " + "; ".join("%s: %s" % item for item in failed)
         return _Answer(True, info,

@@ -14,7 +14,8 @@ Per instance, by disk template:
 
 Targets are the online nodes of the target group, never the nodes being
 evacuated nor the instance's primary; the best target is the one giving
-the lowest score of that group (ties: first name).
+the lowest score of that group, ties going to the one tried last, as in
+hail's folds (the last node by name, the last pair).
 """
 
 from ganeti import constants
@@ -35,7 +36,7 @@ def _BestMove(cluster: Cluster, inst: Instance, kind: str,
               targets: list[Node], score: Score,
               strict: bool) -> moves.Move:
     best: tuple[float, str] | None = None
-    failures = []
+    failures: list[str] = []
     for node in targets:
         if node.name in (inst.pnode, inst.snode):
             continue
@@ -47,7 +48,7 @@ def _BestMove(cluster: Cluster, inst: Instance, kind: str,
             continue
         value = score.With(applied.touched)
         moves.UndoMove(cluster, applied)
-        if best is None or (value, node.name) < best:
+        if best is None or value <= best[0]:
             best = (value, node.name)
     if best is None:
         raise EvacError("Can't find any good node:%s" % "".join(failures))
@@ -84,7 +85,7 @@ def _ChangeAll(cluster: Cluster, inst: Instance, targets: list[Node],
                 touched.update((node.name, node) for node in applied.touched)
             else:
                 value = score.With(list(touched.values()))
-                if best is None or (value, pnode.name, snode.name) < best:
+                if best is None or value <= best[0]:
                     best = (value, pnode.name, snode.name)
             for applied in reversed(done):
                 moves.UndoMove(cluster, applied)
