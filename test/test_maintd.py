@@ -368,7 +368,7 @@ def _BalanceDynamicLoad(vc, threshold: str, on_node1: list[str]) -> None:
         assert "already well balanced" in out, out
         out = vc.Run("gnt-cluster", "rebalance", "-e", threshold, "--mond",
                      "yes").stdout
-        assert re.search(r"  1\. (%s) +%s => " % (
+        assert re.search(r"  1\. (%s) +%s +=> " % (
             "|".join(on_node1), re.escape(NODE1)), out), out
         vc.Run("gnt-cluster", "modify", "--auto-balance-cluster", "yes",
                "--auto-balance-threshold", threshold,

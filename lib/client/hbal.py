@@ -323,6 +323,13 @@ def _Lines(cluster: Cluster, plan: balance.Plan
     ``cluster``, which ends in the final state. Names are shown without
     the domain all nodes and instances share, as hbal shows them (its
     commands work so: gnt-* commands take unique short names)."""
+    alias = _Aliases(cluster)
+    return {step: _Line(cluster, step, alias) for step in plan.steps}
+
+
+def _Aliases(cluster: Cluster) -> Callable[[str], str]:
+    """Names as hbal shows them: without the domain all the cluster's
+    nodes and instances share."""
     suffix = display.CommonSuffix(list(cluster.nodes) +
                                   list(cluster.instances))
 
@@ -330,16 +337,16 @@ def _Lines(cluster: Cluster, plan: balance.Plan
         return name[:-len(suffix)] if suffix and name.endswith(suffix) \
             else name
 
-    return {step: _Line(cluster, step, alias) for step in plan.steps}
+    return alias
 
 
-def FormatSolution(lines: list[_Line], with_gain: bool) -> list[str]:
-    """hbal's step lines: position, instance, old => new nodes, score
-    after the move (``with_gain``: and the change it brings), moves."""
-    if not lines:
-        return []
-    ilen = max(len(line.name) for line in lines)
-    nlen = max(len(text) for line in lines for text in (line.old, line.new))
+def FormatSolution(lines: list[_Line], with_gain: bool, ilen: int,
+                   nlen: int) -> list[str]:
+    """hbal's step lines (``printSolutionLine``): position, instance, old
+    => new nodes, score after the move (``with_gain``: and the change it
+    brings), moves; the instance column ``ilen`` wide, the nodes' ``2 *
+    nlen + 1`` (the longest names of the group's instances and nodes)."""
+    nlen = 2 * nlen + 1
     result = []
     for pos, line in enumerate(lines, 1):
         gain = " %+12.8f" % -line.step.gain if with_gain else ""
@@ -425,6 +432,23 @@ def BalanceMessage(opts: Any, cluster_message: dict) -> int:
     cli.ToStdout("Initial check done: %d bad nodes, %d bad instances.",
                  len(bad), len(set().union(*(node.plist | node.slist
                                              for node in bad))))
+    if bad:
+        cli.ToStdout("Cluster is not N+1 happy, continuing but no guarantee"
+                     " that the cluster will end N+1 happy.")
+    # getPolicyHealth: too many spindles in use or vCPUs per CPU (with
+    # --max-cpu's ratio)
+    violating = [node for node in nodes if node.inst_sp > node.hi_sp or
+                 node.u_cpu / node.p_cpus > (node.vcpu_ratio
+                                             if opts.max_cpu is None
+                                             else opts.max_cpu)]
+    if violating:
+        cli.ToStdout("The cluster contains %d policy-violating nodes.",
+                     len(violating))
+        cli.ToStdout("Continuing, ignoring soft errors."
+                     if opts.ignore_soft_errors else
+                     "Continuing, but the set of moves might be too"
+                     " restricted; consider using the --ignore-soft-errors"
+                     " option.")
     _PrintInstances(opts, "Initial", initial, names)
     PrintNodes(opts, "Initial cluster", initial, names=names)
     cli.ToStdout("Initial score: %.8f", plan.initial_score)
@@ -441,7 +465,11 @@ def BalanceMessage(opts: Any, cluster_message: dict) -> int:
     final = Cluster(message, util)
     lines = _Lines(final, plan)
     ordered = [lines[step] for step in plan.steps]
-    for text in FormatSolution(ordered, with_gain=True):
+    alias = _Aliases(initial)
+    widths = (max((len(alias(name)) for node in nodes
+                   for name in node.plist), default=0),
+              max(len(alias(name)) for name in names))
+    for text in FormatSolution(ordered, True, *widths):
         cli.ToStdout("%s", text)
     if not plan.steps:
         cli.ToStdout("No solution found")

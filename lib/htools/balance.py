@@ -3,18 +3,21 @@
 Greedy, one move per round: every candidate move is scored with hail's
 checks (``movescore``: from the running sums, without applying it, the
 exact score only where a lower bound can beat the round's best); the
-round's best move, ties broken by name, is accepted when it
-lowers the score and, once the score is below ``min_gain_limit``, by at
-least ``min_gain``. Movable instances are the mirrored ones: DRBD
-instances get failover, replace-secondary, replace-and-failover,
-replace-primary and failover-and-replace (``--no-disk-moves``: failover
-only); externally mirrored ones get failover-to-any (a migration to any
-node); plain and file instances are never moved, as in hbal.
+round's best move, ties broken as hbal does (``moves.TieKey``), is
+accepted when it lowers the score and, once the score is below
+``min_gain_limit``, by at least ``min_gain``. Movable instances are the
+mirrored ones: DRBD instances get failover, replace-secondary,
+replace-and-failover, replace-primary and failover-and-replace
+(``--no-disk-moves``: failover only); externally mirrored ones get
+failover-to-any (a migration to any node); plain and file instances are
+never moved, as in hbal. (Ganeti 3.0's hbal binary, on a cluster read
+from a text file, also leaves diskless instances alone; ours moves them.)
 
-Unlike hbal, a round does not try every instance on every node (too slow
-in Python): it widens level by level (``Levels``) until one yields an
-acceptable move: the instances of the ``SOURCES`` most loaded nodes
-(offline nodes first) moving to the ``TARGETS`` least loaded ones; then
+Unlike hbal, a round on more than ``FULL_NODES`` nodes does not try every
+instance on every node (too slow in Python): it widens level by level
+(``Levels``) until one yields an acceptable move: the instances of the
+``SOURCES`` most loaded nodes (offline nodes first) moving to the
+``TARGETS`` least loaded ones; then
 those of the ``SPREAD_SOURCES`` most loaded nodes of each std-dev
 component taken alone, moving to the ``SPREAD_TARGETS`` least loaded of
 each (late in a run the overall load no longer tells where a component's
@@ -23,7 +26,8 @@ those of the ``WIDE_SOURCES`` most loaded nodes moving to any node,
 before stopping.
 
 The accepted moves are split into job sets of consecutive moves touching
-disjoint nodes (``splitJobs``): the jobs of one set can run in parallel.
+disjoint nodes (``splitJobs``, from the last move back): the jobs of one
+set can run in parallel.
 """
 
 import ctypes
@@ -37,6 +41,9 @@ from ganeti.utils import gcpause
 from ganeti.htools.metrics import Score
 from ganeti.htools.model import Cluster, Failure, Instance, Node
 
+# Up to this many nodes a round tries every instance on every node, as
+# hbal does (and makes hbal's moves); the levels only pay on larger groups
+FULL_NODES = 12
 # Two sources rather than three: on 24 random clusters (20 to 100 nodes,
 # 5 to 15 instances each, skewed) the final scores were as good (13
 # better, 11 worse, within 5%) in about 10% less time
@@ -101,16 +108,18 @@ class Plan(NamedTuple):
 
 
 def SplitJobs(steps: list[Step]) -> list[list[Step]]:
-    """Consecutive moves touching disjoint nodes share a job set."""
+    """Consecutive moves touching disjoint nodes share a job set, grouped
+    from the last move back as hbal groups them (its ``splitJobs`` folds
+    over the moves newest first), in the moves' order."""
     result: list[list[Step]] = []
     used: set[str] = set()
-    for step in steps:
+    for step in reversed(steps):
         if not result or used & step.nodes:
             result.append([])
             used = set()
         result[-1].append(step)
         used |= step.nodes
-    return result
+    return [jobset[::-1] for jobset in reversed(result)]
 
 
 def _Loads(score: Score, nodes: list[Node], spread: bool = False,
@@ -163,6 +172,9 @@ def Levels(score: Score, nodes: list[Node], online: list[Node],
                sign: float) -> list[Node]:
         return sorted(among, key=lambda n: (sign * load[n.name], n.name))
 
+    if len(nodes) <= FULL_NODES:
+        yield {node.name for node in nodes}, online
+        return
     loads = _Loads(score, nodes, cache=cache)[0]
     overall = ranked(nodes, loads, -1.0)
     targets = ranked(online, loads, 1.0)

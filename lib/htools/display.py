@@ -48,8 +48,9 @@ def FormatFloat(fmt: str, value: float) -> str:
     width, _, places = fmt[1:-1].partition(".")
     if math.isfinite(value):
         exact = decimal.Decimal(repr(float(value)))
-        text = "%s" % exact.quantize(decimal.Decimal(1).scaleb(
-            -int(places or 6)), decimal.ROUND_HALF_EVEN, _DIGITS)
+        # "f": a zero quantized to places is "0E-8" in str()
+        text = format(exact.quantize(decimal.Decimal(1).scaleb(
+            -int(places or 6)), decimal.ROUND_HALF_EVEN, _DIGITS), "f")
     else:
         text = "NaN" if math.isnan(value) else \
             ("Infinity" if value > 0 else "-Infinity")
@@ -73,7 +74,7 @@ def FormatGeneric(value: float, places: int = 6) -> str:
         exponent += 1
         mantissa = exact.scaleb(-exponent).quantize(
             quantum, decimal.ROUND_HALF_EVEN, _DIGITS)
-    return "%se%d" % (mantissa, exponent)
+    return "%se%d" % (format(mantissa, "f"), exponent)
 
 
 def _Ratio(num: float, den: float) -> float:

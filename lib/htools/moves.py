@@ -46,6 +46,20 @@ _STEPS = {
     FAILOVER_AND_REPLACE: ("f", "r"),
     COPY: ("c", ),
 }
+# The order hbal tries an instance's moves in (``checkInstanceMove``):
+# the failover first, then per target node these kinds in this order; of
+# moves with equal scores it keeps the first tried
+_TRIED = {FAILOVER: 0, REPLACE_SECONDARY: 1, FAILOVER_TO_ANY: 1, COPY: 1,
+          REPLACE_AND_FAILOVER: 2, REPLACE_PRIMARY: 3,
+          FAILOVER_AND_REPLACE: 4}
+
+
+def TieKey(move: "Move") -> tuple[str, str, int]:
+    """Orders moves of equal scores as hbal tries them: by instance, then
+    target node (the failover, without one, first), then kind."""
+    return move.instance, move.target or "", _TRIED[move.kind]
+
+
 # Moves checked as a whole (``_Composite``); their steps are their jobs
 _COMPOSITE = frozenset([REPLACE_PRIMARY, REPLACE_AND_FAILOVER,
                         FAILOVER_AND_REPLACE])

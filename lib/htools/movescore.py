@@ -632,8 +632,8 @@ class Evaluator:
              shared: ctypes.c_double | None = None
              ) -> tuple[float, moves.Move] | None:
         """The victims' candidate (see ``_Candidates``) with the lowest
-        rounded score, ties broken by (instance, kind, target) name
-        (``parallel.Rank``), if that score is at most ``limit`` (give or
+        rounded score, ties broken as hbal does (``moves.TieKey``,
+        ``parallel.Rank``), if that score is at most ``limit`` (give or
         take the rounding margin; None otherwise, or when there is no
         candidate).
 
@@ -675,7 +675,8 @@ class Evaluator:
             self._Seed(inst, targets, by_name, disk_moves, most, heap,
                        unlinked)
         heapify(heap)
-        best: tuple[float, tuple[str, str, str]] | None = None
+        # (rank: score and hbal's order, the move's fields)
+        best: tuple[tuple, tuple[str, str, str | None]] | None = None
         values: dict[tuple, float] = {}
         # the best score so far (of all shares), or the cutoff
         top = cutoff
@@ -692,10 +693,10 @@ class Evaluator:
             value = values.get(ids)
             if value is None:
                 value = values[ids] = self._Exact(parts, extra)
-            key = (value, (name, kind, target or ""))
-            if value <= cutoff and (best is None or key < best) and \
+            key = (value, moves.TieKey(moves.Move(name, kind, target)))
+            if value <= cutoff and (best is None or key < best[0]) and \
                     self._Migrates(name, kind, target):
-                best = key
+                best = (key, (name, kind, target))
                 if value < top:
                     top = value
                     if shared is not None and value < shared.value:
@@ -709,7 +710,7 @@ class Evaluator:
         if best is None:
             return None
         name, kind, target = best[1]
-        return best[0], moves.Move(name, kind, target or None)
+        return best[0][0], moves.Move(name, kind, target)
 
     def _Seed(self, inst: Instance, targets: list[Node],
               by_name: dict[str, Node], disk_moves: bool, most: float,

@@ -36,7 +36,7 @@ from types import TracebackType
 from typing import Any, Callable, Hashable, TypeVar
 
 from ganeti import errors
-from ganeti.htools.moves import Move
+from ganeti.htools.moves import Move, TieKey
 
 Found = tuple[float, Move] | None
 _K = TypeVar("_K", bound=Hashable)
@@ -57,11 +57,11 @@ Merge = Callable[[Found], Found]
 Body = Callable[[tuple[int, int], ctypes.c_double | None, Merge], _R]
 
 
-def Rank(found: tuple[float, Move]) -> tuple[float, tuple[str, ...]]:
+def Rank(found: tuple[float, Move]) -> tuple[float, tuple]:
     """The order of ``Evaluator.Best``'s results: the lower score first,
-    ties broken by (instance, kind, target) name."""
+    ties as hbal breaks them (``moves.TieKey``)."""
     value, move = found
-    return value, (move.instance, move.kind, move.target or "")
+    return value, TieKey(move)
 
 
 def Share(groups: dict[_K, list[_T]], share: tuple[int, int],
