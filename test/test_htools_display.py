@@ -115,6 +115,19 @@ def test_hbal_output_is_ganetis(htools_programs, tmp_path, args, balanced):
     assert ("already well balanced" in ours[1]) == balanced
 
 
+@pytest.mark.parametrize("nodes,instances,template",
+                         [(2, 1, "drbd"), (3, 6, "plain")])
+def test_hbal_no_solution_is_ganetis(htools_programs, tmp_path, nodes,
+                                     instances, template):
+    """Nothing to move: hbal -C still prints the solution length (0) and
+    the header of the commands."""
+    msg = simu.Message(nodes, instances, templates=(template, ))
+    theirs = _Theirs(htools_programs, tmp_path, "hbal", msg, "-C")
+    ours = _Ours(hbal, msg, "-C")
+    assert "No solution found\nSolution length=0\n" in theirs[1]
+    assert ours[1] == theirs[1]
+
+
 @pytest.mark.parametrize("seed", [2, 3, 7, 10, 11])
 def test_hbal_plans_are_ganetis(htools_programs, tmp_path, seed):
     """hbal -C on small generated clusters, byte for byte Ganeti's but

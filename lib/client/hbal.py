@@ -476,11 +476,12 @@ def BalanceMessage(opts: Any, cluster_message: dict) -> int:
     else:
         cli.ToStdout("Cluster score improved from %.8f to %.8f",
                      plan.initial_score, plan.final_score)
-        cli.ToStdout("Solution length=%d", len(plan.steps))
-        if opts.print_commands:
-            cli.ToStdout("")
-            for text in FormatCommands(plan, lines):
-                cli.ToStdout("%s", text)
+    # as hbal, also for no solution
+    cli.ToStdout("Solution length=%d", len(plan.steps))
+    if opts.print_commands:
+        cli.ToStdout("")
+        for text in FormatCommands(plan, lines):
+            cli.ToStdout("%s", text)
     _PrintInstances(opts, "Final", final, names)
     PrintNodes(opts, "Final cluster", final, initial, names)
     if opts.execute and plan.steps:
