@@ -317,27 +317,13 @@ def _Utilisation(opts: Any, message: dict
     return util
 
 
-def _Lines(cluster: Cluster, plan: balance.Plan
-           ) -> dict[balance.Step, _Line]:
+def _Lines(cluster: Cluster, plan: balance.Plan,
+           alias: Callable[[str], str]) -> dict[balance.Step, _Line]:
     """Per step, its line: the steps replayed on a freshly loaded
-    ``cluster``, which ends in the final state. Names are shown without
-    the domain all nodes and instances share, as hbal shows them (its
-    commands work so: gnt-* commands take unique short names)."""
-    alias = _Aliases(cluster)
+    ``cluster``, which ends in the final state. Names are shown as hbal
+    shows them (``display.Aliases``; its commands work so: gnt-* commands
+    take unique short names)."""
     return {step: _Line(cluster, step, alias) for step in plan.steps}
-
-
-def _Aliases(cluster: Cluster) -> Callable[[str], str]:
-    """Names as hbal shows them: without the domain all the cluster's
-    nodes and instances share."""
-    suffix = display.CommonSuffix(list(cluster.nodes) +
-                                  list(cluster.instances))
-
-    def alias(name: str) -> str:
-        return name[:-len(suffix)] if suffix and name.endswith(suffix) \
-            else name
-
-    return alias
 
 
 def FormatSolution(lines: list[_Line], with_gain: bool, ilen: int,
@@ -463,9 +449,9 @@ def BalanceMessage(opts: Any, cluster_message: dict) -> int:
         return constants.EXIT_SUCCESS
     cli.ToStdout("Trying to minimize the CV...")
     final = Cluster(message, util)
-    lines = _Lines(final, plan)
+    alias = display.Aliases(initial)
+    lines = _Lines(final, plan, alias)
     ordered = [lines[step] for step in plan.steps]
-    alias = _Aliases(initial)
     widths = (max((len(alias(name)) for node in nodes
                    for name in node.plist), default=0),
               max(len(alias(name)) for name in names))

@@ -8,7 +8,6 @@ its human or ``--machine-readable`` (``HTS_*`` shell variables) format.
 for the standard spec.
 """
 
-import decimal
 import sys
 from optparse import OptionParser
 from typing import Any
@@ -122,25 +121,6 @@ def _Keys(pairs: list[tuple[str, str]]) -> list[str]:
             for key, value in pairs]
 
 
-def _ShowDouble(value: float) -> str:
-    """A float as Haskell's ``show`` writes it (hspace's KM_*_NPU): the
-    shortest digits, in fixed notation from 0.1 to 10^7, else as
-    d.ddde<exponent>."""
-    if value == 0:
-        return "0.0"
-    sign, digits, exponent = decimal.Decimal(repr(float(value))).as_tuple()
-    text = "".join(str(digit) for digit in digits).rstrip("0") or "0"
-    assert isinstance(exponent, int)
-    point = len(digits) + exponent  # digits before the decimal point
-    minus = "-" if sign else ""
-    if 0 < point <= 7:
-        whole, frac = text[:point].ljust(point, "0"), text[point:]
-        return "%s%s.%s" % (minus, whole, frac or "0")
-    if point == 0:
-        return "%s0.%s" % (minus, text)
-    return "%s%s.%se%d" % (minus, text[0], text[1:] or "0", point - 1)
-
-
 def _Stats(prefix: str, stats: capacity.Stats) -> list[tuple[str, str]]:
     return [("%s_%s" % (prefix, key), fn(stats)) for key, fn in _STATS]
 
@@ -180,7 +160,7 @@ def _AllocInfo(prefix: str, values: tuple[int, float, int, int, int]
                ) -> list[tuple[str, str]]:
     vcpus, ncpus, mem, dsk, spn = values
     return [("KM_%s_CPU" % prefix, "%d" % vcpus),
-            ("KM_%s_NPU" % prefix, _ShowDouble(ncpus)),
+            ("KM_%s_NPU" % prefix, display.ShowDouble(ncpus)),
             ("KM_%s_MEM" % prefix, "%d" % mem),
             ("KM_%s_DSK" % prefix, "%d" % dsk),
             ("KM_%s_SPN" % prefix, "%d" % spn)]

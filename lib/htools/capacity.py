@@ -18,13 +18,13 @@ somewhere to go should the node fail (hail's global N+1 check).
 report prints.
 """
 
-import math
 from collections import Counter
 from collections.abc import Callable
 from typing import NamedTuple
 
 from ganeti import constants
-from ganeti.htools import FAIL_CPU, FAIL_DISK, FAIL_MEM, FAIL_MODES, FAIL_N1
+from ganeti.htools import (FAIL_CPU, FAIL_DISK, FAIL_MEM, FAIL_MODES,
+                           FAIL_N1, display)
 from ganeti.htools.metrics import Score
 from ganeti.htools.model import Cluster, Group, Instance, Node
 from ganeti.htools.placement import (Capacity, GlobalN1, GroupResult,
@@ -89,29 +89,19 @@ class Stats(NamedTuple):
 
     @property
     def mem_eff(self) -> float:
-        return _Ratio(self.i_mem, self.t_mem)
+        return display.Ratio(self.i_mem, self.t_mem)
 
     @property
     def dsk_eff(self) -> float:
-        return _Ratio(self.i_dsk, self.t_dsk)
+        return display.Ratio(self.i_dsk, self.t_dsk)
 
     @property
     def cpu_eff(self) -> float:
-        return _Ratio(self.i_cpu, self.v_cpu)
+        return display.Ratio(self.i_cpu, self.v_cpu)
 
     @property
     def spn_eff(self) -> float:
-        return _Ratio(self.i_spn, self.t_spn)
-
-
-def _Ratio(used: float, total: float) -> float:
-    """An efficiency as hspace computes it: NaN (or infinite) without a
-    total, as a floating point division gives it."""
-    if total:
-        return used / total
-    if not used:
-        return math.nan
-    return math.copysign(math.inf, used)
+        return display.Ratio(self.i_spn, self.t_spn)
 
 
 def _Spindles(node: Node) -> tuple[int, int]:

@@ -77,11 +77,31 @@ def FormatGeneric(value: float, places: int = 6) -> str:
     return "%se%d" % (format(mantissa, "f"), exponent)
 
 
-def _Ratio(num: float, den: float) -> float:
-    """``num / den`` as a Haskell Double: infinite or NaN for 0."""
+def Ratio(num: float, den: float) -> float:
+    """``num / den`` as a Haskell Double: infinite or NaN for 0 (the
+    htools' fractions and hspace's efficiencies)."""
     if den:
         return num / den
     return math.nan if not num else math.copysign(math.inf, num)
+
+
+def ShowDouble(value: float) -> str:
+    """A float as Haskell's ``show`` writes it (hspace's KM_*_NPU): the
+    shortest digits, in fixed notation from 0.1 to 10^7, else as
+    d.ddde<exponent>."""
+    if value == 0:
+        return "0.0"
+    sign, digits, exponent = decimal.Decimal(repr(float(value))).as_tuple()
+    text = "".join(str(digit) for digit in digits).rstrip("0") or "0"
+    assert isinstance(exponent, int)
+    point = len(digits) + exponent  # digits before the decimal point
+    minus = "-" if sign else ""
+    if 0 < point <= 7:
+        whole, frac = text[:point].ljust(point, "0"), text[point:]
+        return "%s%s.%s" % (minus, whole, frac or "0")
+    if point == 0:
+        return "%s0.%s" % (minus, text)
+    return "%s%s.%se%d" % (minus, text[0], text[1:] or "0", point - 1)
 
 
 def NodeFields(spec: str | None) -> list[str]:
@@ -108,6 +128,18 @@ def CommonSuffix(names: Iterable[str]) -> str:
     return ""
 
 
+def Aliases(cluster: Cluster) -> Callable[[str], str]:
+    """Names as the htools show them (Ganeti's aliases): without the
+    domain all the cluster's nodes and instances share."""
+    suffix = CommonSuffix(list(cluster.nodes) + list(cluster.instances))
+
+    def alias(name: str) -> str:
+        return name[:-len(suffix)] if suffix and name.endswith(suffix) \
+            else name
+
+    return alias
+
+
 class _NodeView:
     """What a node's fields are computed from."""
 
@@ -115,8 +147,7 @@ class _NodeView:
         # Ganeti's node index
         self.index = {name: idx for idx, name in
                       enumerate(utils.NiceSort(cluster.nodes))}
-        self.suffix = CommonSuffix(list(initial.nodes) +
-                                   list(initial.instances))
+        self.alias = Aliases(initial)
         # name -> (reported free memory, N+1 flag, instance lists) at load
         self.loaded = {
             name: (node.f_mem - min(node.x_mem, 0.0),
@@ -125,9 +156,7 @@ class _NodeView:
             for name, node in initial.nodes.items()}
 
     def Alias(self, node: Node) -> str:
-        if self.suffix and node.name.endswith(self.suffix):
-            return node.name[:-len(self.suffix)]
-        return node.name
+        return self.alias(node.name)
 
     def Status(self, node: Node) -> str:
         if node.offline:
@@ -190,11 +219,11 @@ _NODE_FIELDS: dict[str, _NodeField] = {
     "pcnt": ("pcnt", True, lambda node, _: "%3d" % len(node.plist)),
     "scnt": ("scnt", True, lambda node, _: "%3d" % len(node.slist)),
     "pfmem": ("p_fmem", True, lambda node, _: FormatFloat(
-        "%6.4f", _Ratio(node.f_mem, node.t_mem))),
+        "%6.4f", Ratio(node.f_mem, node.t_mem))),
     "pfdsk": ("p_fdsk", True, lambda node, _: FormatFloat("%6.4f",
                                                           _PDsk(node))),
     "rcpu": ("r_cpu", True, lambda node, _: FormatFloat(
-        "%5.2f", _Ratio(node.u_cpu, node.t_cpu))),
+        "%5.2f", Ratio(node.u_cpu, node.t_cpu))),
     "cload": ("lCpu", True, _Load(0)),
     "mload": ("lMem", True, _Load(1)),
     "dload": ("lDsk", True, _Load(2)),
